@@ -1,0 +1,1 @@
+"""Tools the agents call: plain typed functions whose docstrings the model reads."""
