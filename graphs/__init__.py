@@ -1,0 +1,1 @@
+"""LangGraph graphs exported by langgraph.json, and the runtime pieces they share."""

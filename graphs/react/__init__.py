@@ -1,0 +1,1 @@
+"""The `react` graph: a tool-calling agent."""

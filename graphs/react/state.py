@@ -1,0 +1,27 @@
+"""State of the `react` graph."""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated
+
+from langchain_core.messages import AnyMessage
+from langgraph.graph.message import add_messages
+from typing_extensions import TypedDict
+
+
+class InputState(TypedDict):
+    """What a caller sends: new messages, appended to the thread."""
+
+    messages: Annotated[list[AnyMessage], add_messages]
+
+
+class State(InputState, total=False):
+    """The thread's state: messages plus what clients and evals read back."""
+
+    steps: int
+    """Model calls made in the current turn (reset when a new human message arrives)."""
+    summary: str
+    """Summary of older turns removed from `messages` to stay inside the model's budget."""
+    execution_log: Annotated[list[dict], operator.add]
+    """One entry per tool call: tool, args, status, duration_ms, attempts, step, tool_call_id."""

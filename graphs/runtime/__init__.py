@@ -1,0 +1,1 @@
+"""Runtime pieces every graph shares: context schema, chat-model factory, stream events."""

@@ -1,0 +1,126 @@
+"""The one chat-model factory every graph uses.
+
+`provider:model` strings: `openai:*` (OpenAI, or any OpenAI-compatible server through
+`OPENAI_BASE_URL`: vLLM, Ollama, llama.cpp), `anthropic:*` when `langchain-anthropic` is
+installed, and any other provider `init_chat_model` knows. A missing key fails the run at once
+with a message naming what to set.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+import asyncio
+
+from langchain.chat_models import init_chat_model
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AnyMessage
+from langchain_core.runnables import Runnable, RunnableConfig
+
+from graphs.runtime.events import emit
+from graphs.runtime.retry import backoff_delay
+
+
+class ModelConfigError(RuntimeError):
+    """The requested model cannot be used (no key, unknown provider, missing integration)."""
+
+
+_KEY_VARIABLES = {
+    "openai": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "google_genai": "GOOGLE_API_KEY",
+    "groq": "GROQ_API_KEY",
+    "mistralai": "MISTRAL_API_KEY",
+}
+
+# Extra providers registered in-process (e.g. a scripted model in tests): name -> factory(model, **kw).
+_PROVIDERS: dict[str, Callable[..., BaseChatModel]] = {}
+
+
+def register_model_provider(name: str, factory: Callable[..., BaseChatModel]) -> None:
+    """Make `name:<model>` resolve through `factory(model_name, temperature=...)`."""
+    _PROVIDERS[name] = factory
+
+
+def load_chat_model(spec: str, *, temperature: float = 0.0) -> BaseChatModel:
+    """Build the chat model for `spec` ('provider:model'); raise ModelConfigError if unusable.
+
+    The provider client's own retries are off: `ainvoke_with_retries` retries every provider
+    the same way and reports each retry as an event.
+    """
+    provider, sep, name = spec.partition(":")
+    if not sep or not provider or not name:
+        raise ModelConfigError(f"model {spec!r} must look like 'provider:model', e.g. 'openai:gpt-4o-mini'")
+    if provider in _PROVIDERS:
+        return _PROVIDERS[provider](name, temperature=temperature)
+    kwargs: dict = {"temperature": temperature, "max_retries": 0}
+    if provider == "openai":
+        base_url = os.environ.get("OPENAI_BASE_URL") or None
+        api_key = os.environ.get("OPENAI_API_KEY")
+        if not api_key and not base_url:
+            raise ModelConfigError(
+                f"No key for model {spec!r}: set OPENAI_API_KEY, or OPENAI_BASE_URL for an "
+                "OpenAI-compatible server (vLLM, Ollama, llama.cpp), or pick another model "
+                "in the run's context (`model`) / AGENT_MODEL."
+            )
+        kwargs.update(base_url=base_url, api_key=api_key or "EMPTY", stream_usage=True)
+    elif provider in _KEY_VARIABLES and not os.environ.get(_KEY_VARIABLES[provider]):
+        raise ModelConfigError(
+            f"No key for model {spec!r}: set {_KEY_VARIABLES[provider]}, or pick another model "
+            "in the run's context (`model`) / AGENT_MODEL."
+        )
+    try:
+        return init_chat_model(name, model_provider=provider, **kwargs)
+    except ImportError as exc:
+        raise ModelConfigError(f"Provider {provider!r} needs its integration package: {exc}") from exc
+    except ValueError as exc:
+        raise ModelConfigError(f"Cannot use model {spec!r}: {exc}") from exc
+
+
+_TRANSIENT_NAMES = {
+    "APIConnectionError",
+    "APITimeoutError",
+    "RateLimitError",
+    "InternalServerError",
+    "ServiceUnavailableError",
+    "OverloadedError",
+    "ConnectError",
+    "ReadTimeout",
+    "RemoteProtocolError",
+}
+
+
+def is_transient_model_error(exc: BaseException) -> bool:
+    """Connection failures, timeouts, 408/409/429 and 5xx answers: worth another try."""
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError, ConnectionError)):
+        return True
+    if any(cls.__name__ in _TRANSIENT_NAMES for cls in type(exc).__mro__):
+        return True
+    status = getattr(exc, "status_code", None)
+    return isinstance(status, int) and (status in (408, 409, 429) or status >= 500)
+
+
+async def ainvoke_with_retries(
+    model: Runnable, messages: list[AnyMessage], config: RunnableConfig | None, *, retries: int, step: int
+) -> AIMessage:
+    """Call the model, retrying transient API errors with exponential backoff.
+
+    Each retry is reported as a `model_retrying` event; a persistent or non-transient error is
+    reported as `model_error` and re-raised, which ends the run with the server's error event.
+    """
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            return await model.ainvoke(messages, config)
+        except Exception as exc:
+            if attempt <= retries and is_transient_model_error(exc):
+                delay = backoff_delay(attempt)
+                emit("model_retrying", step=step, attempt=attempt, error=str(exc) or type(exc).__name__,
+                     delay_s=round(delay, 3))
+                await asyncio.sleep(delay)
+                continue
+            emit("model_error", step=step, error=str(exc) or type(exc).__name__,
+                 error_type=type(exc).__name__)
+            raise

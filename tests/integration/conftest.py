@@ -1,0 +1,132 @@
+"""Real services for integration tests: embedded Postgres + pgvector, the scripted OpenAI-compatible
+server, and `langgraph dev` serving langgraph.json, driven through langgraph-sdk."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+import psycopg
+import pytest
+
+from scripts.free_port import free_port
+from store.postgres import ensure_embedded_postgres, stop_embedded_postgres
+from tests.openai_server import run_openai_server
+
+ROOT = Path(__file__).resolve().parents[2]
+LANGGRAPH = Path(sys.executable).with_name("langgraph")
+START_TIMEOUT_S = 120
+
+
+@pytest.fixture(scope="session")
+def pg_uri(tmp_path_factory) -> str:
+    """A fresh embedded Postgres (with pgvector) for the session, stopped afterwards."""
+    data_dir = tmp_path_factory.mktemp("postgres") / "data"
+    previous = os.environ.get("EMBEDDED_POSTGRES_DIR")
+    os.environ["EMBEDDED_POSTGRES_DIR"] = str(data_dir)
+    uri = ensure_embedded_postgres()
+    yield uri
+    stop_embedded_postgres()
+    if previous is None:
+        os.environ.pop("EMBEDDED_POSTGRES_DIR", None)
+    else:
+        os.environ["EMBEDDED_POSTGRES_DIR"] = previous
+
+
+@pytest.fixture
+def pg_schema(pg_uri, monkeypatch) -> str:
+    """A schema of its own for one test: POSTGRES_URI / POSTGRES_SCHEMA point there."""
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    monkeypatch.setenv("POSTGRES_URI", pg_uri)
+    monkeypatch.setenv("POSTGRES_SCHEMA", schema)
+    return schema
+
+
+def sql(uri: str, query: str, params: tuple = ()) -> list[tuple]:
+    """Run one query on the test Postgres and return its rows."""
+    with psycopg.connect(uri, autocommit=True) as conn:
+        return conn.execute(query, params).fetchall()
+
+
+@pytest.fixture(scope="session")
+def openai_server():
+    """The scripted OpenAI-compatible server the graphs' models talk to."""
+    with run_openai_server() as server:
+        yield server
+
+
+class DevServer:
+    """`langgraph dev` on a free loopback port, in its own working folder."""
+
+    def __init__(self, workdir: Path, env: dict[str, str]) -> None:
+        self.workdir = workdir
+        self.env = env
+        self.process: subprocess.Popen | None = None
+        self.url = ""
+        self.log_path = workdir / "server.log"
+
+    def start(self) -> None:
+        """Start the server and wait until it answers `/ok`."""
+        port = free_port()
+        self.url = f"http://127.0.0.1:{port}"
+        log = open(self.log_path, "ab")
+        self.process = subprocess.Popen(
+            [
+                str(LANGGRAPH), "dev", "--config", str(ROOT / "langgraph.json"),
+                "--port", str(port), "--no-browser", "--no-reload", "--n-jobs-per-worker", "4",
+            ],
+            cwd=self.workdir, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"langgraph dev exited:\n{self.log()}")
+            try:
+                if httpx.get(f"{self.url}/ok", timeout=2).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.5)
+        raise TimeoutError(f"langgraph dev did not start:\n{self.log()}")
+
+    def stop(self) -> None:
+        """Stop the server (SIGTERM, then SIGKILL after 20 s)."""
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def log(self) -> str:
+        """The server's output so far (last 8000 characters)."""
+        return self.log_path.read_text(errors="replace")[-8000:]
+
+
+@pytest.fixture(scope="session")
+def dev_server(pg_uri, openai_server, tmp_path_factory):
+    """One `langgraph dev` for the session, on the test Postgres and the scripted model server."""
+    workdir = tmp_path_factory.mktemp("langgraph-dev")
+    env = {
+        **os.environ,
+        "POSTGRES_URI": pg_uri,
+        "POSTGRES_SCHEMA": "it_server",
+        "OPENAI_BASE_URL": openai_server.base_url,
+        "OPENAI_API_KEY": "test-key",
+        "AGENT_MODEL": "openai:scripted",
+        "AGENT_RETRY_BASE_DELAY": "0.01",
+        "LANGGRAPH_CLI_NO_ANALYTICS": "1",
+        "LANGGRAPH_NO_VERSION_CHECK": "true",
+        "LANGSMITH_TRACING": "false",
+        "PYTHONPATH": str(ROOT),
+    }
+    server = DevServer(workdir, env)
+    server.start()
+    yield server
+    server.stop()

@@ -1,0 +1,87 @@
+"""The checkpointer and store factories against the embedded Postgres + pgvector."""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated
+
+import pytest
+from langgraph.graph import START, StateGraph
+from typing_extensions import TypedDict
+
+from store.postgres import StoreIndexMismatch, checkpointer, store
+from tests.integration.conftest import sql
+
+pytestmark = pytest.mark.integration
+
+
+class Counter(TypedDict):
+    log: Annotated[list[str], operator.add]
+
+
+def counter_graph(saver):
+    builder = StateGraph(Counter)
+    builder.add_node("add", lambda state: {"log": ["x"]})
+    builder.add_edge(START, "add")
+    return builder.compile(checkpointer=saver)
+
+
+def run_config(thread: str, run_id: str) -> dict:
+    return {"configurable": {"thread_id": thread}, "metadata": {"run_id": run_id}}
+
+
+async def test_delete_for_runs_removes_only_that_runs_checkpoints(pg_schema, pg_uri):
+    async with checkpointer() as saver:
+        graph = counter_graph(saver)
+        await graph.ainvoke({"log": ["a"]}, run_config("t1", "run-1"))
+        await graph.ainvoke({"log": ["b"]}, run_config("t1", "run-2"))
+        await graph.ainvoke({"log": ["c"]}, run_config("t2", "run-3"))
+        count = f"SELECT count(*) FROM {pg_schema}.checkpoints WHERE metadata->>'run_id' = %s"
+        assert sql(pg_uri, count, ("run-2",))[0][0] > 0
+        await saver.adelete_for_runs(["run-2"])
+        assert sql(pg_uri, count, ("run-2",))[0][0] == 0
+        assert sql(pg_uri, count, ("run-1",))[0][0] > 0
+        # the thread reads back as it was before run-2, and goes on from there
+        state = await graph.aget_state({"configurable": {"thread_id": "t1"}})
+        assert state.values["log"] == ["a", "x"]
+        await graph.ainvoke({"log": ["d"]}, run_config("t1", "run-4"))
+        state = await graph.aget_state({"configurable": {"thread_id": "t1"}})
+        assert state.values["log"] == ["a", "x", "d", "x"]
+        other = await graph.aget_state({"configurable": {"thread_id": "t2"}})
+        assert other.values["log"] == ["c", "x"]
+        # blobs only a deleted checkpoint referenced are gone too
+        orphans = sql(
+            pg_uri,
+            f"SELECT count(*) FROM {pg_schema}.checkpoint_blobs b WHERE NOT EXISTS ("
+            f" SELECT 1 FROM {pg_schema}.checkpoints c WHERE c.thread_id = b.thread_id"
+            " AND c.checkpoint_ns = b.checkpoint_ns"
+            " AND c.checkpoint->'channel_versions'->>b.channel = b.version)",
+        )
+        assert orphans[0][0] == 0
+        await saver.adelete_for_runs([])  # nothing to do, no error
+
+
+async def test_store_semantic_search_on_pgvector(pg_schema, pg_uri):
+    async with store() as pg_store:
+        await pg_store.aput(("kb",), "a", {"text": "The cat sat on the warm mat."})
+        await pg_store.aput(("kb",), "b", {"text": "Interest rates and inflation rose."})
+        hits = await pg_store.asearch(("kb",), query="a kitten resting on a rug")
+        assert [h.key for h in hits][0] == "a" and hits[0].score > hits[1].score
+    dims = sql(
+        pg_uri,
+        "SELECT atttypmod FROM pg_attribute WHERE attrelid = %s::regclass AND attname = 'embedding'",
+        (f"{pg_schema}.store_vectors",),
+    )
+    assert dims[0][0] == 384
+    index = sql(pg_uri, "SELECT indexdef FROM pg_indexes WHERE schemaname = %s", (pg_schema,))
+    assert any("hnsw" in row[0] for row in index)
+
+
+async def test_store_built_with_other_dimensions_gives_a_clear_error(pg_schema, monkeypatch):
+    async with store():
+        pass
+    monkeypatch.setenv("EMBEDDINGS_MODEL", "openai:text-embedding-3-small")
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    with pytest.raises(StoreIndexMismatch, match="384-dimension.*gives 1536"):
+        async with store():
+            pass

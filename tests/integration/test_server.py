@@ -1,0 +1,172 @@
+"""Platform behaviour through a real `langgraph dev` on Postgres, driven by langgraph-sdk."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import pytest
+from langgraph_sdk import get_client
+
+from tests.integration.conftest import sql
+
+pytestmark = pytest.mark.integration
+
+
+def key() -> str:
+    """A unique marker: the scripted server picks the script whose key is in the first user message."""
+    return f"k{uuid.uuid4().hex[:10]}"
+
+
+def user(text: str) -> dict:
+    return {"messages": [{"role": "user", "content": text}]}
+
+
+async def wait_status(client, thread_id, run_id, wanted: set[str], timeout: float = 30) -> str:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        status = (await client.runs.get(thread_id, run_id))["status"]
+        if status in wanted or asyncio.get_running_loop().time() > deadline:
+            return status
+        await asyncio.sleep(0.05)
+
+
+async def test_streams_tokens_custom_events_and_updates(dev_server, openai_server):
+    client = get_client(url=dev_server.url)
+    k = key()
+    openai_server.script(k, [
+        {"content": "", "tool_calls": [
+            {"name": "calculator", "args": {"expression": "6*7"}, "id": "c1"},
+            {"name": "current_time", "args": {"timezone": "UTC"}, "id": "c2"},
+        ]},
+        {"content": "six times seven is forty-two", "delay_per_token": 0.01},
+    ])
+    thread = await client.threads.create()
+    events: dict[str, list] = {}
+    async for part in client.runs.stream(
+        thread["thread_id"], "react", input=user(f"{k} what is 6*7?"),
+        stream_mode=["messages-tuple", "custom", "updates"],
+    ):
+        events.setdefault(part.event, []).append(part.data)
+    assert "error" not in events, events.get("error")
+    tokens = [chunk for chunk, meta in events["messages"] if chunk.get("type") == "AIMessageChunk"]
+    text = "".join(c["content"] for c in tokens if isinstance(c["content"], str))
+    assert "forty-two" in text and len(tokens) > 5
+    # tool-call chunks streamed too, tied to their ids
+    chunk_ids = {tc["id"] for c in tokens for tc in c.get("tool_call_chunks", []) if tc.get("id")}
+    assert chunk_ids == {"c1", "c2"}
+    custom = events["custom"]
+    finished = {e["tool_call_id"]: e for e in custom if e["event"] == "tool_call_finished"}
+    assert set(finished) == {"c1", "c2"} and "42" in finished["c1"]["result_preview"]
+    assert [e["step"] for e in custom if e["event"] == "step"] == [1, 2]
+    nodes = [name for update in events["updates"] for name in update]
+    assert nodes == ["call_model", "tools", "call_model"]
+    # the model really received both tool results through the OpenAI client path
+    last_request = [r for r in openai_server.requests() if k in str(r.get("messages"))][-1]
+    tool_results = [m for m in last_request["messages"] if m["role"] == "tool"]
+    assert {m["tool_call_id"] for m in tool_results} == {"c1", "c2"}
+
+
+async def test_background_run_status_and_join(dev_server, openai_server):
+    client = get_client(url=dev_server.url)
+    k = key()
+    openai_server.script(k, [
+        {"content": "first answer", "delay": 1.5},
+        {"content": "second answer"},
+    ])
+    thread = await client.threads.create()
+    tid = thread["thread_id"]
+    first = await client.runs.create(tid, "react", input=user(f"{k} one"))
+    assert await wait_status(client, tid, first["run_id"], {"running"}) == "running"
+    second = await client.runs.create(tid, "react", input=user("two"), multitask_strategy="enqueue")
+    # queued behind the first run on the same thread
+    assert (await client.runs.get(tid, second["run_id"]))["status"] == "pending"
+    state = await client.runs.join(tid, second["run_id"])
+    assert state["messages"][-1]["content"] == "second answer"
+    assert (await client.runs.get(tid, first["run_id"]))["status"] == "success"
+    assert (await client.runs.get(tid, second["run_id"]))["status"] == "success"
+
+
+@pytest.mark.parametrize("action", ["interrupt", "rollback"])
+async def test_cancelled_run_leaves_thread_usable(dev_server, openai_server, pg_uri, action):
+    client = get_client(url=dev_server.url)
+    k = key()
+    openai_server.script(k, [
+        {"content": "answer one"},
+        {"content": "a very slow answer " * 40, "delay_per_token": 0.2},
+        {"content": "recovered fine"},
+    ])
+    thread = await client.threads.create()
+    tid = thread["thread_id"]
+    await client.runs.wait(tid, "react", input=user(f"{k} first question"))
+    long_run = await client.runs.create(tid, "react", input=user("second question"))
+    assert await wait_status(client, tid, long_run["run_id"], {"running"}) == "running"
+    await asyncio.sleep(1.0)
+    await client.runs.cancel(tid, long_run["run_id"], wait=True, action=action)
+    if action == "interrupt":
+        status = await wait_status(client, tid, long_run["run_id"], {"interrupted"})
+        assert status == "interrupted"
+    else:
+        # rollback deletes the run and the checkpoints it wrote, in Postgres too
+        rows = sql(
+            pg_uri,
+            "SELECT count(*) FROM it_server.checkpoints WHERE metadata->>'run_id' = %s",
+            (long_run["run_id"],),
+        )
+        assert rows[0][0] == 0
+    state = await client.threads.get_state(tid)
+    texts = [m["content"] for m in state["values"]["messages"]]
+    assert "answer one" in texts and "a very slow answer" not in " ".join(texts)
+    final = await client.runs.wait(tid, "react", input=user("third question"))
+    assert final["messages"][-1]["content"] == "recovered fine"
+
+
+async def test_thread_state_history_and_rows_in_postgres(dev_server, openai_server, pg_uri):
+    client = get_client(url=dev_server.url)
+    k = key()
+    openai_server.script(k, ["hello there", "still here"])
+    thread = await client.threads.create()
+    tid = thread["thread_id"]
+    await client.runs.wait(tid, "react", input=user(f"{k} hi"))
+    await client.runs.wait(tid, "react", input=user("again"))
+    state = await client.threads.get_state(tid)
+    assert [m["type"] for m in state["values"]["messages"]] == ["human", "ai", "human", "ai"]
+    assert state["values"]["steps"] == 1
+    history = await client.threads.get_history(tid, limit=20)
+    assert len(history) >= 4
+    assert history[0]["checkpoint"]["checkpoint_id"] == state["checkpoint"]["checkpoint_id"]
+    rows = sql(pg_uri, "SELECT count(*) FROM it_server.checkpoints WHERE thread_id = %s", (tid,))
+    assert rows[0][0] == len(await client.threads.get_history(tid, limit=100))
+
+
+async def test_store_put_and_semantic_search_through_the_api(dev_server, pg_uri):
+    client = get_client(url=dev_server.url)
+    ns = ["docs", key()]
+    await client.store.put_item(ns, "cats", {"text": "Cats purr and chase mice around the house."})
+    await client.store.put_item(ns, "stocks", {"text": "The stock market fell as bond yields rose."})
+    await client.store.put_item(ns, "rain", {"text": "Heavy rain and thunderstorms are expected tonight."})
+    found = await client.store.search_items(ns, query="kitten hunting a mouse", limit=3)
+    keys = [item["key"] for item in found["items"]]
+    assert keys[0] == "cats"
+    scores = [item["score"] for item in found["items"]]
+    assert scores == sorted(scores, reverse=True)
+    weather = await client.store.search_items(ns, query="storm forecast", limit=1)
+    assert weather["items"][0]["key"] == "rain"
+    rows = sql(pg_uri, "SELECT count(*) FROM it_server.store_vectors WHERE prefix = %s", (".".join(ns),))
+    assert rows[0][0] == 3
+
+
+async def test_restart_keeps_thread_state(dev_server, openai_server):
+    client = get_client(url=dev_server.url)
+    k = key()
+    openai_server.script(k, ["remembered answer", "after restart"])
+    thread = await client.threads.create()
+    tid = thread["thread_id"]
+    await client.runs.wait(tid, "react", input=user(f"{k} remember this"))
+    dev_server.stop()
+    dev_server.start()
+    client = get_client(url=dev_server.url)
+    state = await client.threads.get_state(tid)
+    assert state["values"]["messages"][-1]["content"] == "remembered answer"
+    final = await client.runs.wait(tid, "react", input=user("and now?"))
+    assert [m["content"] for m in final["messages"]][-1] == "after restart"
