@@ -12,6 +12,7 @@ import ast
 import math
 import os
 import re
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Context, Decimal
@@ -29,7 +30,7 @@ EXACT_DECIMAL_PLACES = 330  # ... and at most this many decimal places
 APPROX_DIGITS = 16  # significant digits shown for non-terminating fractions
 
 _LOG2_10 = math.log2(10)
-_TEXT_REPLACEMENTS = {"^": "**", "×": "*", "÷": "/", "−": "-", "π": "pi", "\n": " ", "\r": " ", "\t": " "}
+_TEXT_REPLACEMENTS = {"^": "**", "×": "*", "÷": "/", "−": "-", "π": "pi"}
 
 
 @dataclass(frozen=True)
@@ -106,10 +107,9 @@ def calculator(expression: str) -> str:
         raise ToolInputError(
             f"Expression is too long ({len(expression)} characters; the limit is {limits.max_chars})."
         )
-    source = expression
+    source = " ".join(expression.split())  # one line, so AST column offsets index the whole text
     for old, new in _TEXT_REPLACEMENTS.items():
         source = source.replace(old, new)
-    source = source.strip()
     if not source:
         raise ToolInputError("Expression is empty.")
     tree = _parse(source)
@@ -119,7 +119,10 @@ def calculator(expression: str) -> str:
 
 def _parse(source: str) -> ast.Expression:
     try:
-        return ast.parse(source, mode="eval")
+        with warnings.catch_warnings():
+            # e.g. "1if": report as a parse error instead of printing a SyntaxWarning
+            warnings.simplefilter("error", SyntaxWarning)
+            return ast.parse(source, mode="eval")
     except SyntaxError as exc:
         where = f" at column {exc.offset}" if exc.offset else ""
         raise ToolInputError(f"Could not parse the expression: {exc.msg}{where}.") from None
@@ -261,8 +264,11 @@ def _check_call(node: ast.Call) -> list[ast.expr]:
 # ---------------------------------------------------------------- evaluation
 
 
-_TOO_LARGE_INEXACT = "the result is too large for floating point (above about 1.8e308) and too long to write exactly"
-_TOO_SMALL_INEXACT = "the result is too small for floating point (below about 1e-308) and too long to write exactly"
+_TOO_LARGE_FLOAT = "the result is too large for floating point (above about 1.8e308)"
+_TOO_SMALL_FLOAT = "the result is too small for floating point (below about 1e-308)"
+_TOO_LARGE_INEXACT = f"{_TOO_LARGE_FLOAT} and too long to write exactly"
+_TOO_SMALL_INEXACT = f"{_TOO_SMALL_FLOAT} and too long to write exactly"
+_NOT_REAL = "a negative number to a fractional power is not real (complex numbers are not supported)"
 
 
 class _Refused(Exception):
@@ -275,24 +281,19 @@ class _Evaluator:
         self.limits = limits
 
     def eval(self, node: ast.expr) -> Number:
-        try:
-            return self._eval(node)
-        except _Refused as exc:
-            raise ToolInputError(f"Cannot evaluate {self._text(node)}: {exc}.") from None
-
-    def _eval(self, node: ast.expr) -> Number:
+        """The value of a node that passed _check_tree; refusals name the sub-expression that failed."""
         if isinstance(node, ast.Constant):
             return self._at(node, self._literal, node)
         if isinstance(node, ast.Name):
             return _CONSTANTS[node.id]
         if isinstance(node, ast.UnaryOp):
-            value = self._eval(node.operand)
+            value = self.eval(node.operand)
             return -value if isinstance(node.op, ast.USub) else value
         if isinstance(node, ast.BinOp):
-            left, right = self._eval(node.left), self._eval(node.right)
+            left, right = self.eval(node.left), self.eval(node.right)
             return self._at(node, self.binary, type(node.op), left, right)
         assert isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-        args = [self._eval(arg) for arg in node.args]
+        args = [self.eval(arg) for arg in node.args]
         return self._at(node, _FUNCTIONS[node.func.id][2], self, *args)
 
     def _at(self, node: ast.expr, operation: Callable[..., Number], *args) -> Number:
@@ -311,10 +312,7 @@ class _Evaluator:
         text = self._source[node.col_offset : node.end_col_offset].decode().replace("_", "").lower()
         exponent = re.search(r"e([+-]?\d+)$", text)
         if exponent and abs(int(exponent.group(1))) > self.limits.max_digits:
-            raise ToolInputError(
-                f"Cannot evaluate {text!r}: the number is out of range "
-                f"(more than {self.limits.max_digits:,} digits)."
-            )
+            raise _Refused(f"the number is out of range (more than {self.limits.max_digits:,} digits)")
         try:
             return self.fit(Fraction(text))
         except ValueError:  # more digits than int() converts
@@ -322,7 +320,7 @@ class _Evaluator:
 
     # -- size control
 
-    def bits(self, value: Fraction) -> float:
+    def bits(self, value: Fraction) -> int:
         return max(value.numerator.bit_length(), value.denominator.bit_length())
 
     def fit(self, value: Fraction) -> Number:
@@ -355,7 +353,7 @@ class _Evaluator:
 
     def float_result(self, value: float) -> float:
         if not math.isfinite(value):
-            raise _Refused("the result is too large for floating point (above about 1.8e308)")
+            raise _Refused(_TOO_LARGE_FLOAT)
         return value
 
     # -- operators
@@ -400,15 +398,18 @@ class _Evaluator:
             raise _Refused(_TOO_LARGE_INEXACT)
         if magnitude < -1074:
             raise _Refused(_TOO_SMALL_INEXACT)
-        # The exact fraction is too long to write but its magnitude fits a float. exp(n * log1p(x - 1))
-        # keeps bases close to 1 accurate, where float(base) ** n would lose them: (1 + 1e-20) ** 1e20.
+        # The exact fraction is too long to write but its magnitude fits a float. Going through
+        # log2 (log1p near 1) keeps bases close to 1 accurate, where float(base) ** n would lose
+        # them: (1 + 1/10**20) ** 10**20 is e, not 1.
         value = self.float_result(math.exp(magnitude * math.log(2)))
         return -value if base < 0 and exponent % 2 else value
 
     def rational_power(self, base: Fraction, exponent: Fraction) -> Number:
+        if base == 0:
+            return Fraction(0)  # a negative exponent was refused in power()
         root_index = exponent.denominator
         if base < 0 and root_index % 2 == 0:
-            raise _Refused("a negative number to a fractional power is not real (complex numbers are not supported)")
+            raise _Refused(_NOT_REAL)
         sign = -1 if base < 0 else 1
         if root_index <= MAX_ROOT_INDEX:
             root = _exact_root(abs(base), root_index)
@@ -419,7 +420,7 @@ class _Evaluator:
         return -magnitude if sign < 0 and odd_numerator else magnitude
 
     def positive_float_power(self, base: Fraction, exponent: Fraction) -> float:
-        """base ** exponent as a float for an exact base > 0, also when the base itself is beyond float range."""
+        """base ** exponent as a float for an exact base > 0, also for bases beyond the float range."""
         try:
             approx = float(base)
         except OverflowError:
@@ -431,9 +432,18 @@ class _Evaluator:
                 return math.cbrt(approx)
             return self.float_power(approx, self.to_float(exponent))
         magnitude = _log2_abs(base) * self.to_float(exponent)
+        if magnitude > 1024:
+            raise _Refused(_TOO_LARGE_FLOAT)
         if magnitude < -1074:
-            raise _Refused("the result is too small for floating point (below about 1e-308)")
-        return self.float_power(2.0, min(magnitude, 2000.0))
+            raise _Refused(_TOO_SMALL_FLOAT)
+        # base = mantissa * 2**shift with mantissa in (1/2, 2); the power of two is applied exactly
+        shift = base.numerator.bit_length() - base.denominator.bit_length()
+        mantissa = (base.numerator << max(0, -shift)) / (base.denominator << max(0, shift))
+        whole, fraction = divmod(shift * exponent, 1)
+        value = math.ldexp(math.pow(mantissa, float(exponent)) * 2.0 ** float(fraction), whole)
+        if value == 0.0:
+            raise _Refused(_TOO_SMALL_FLOAT)
+        return self.float_result(value)
 
     def float_power(self, base: float, exponent: float) -> float:
         if base == 0 and exponent < 0:
@@ -441,11 +451,9 @@ class _Evaluator:
         try:
             return self.float_result(math.pow(base, exponent))
         except OverflowError:
-            raise _Refused("the result is too large for floating point (above about 1.8e308)") from None
+            raise _Refused(_TOO_LARGE_FLOAT) from None
         except ValueError:
-            raise _Refused(
-                "a negative number to a fractional power is not real (complex numbers are not supported)"
-            ) from None
+            raise _Refused(_NOT_REAL) from None
 
     def whole(self, name: str, value: Number) -> int:
         if isinstance(value, float):
@@ -461,7 +469,7 @@ class _Evaluator:
         try:
             return self.float_result(function(*floats))
         except OverflowError:
-            raise _Refused(f"the result of {name}() is too large for floating point (above about 1.8e308)") from None
+            raise _Refused(f"{name}(): {_TOO_LARGE_FLOAT}") from None
         except ValueError:
             shown = ", ".join(_short(arg) for arg in args)
             raise _Refused(f"math domain error: {name}({shown}) is undefined for real numbers") from None
@@ -478,7 +486,7 @@ def _log2_abs(value: Fraction) -> float:
 def _short(value: Number) -> str:
     """A number for an error message, without rendering thousands of digits."""
     if isinstance(value, Fraction) and max(value.numerator.bit_length(), value.denominator.bit_length()) > 100:
-        return f"a number of about {int(abs(value.numerator.bit_length() - value.denominator.bit_length()) / _LOG2_10) + 1} digits"
+        return "a very long number"
     return _render(value)
 
 
@@ -535,7 +543,10 @@ def _exact_log(x: Number, base: Number, ev: _Evaluator) -> Fraction | None:
     """The integer k with base**k == x, if x and base are exact and there is one."""
     if isinstance(x, float) or isinstance(base, float):
         return None
-    k = round(_log_of(math.log, x) / _log_of(math.log, base))
+    ratio = _log_of(math.log, x) / _log_of(math.log, base)
+    if not math.isfinite(ratio):
+        return None
+    k = round(ratio)
     if abs(k) * max(math.log2(base.numerator), math.log2(base.denominator)) > ev.limits.max_bits + 64:
         return None
     return Fraction(k) if base**k == x else None

@@ -100,8 +100,9 @@ def _extract_html(fetched: FetchResult, keep, drop) -> tuple[str | None, str]:
     title = metadata.title if metadata is not None else None
     tree = _apply_selectors(tree, keep, drop)
     options = dict(output_format="markdown", include_links=True, include_tables=True, include_formatting=True)
-    markdown = trafilatura.extract(copy.deepcopy(tree), **options)
-    if not markdown:
+    # A css_selector already chose the content, so ask trafilatura to keep as much of it as it can.
+    markdown = trafilatura.extract(copy.deepcopy(tree), favor_recall=keep is not None, **options)
+    if not markdown and keep is None:
         markdown = trafilatura.extract(copy.deepcopy(tree), favor_recall=True, **options)
     if not markdown:
         markdown = trafilatura.html2txt(tree)

@@ -10,6 +10,8 @@ import time
 import uuid
 from pathlib import Path
 
+import json
+
 import httpx
 import psycopg
 import pytest
@@ -60,11 +62,33 @@ def openai_server():
         yield server
 
 
+def absolute_config(workdir: Path) -> Path:
+    """langgraph.json with its `./` paths made absolute, written to `workdir`.
+
+    `langgraph dev` keeps its thread and run records in `.langgraph_api/` under its working
+    folder and resolves factory paths against it; this lets a test server run in a folder of its own.
+    """
+    config = json.loads((ROOT / "langgraph.json").read_text())
+
+    def absolute(path: str) -> str:
+        return str(ROOT / path[2:]) if path.startswith("./") else path
+
+    config["dependencies"] = [str(ROOT) if d == "." else absolute(d) for d in config["dependencies"]]
+    config["graphs"] = {name: absolute(path) for name, path in config["graphs"].items()}
+    for key in ("checkpointer", "store"):
+        if key in config:
+            config[key]["path"] = absolute(config[key]["path"])
+    target = workdir / "langgraph.json"
+    target.write_text(json.dumps(config, indent=2))
+    return target
+
+
 class DevServer:
     """`langgraph dev` on a free loopback port, in its own working folder."""
 
     def __init__(self, workdir: Path, env: dict[str, str]) -> None:
         self.workdir = workdir
+        self.config = absolute_config(workdir)
         self.env = env
         self.process: subprocess.Popen | None = None
         self.url = ""
@@ -77,7 +101,7 @@ class DevServer:
         log = open(self.log_path, "ab")
         self.process = subprocess.Popen(
             [
-                str(LANGGRAPH), "dev", "--config", str(ROOT / "langgraph.json"),
+                str(LANGGRAPH), "dev", "--config", str(self.config),
                 "--port", str(port), "--no-browser", "--no-reload", "--n-jobs-per-worker", "4",
             ],
             cwd=self.workdir, env=self.env, stdout=log, stderr=subprocess.STDOUT,

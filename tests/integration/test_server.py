@@ -102,18 +102,15 @@ async def test_cancelled_run_leaves_thread_usable(dev_server, openai_server, pg_
     long_run = await client.runs.create(tid, "react", input=user("second question"))
     assert await wait_status(client, tid, long_run["run_id"], {"running"}) == "running"
     await asyncio.sleep(1.0)
+    by_run = "SELECT count(*) FROM it_server.checkpoints WHERE metadata->>'run_id' = %s"
+    assert sql(pg_uri, by_run, (long_run["run_id"],))[0][0] > 0  # the run has written checkpoints
     await client.runs.cancel(tid, long_run["run_id"], wait=True, action=action)
     if action == "interrupt":
         status = await wait_status(client, tid, long_run["run_id"], {"interrupted"})
         assert status == "interrupted"
     else:
         # rollback deletes the run and the checkpoints it wrote, in Postgres too
-        rows = sql(
-            pg_uri,
-            "SELECT count(*) FROM it_server.checkpoints WHERE metadata->>'run_id' = %s",
-            (long_run["run_id"],),
-        )
-        assert rows[0][0] == 0
+        assert sql(pg_uri, by_run, (long_run["run_id"],))[0][0] == 0
     state = await client.threads.get_state(tid)
     texts = [m["content"] for m in state["values"]["messages"]]
     assert "answer one" in texts and "a very slow answer" not in " ".join(texts)

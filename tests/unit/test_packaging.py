@@ -1,0 +1,56 @@
+"""langgraph.json is valid and `langgraph dockerfile` produces a Dockerfile that serves it."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+LANGGRAPH = Path(sys.executable).with_name("langgraph")
+CONFIG = json.loads((ROOT / "langgraph.json").read_text())
+
+
+def test_config_validates():
+    result = subprocess.run(
+        [str(LANGGRAPH), "validate", "-c", str(ROOT / "langgraph.json")],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "is valid" in result.stdout and "warning" not in result.stdout.lower()
+
+
+def test_every_configured_path_exists():
+    paths = list(CONFIG["graphs"].values()) + [CONFIG["checkpointer"]["path"], CONFIG["store"]["path"]]
+    for spec in paths:
+        file, _, attribute = spec.rpartition(":")
+        source = (ROOT / file).read_text()
+        assert re.search(rf"^(async def |def )?{attribute}\b", source, re.M), spec
+
+
+def test_dockerfile_installs_cpu_torch_and_serves_every_graph(tmp_path):
+    target = tmp_path / "Dockerfile"
+    result = subprocess.run(
+        [str(LANGGRAPH), "dockerfile", "-c", str(ROOT / "langgraph.json"), str(target)],
+        capture_output=True, text=True, timeout=120, cwd=ROOT,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    text = target.read_text()
+    lines = text.splitlines()
+    assert lines[0] == f"FROM langchain/langgraph-api:{CONFIG['python_version']}"
+    torch_line = next(i for i, line in enumerate(lines) if "torch==2.13.0" in line)
+    install_line = next(i for i, line in enumerate(lines) if "ADD . /deps/" in line)
+    assert torch_line < install_line, "CPU torch must be installed before the package pulls a CUDA build"
+    graphs = json.loads(re.search(r"^ENV LANGSERVE_GRAPHS='(.*)'$", text, re.M).group(1))
+    assert set(graphs) == set(CONFIG["graphs"])
+    for name, spec in graphs.items():
+        file = spec.rpartition(":")[0]
+        assert file.startswith("/deps/"), spec
+        assert (ROOT / Path(*Path(file).parts[3:])).is_file(), spec
+    checkpointer = json.loads(re.search(r"^ENV LANGGRAPH_CHECKPOINTER='(.*)'$", text, re.M).group(1))
+    assert checkpointer["path"].endswith("store/postgres.py:checkpointer")
+    store = json.loads(re.search(r"^ENV LANGGRAPH_STORE='(.*)'$", text, re.M).group(1))
+    assert store["path"].endswith("store/postgres.py:store")
+    assert "WORKDIR /deps/" in text  # relative factory paths resolve from the package folder
