@@ -127,3 +127,9 @@ def _build(model: str) -> Embeddings:
 def get_embeddings(spec: EmbeddingsSpec | None = None) -> Embeddings:
     """Return the configured embeddings model (one instance per model for the process)."""
     return _build((spec or embeddings_spec()).model)
+
+
+async def aembed_texts(texts: list[str]) -> list[list[float]]:
+    """Embed texts with the configured model: the `store.index.embed` function of
+    langgraph.platform.json, where the platform's own store builds the index."""
+    return await get_embeddings().aembed_documents(list(texts))

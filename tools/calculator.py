@@ -69,36 +69,38 @@ def _positive_int_env(name: str, default: int) -> int:
 def calculator(expression: str) -> str:
     """Evaluate a math expression exactly where possible and return the result as text.
 
-    Args:
-        expression: one arithmetic expression in Python-like syntax, at most 1000 characters,
-            e.g. "2**100", "(3 + 4.5) * 2 / 7", "sqrt(2) * sin(pi / 4)", "log(1000, 10)".
+    Syntax (Python-like):
+    - Numbers: integers and decimals (1_000, 0.1, 2.5e-3). Decimals are exact: 0.1 + 0.2 is 0.3.
+    - Operators: + - * / // (floor division) % (modulo, sign of the divisor) ** (power),
+      unary + and -, parentheses. `^` also means power (2^10 = 1024, -2^2 = -4, 2^3^2 = 512).
+    - Constants: pi, e, tau.
+    - Functions: sqrt, cbrt, exp, log(x) (natural), log(x, base), ln, log10, log2,
+      sin, cos, tan, asin, acos, atan, atan2(y, x), sinh, cosh, tanh (angles in radians),
+      degrees, radians, abs, round(x) and round(x, ndigits) (halves round away from zero),
+      floor, ceil, factorial, gcd(a, b, ...), lcm(a, b, ...), min(...), max(...),
+      hypot(x, y, ...), pow(x, y).
+    - Not supported: variables, assignments, comparisons, strings, lists, complex numbers.
 
-    Syntax:
-        Numbers: integers and decimals (1_000, 0.1, 2.5e-3). Decimals are exact: 0.1 + 0.2 is 0.3.
-        Operators: + - * / // (floor division) % (modulo, sign of the divisor) ** (power),
-        unary + and -, parentheses. `^` also means power (2^10 = 1024, -2^2 = -4, 2^3^2 = 512).
-        Constants: pi, e, tau.
-        Functions: sqrt, cbrt, exp, log(x) (natural), log(x, base), ln, log10, log2,
-        sin, cos, tan, asin, acos, atan, atan2(y, x), sinh, cosh, tanh (radians),
-        degrees, radians, abs, round(x) / round(x, ndigits) (halves round away from zero),
-        floor, ceil, factorial, gcd(a, b, ...), lcm(a, b, ...), min(...), max(...),
-        hypot(x, y, ...), pow(x, y).
-        Not supported: variables, assignments, comparisons, strings, lists, complex numbers.
+    Results: an exact integer ("1267650600228229401496703205376"), an exact decimal ("2.5"),
+    a fraction without a short decimal form as 16 significant digits plus the exact value
+    ("0.3333333333333333 (exact: 1/3)"), or a floating-point approximation ("1.4142135623730951",
+    "1.0", "1e-20") for trigonometric, exponential and logarithmic results and anything computed
+    from pi, e or tau. sqrt, cbrt, logs and fractional powers stay exact when the result is
+    rational: sqrt(16) = "4", log(1000, 10) = "3", 8**(1/3) = "2".
+
+    Refused with an explanation: invalid or disallowed syntax, division by zero, arguments outside
+    a function's domain (sqrt(-1), log(0), asin(2)), and results or intermediate results over
+    10,000 digits (2**10000000, factorial(100000)) or beyond the floating-point range (~1.8e308).
+
+    Args:
+        expression: one arithmetic expression, at most 1000 characters, e.g. "2**100",
+            "(3 + 4.5) * 2 / 7", "sqrt(2) * sin(pi / 4)", "log(1000, 10)".
 
     Returns:
-        An exact integer ("1267650600228229401496703205376"), an exact decimal ("2.5", "0.3"),
-        a fraction that has no short decimal form as 16 significant digits followed by the exact
-        value ("0.3333333333333333 (exact: 1/3)"), or a floating-point approximation with
-        a decimal point or exponent ("1.4142135623730951", "1e-20"; trigonometric,
-        exponential and logarithmic results, and anything computed from pi, e or tau).
-        sqrt, cbrt, log with an exact power and fractional powers stay exact when the result is
-        rational (sqrt(16) = "4", log(1000, 10) = "3", 8**(1/3) = "2").
+        The value as text, as described above.
 
     Raises:
-        ToolInputError: the expression is not valid or not allowed, divides by zero, is outside
-            a function's domain (sqrt(-1), log(0), asin(2)), or its result or any intermediate
-            result would exceed 10,000 digits (e.g. 2**10000000, factorial(100000)) or the
-            floating-point range (about 1.8e308). The message says which and why.
+        ToolInputError: the expression was refused; the message says why.
     """
     if not isinstance(expression, str):
         raise ToolInputError(f"The expression must be a string, got {type(expression).__name__}.")
@@ -502,12 +504,17 @@ def _exact_root(value: Fraction, index: int) -> Fraction | None:
 
 
 def _integer_root(n: int, index: int) -> int:
-    """floor(n ** (1/index)) by Newton's method from above."""
+    """floor(n ** (1/index)) for n >= 0 by Newton's method."""
     if n < 2:
         return n
-    shift = max(0, n.bit_length() - 64) // index * index
-    # a start just above the root, from the leading bits, so Newton converges in a few steps
-    x = (int(float(n >> shift) ** (1 / index)) + 2) << (shift // index)
+    half = n.bit_length() // index // 2
+    if n.bit_length() <= 1000 or half == 0:
+        x = int(float(n) ** (1 / index)) + 1
+    else:
+        # the root of the leading digits gives the leading half of the root's digits
+        x = (_integer_root(n >> (index * half), index) + 1) << half
+    # One step from any positive start lands at or above the root; from there the steps decrease.
+    x = ((index - 1) * x + n // x ** (index - 1)) // index
     while True:
         y = ((index - 1) * x + n // x ** (index - 1)) // index
         if y >= x:

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+import functools
 import ipaddress
 import os
 import re
 import socket
+import ssl
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Iterable, Mapping
@@ -273,7 +275,8 @@ class _PolicyNetworkBackend(httpcore.AsyncNetworkBackend):
             try:
                 addresses = [ipaddress.ip_address(address) for address in resolved]
             except ValueError:
-                raise fetch_error(FetchErrorCode.URL_NOT_ALLOWED, f"Host {host} resolved to a non-IP address.") from None
+                message = f"Host {host} resolved to a non-IP address."
+                raise fetch_error(FetchErrorCode.URL_NOT_ALLOWED, message) from None
         if not addresses:
             raise fetch_error(FetchErrorCode.URL_NOT_ACCESSIBLE, f"Host {host} has no addresses.")
         for address in addresses:
@@ -311,13 +314,18 @@ class _PolicyNetworkBackend(httpcore.AsyncNetworkBackend):
         await self._inner.sleep(seconds)
 
 
+@functools.cache
+def _ssl_context() -> ssl.SSLContext:
+    return httpx.create_ssl_context(trust_env=False)
+
+
 def _policy_client(*, allow_loopback: bool, timeout: float, user_agent: str) -> httpx.AsyncClient:
     # trust_env=False: an environment proxy would dial the target itself, out of the policy's reach.
-    transport = httpx.AsyncHTTPTransport(trust_env=False)
+    transport = httpx.AsyncHTTPTransport(verify=_ssl_context(), trust_env=False)
     # httpx has no public option for the network backend; its transport delegates every request
     # to `_pool`, so a pool built on the policy backend puts every connection under the policy.
     transport._pool = httpcore.AsyncConnectionPool(
-        ssl_context=httpx.create_ssl_context(trust_env=False),
+        ssl_context=_ssl_context(),
         network_backend=_PolicyNetworkBackend(allow_loopback=allow_loopback),
         max_connections=10,
     )
@@ -467,7 +475,9 @@ async def _follow_redirects(
                 )
             content, truncated = await _read_capped(response, max_bytes)
             return FetchResult(str(url), response.status_code, response.headers, content, truncated, tuple(visited))
-    raise fetch_error(FetchErrorCode.TOO_MANY_REDIRECTS, f"More than {max_redirects} redirects starting at {visited[0]}.")
+    raise fetch_error(
+        FetchErrorCode.TOO_MANY_REDIRECTS, f"More than {max_redirects} redirects starting at {visited[0]}."
+    )
 
 
 async def safe_get(
@@ -498,9 +508,10 @@ async def safe_get(
     if allow_loopback is None:
         allow_loopback = config.allow_loopback
     target = check_url(url, allow_loopback=allow_loopback)
+    client = _policy_client(allow_loopback=allow_loopback, timeout=timeout, user_agent=config.user_agent)
     try:
         async with asyncio.timeout(timeout):
-            async with _policy_client(allow_loopback=allow_loopback, timeout=timeout, user_agent=config.user_agent) as client:
+            async with client:
                 return await _follow_redirects(
                     client,
                     target,
@@ -510,14 +521,16 @@ async def safe_get(
                     allow_loopback=allow_loopback,
                 )
     except (TimeoutError, httpx.TimeoutException):
-        raise fetch_error(FetchErrorCode.TIMEOUT, f"Fetching {url} took longer than {timeout:g}s.", transient=True) from None
+        message = f"Fetching {url} took longer than {timeout:g}s."
+        raise fetch_error(FetchErrorCode.TIMEOUT, message, transient=True) from None
     except httpx.ConnectError as exc:
-        raise fetch_error(FetchErrorCode.URL_NOT_ACCESSIBLE, f"Could not connect to {url}: {exc or 'connection failed'}.") from None
+        message = f"Could not connect to {url}: {exc or 'connection failed'}."
+        raise fetch_error(FetchErrorCode.URL_NOT_ACCESSIBLE, message) from None
     except (httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError, httpx.CloseError) as exc:
-        raise fetch_error(
-            FetchErrorCode.URL_NOT_ACCESSIBLE, f"Connection to {url} was interrupted: {exc or type(exc).__name__}.", transient=True
-        ) from None
+        message = f"Connection to {url} was interrupted: {exc or type(exc).__name__}."
+        raise fetch_error(FetchErrorCode.URL_NOT_ACCESSIBLE, message, transient=True) from None
     except (httpx.InvalidURL, httpx.UnsupportedProtocol) as exc:
         raise fetch_error(FetchErrorCode.INVALID_URL_FORMAT, f"Invalid URL {url!r}: {exc}.") from None
     except httpx.DecodingError as exc:
-        raise fetch_error(FetchErrorCode.URL_NOT_ACCESSIBLE, f"Could not decode the response from {url}: {exc}.") from None
+        message = f"Could not decode the response from {url}: {exc}."
+        raise fetch_error(FetchErrorCode.URL_NOT_ACCESSIBLE, message) from None

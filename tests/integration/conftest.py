@@ -52,7 +52,8 @@ def pg_schema(pg_uri, monkeypatch) -> str:
 def sql(uri: str, query: str, params: tuple = ()) -> list[tuple]:
     """Run one query on the test Postgres and return its rows."""
     with psycopg.connect(uri, autocommit=True) as conn:
-        return conn.execute(query, params).fetchall()
+        cursor = conn.execute(query, params)
+        return cursor.fetchall() if cursor.description else []
 
 
 @pytest.fixture(scope="session")
@@ -62,13 +63,13 @@ def openai_server():
         yield server
 
 
-def absolute_config(workdir: Path) -> Path:
-    """langgraph.json with its `./` paths made absolute, written to `workdir`.
+def absolute_config(workdir: Path, config_name: str = "langgraph.json") -> Path:
+    """The named config with its `./` paths made absolute, written to `workdir/langgraph.json`.
 
     `langgraph dev` keeps its thread and run records in `.langgraph_api/` under its working
     folder and resolves factory paths against it; this lets a test server run in a folder of its own.
     """
-    config = json.loads((ROOT / "langgraph.json").read_text())
+    config = json.loads((ROOT / config_name).read_text())
 
     def absolute(path: str) -> str:
         return str(ROOT / path[2:]) if path.startswith("./") else path
@@ -76,8 +77,10 @@ def absolute_config(workdir: Path) -> Path:
     config["dependencies"] = [str(ROOT) if d == "." else absolute(d) for d in config["dependencies"]]
     config["graphs"] = {name: absolute(path) for name, path in config["graphs"].items()}
     for key in ("checkpointer", "store"):
-        if key in config:
+        if "path" in config.get(key, {}):
             config[key]["path"] = absolute(config[key]["path"])
+    if "embed" in config.get("store", {}).get("index", {}):
+        config["store"]["index"]["embed"] = absolute(config["store"]["index"]["embed"])
     target = workdir / "langgraph.json"
     target.write_text(json.dumps(config, indent=2))
     return target
@@ -86,9 +89,9 @@ def absolute_config(workdir: Path) -> Path:
 class DevServer:
     """`langgraph dev` on a free loopback port, in its own working folder."""
 
-    def __init__(self, workdir: Path, env: dict[str, str]) -> None:
+    def __init__(self, workdir: Path, env: dict[str, str], config_name: str = "langgraph.json") -> None:
         self.workdir = workdir
-        self.config = absolute_config(workdir)
+        self.config = absolute_config(workdir, config_name)
         self.env = env
         self.process: subprocess.Popen | None = None
         self.url = ""
@@ -133,14 +136,10 @@ class DevServer:
         return self.log_path.read_text(errors="replace")[-8000:]
 
 
-@pytest.fixture(scope="session")
-def dev_server(pg_uri, openai_server, tmp_path_factory):
-    """One `langgraph dev` for the session, on the test Postgres and the scripted model server."""
-    workdir = tmp_path_factory.mktemp("langgraph-dev")
-    env = {
+def server_env(openai_server, **extra: str) -> dict[str, str]:
+    """Environment for a test server: the scripted model, offline, no tracing."""
+    return {
         **os.environ,
-        "POSTGRES_URI": pg_uri,
-        "POSTGRES_SCHEMA": "it_server",
         "OPENAI_BASE_URL": openai_server.base_url,
         "OPENAI_API_KEY": "test-key",
         "AGENT_MODEL": "openai:scripted",
@@ -149,7 +148,15 @@ def dev_server(pg_uri, openai_server, tmp_path_factory):
         "LANGGRAPH_NO_VERSION_CHECK": "true",
         "LANGSMITH_TRACING": "false",
         "PYTHONPATH": str(ROOT),
+        **extra,
     }
+
+
+@pytest.fixture(scope="session")
+def dev_server(pg_uri, openai_server, tmp_path_factory):
+    """One `langgraph dev` for the session, on the test Postgres and the scripted model server."""
+    workdir = tmp_path_factory.mktemp("langgraph-dev")
+    env = server_env(openai_server, POSTGRES_URI=pg_uri, POSTGRES_SCHEMA="it_server")
     server = DevServer(workdir, env)
     server.start()
     yield server

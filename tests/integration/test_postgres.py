@@ -85,3 +85,33 @@ async def test_store_built_with_other_dimensions_gives_a_clear_error(pg_schema, 
     with pytest.raises(StoreIndexMismatch, match="384-dimension.*gives 1536"):
         async with store():
             pass
+
+
+def test_embedded_postgres_starts_is_reused_and_stops(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "EMBEDDED_POSTGRES_DIR": str(tmp_path / "pg")}
+
+    def pg(*args):
+        result = subprocess.run(
+            [sys.executable, "-m", "store.postgres", *args],
+            env=env, capture_output=True, text=True, timeout=120,
+        )
+        assert result.returncode == 0, result.stderr
+        return result.stdout.strip()
+
+    assert pg("status").endswith("stopped")
+    uri = pg("start")
+    try:
+        assert uri.startswith("postgresql://")
+        assert pg("uri") == uri  # a second start reuses the running server
+        assert pg("status").endswith("running")
+        sql(uri, "CREATE EXTENSION IF NOT EXISTS vector")
+        assert sql(uri, "SELECT '[1,2,3]'::vector <-> '[1,2,4]'::vector") == [(1.0,)]
+    finally:
+        stopped = pg("stop")
+    assert stopped == "stopped"
+    assert pg("status").endswith("stopped")
+    assert pg("stop") == "not running"

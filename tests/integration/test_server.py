@@ -167,3 +167,18 @@ async def test_restart_keeps_thread_state(dev_server, openai_server):
     assert state["values"]["messages"][-1]["content"] == "remembered answer"
     final = await client.runs.wait(tid, "react", input=user("and now?"))
     assert [m["content"] for m in final["messages"]][-1] == "after restart"
+
+
+async def test_a_model_without_its_key_fails_the_run_at_once_with_a_clear_error(dev_server):
+    client = get_client(url=dev_server.url)
+    thread = await client.threads.create()
+    events = []
+    async for part in client.runs.stream(
+        thread["thread_id"], "react", input=user("hi"),
+        context={"model": "anthropic:claude-sonnet-4-5"}, stream_mode=["custom"],
+    ):
+        events.append(part)
+    errors = [p.data for p in events if p.event == "error"]
+    assert errors and "ANTHROPIC_API_KEY" in str(errors[0])
+    runs = await client.runs.list(thread["thread_id"])
+    assert runs[0]["status"] == "error"

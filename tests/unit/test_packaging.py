@@ -8,14 +8,17 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 LANGGRAPH = Path(sys.executable).with_name("langgraph")
 CONFIG = json.loads((ROOT / "langgraph.json").read_text())
 
 
-def test_config_validates():
+@pytest.mark.parametrize("config_name", ["langgraph.json", "langgraph.platform.json"])
+def test_config_validates(config_name):
     result = subprocess.run(
-        [str(LANGGRAPH), "validate", "-c", str(ROOT / "langgraph.json")],
+        [str(LANGGRAPH), "validate", "-c", str(ROOT / config_name)],
         capture_output=True, text=True, timeout=120,
     )
     assert result.returncode == 0, result.stdout + result.stderr
@@ -23,7 +26,10 @@ def test_config_validates():
 
 
 def test_every_configured_path_exists():
+    platform = json.loads((ROOT / "langgraph.platform.json").read_text())
+    assert platform["graphs"] == CONFIG["graphs"], "both configs serve the same graphs"
     paths = list(CONFIG["graphs"].values()) + [CONFIG["checkpointer"]["path"], CONFIG["store"]["path"]]
+    paths.append(platform["store"]["index"]["embed"])
     for spec in paths:
         file, _, attribute = spec.rpartition(":")
         source = (ROOT / file).read_text()

@@ -146,7 +146,7 @@ async def test_redirect_chains_and_loops_stop(server):
 async def test_slow_response_times_out(server):
     server.routes["/slow"] = Reply(body="late", content_type="text/plain", delay=5)
     [result] = await web_read([server.url("/slow")], timeout=0.3)
-    assert (result["status"], result["error_code"]) == ("error", "TIMEOUT")
+    assert (result["status"], result["error_code"], result["retryable"]) == ("error", "TIMEOUT", True)
 
 
 async def test_huge_body_is_cut_at_5_mb(server, monkeypatch):
@@ -177,7 +177,9 @@ async def test_binary_or_unknown_content_types_are_refused(server, content_type)
 async def test_plain_text_and_json_are_returned_as_is(server):
     payload = json.dumps({"name": "kettle", "watts": 0, "tags": ["solar"]}, indent=2)
     server.routes["/data.json"] = Reply(body=payload, content_type="application/json")
-    server.routes["/notes.txt"] = Reply(body="café <b>not html</b>".encode("latin-1"), content_type="text/plain; charset=iso-8859-1")
+    server.routes["/notes.txt"] = Reply(
+        body="café <b>not html</b>".encode("latin-1"), content_type="text/plain; charset=iso-8859-1"
+    )
     data, notes = await web_read([server.url("/data.json"), server.url("/notes.txt")], timeout=5)
     assert inner(data["content"]) == payload
     assert data["title"] is None and data["content_type"] == "application/json"
@@ -200,6 +202,7 @@ async def test_http_404_is_not_accessible(server):
         "status": "error",
         "error": result["error"],
         "error_code": "URL_NOT_ACCESSIBLE",
+        "retryable": False,
     }
     assert "404" in result["error"]
 
@@ -225,6 +228,7 @@ async def test_batch_reports_each_url_separately(server):
         "INVALID_URL_FORMAT",
         "SERVER_ERROR",
     ]
+    assert results[5]["retryable"] is True and results[1]["retryable"] is False
     assert len(server.requests_to("/article")) == 1  # duplicates are fetched once
 
 
@@ -311,7 +315,9 @@ async def test_bypass_cache_fetches_again(server):
 
 
 async def test_no_store_responses_are_not_cached(server):
-    server.routes["/private"] = Reply(body="secret-ish", content_type="text/plain", headers={"Cache-Control": "no-store"})
+    server.routes["/private"] = Reply(
+        body="secret-ish", content_type="text/plain", headers={"Cache-Control": "no-store"}
+    )
     await read_one(server.url("/private"))
     assert (await read_one(server.url("/private")))["cached"] is False
     assert len(server.requests_to("/private")) == 2

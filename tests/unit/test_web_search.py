@@ -31,11 +31,11 @@ PROVIDER_ENV = [
 ]
 
 SEARXNG_RESULTS = [
-    {"url": "https://www.python.org/", "title": "Welcome to Python.org", "content": "The official home of Python.", "engine": "x"},
+    {"url": "https://www.python.org/", "title": "Welcome to Python.org", "content": "The official home of Python."},
     {"url": "https://www.python.org/", "title": "Duplicate", "content": "same URL again"},
     {"url": "javascript:alert(1)", "title": "Not a web page", "content": "dropped"},
     {"url": "https://docs.python.org/3/", "title": "  Python 3\n documentation ", "content": "x " * 400},
-    {"url": "https://en.wikipedia.org/wiki/Python_(programming_language)", "title": "", "content": "Python is a language."},
+    {"url": "https://en.wikipedia.org/wiki/Python_(programming_language)", "title": "", "content": "A language."},
     {"url": "https://realpython.com/", "title": "Real Python", "content": "Tutorials."},
 ]
 
@@ -56,7 +56,8 @@ def server():
 def searxng_route(request: RecordedRequest) -> Reply:
     if request.query.get("format") != ["json"]:
         return Reply(status=403, body="format not enabled", content_type="text/plain")
-    return Reply(body=json.dumps({"query": request.query["q"][0], "results": SEARXNG_RESULTS}), content_type="application/json")
+    payload = {"query": request.query["q"][0], "results": SEARXNG_RESULTS}
+    return Reply(body=json.dumps(payload), content_type="application/json")
 
 
 @pytest.fixture
@@ -124,7 +125,8 @@ async def test_jina_provider(server, monkeypatch):
 
 
 async def test_provider_choice_order_and_override(searxng, monkeypatch):
-    searxng.routes["/jina"] = Reply(body=json.dumps({"data": [{"title": "J", "url": "https://j.example/"}]}), content_type="application/json")
+    jina_payload = {"data": [{"title": "J", "url": "https://j.example/"}]}
+    searxng.routes["/jina"] = Reply(body=json.dumps(jina_payload), content_type="application/json")
     monkeypatch.setenv("JINA_API_KEY", "k")
     monkeypatch.setenv("JINA_SEARCH_URL", searxng.url("/jina"))
     assert (await web_search("q1"))[0]["domain"] == "python.org"  # searxng comes before jina
@@ -185,7 +187,7 @@ async def test_provider_http_errors(server, monkeypatch, status, transient):
     assert isinstance(caught.value, TransientToolError) is transient
 
 
-async def test_provider_timeout_and_badjson.dumps(server, monkeypatch):
+async def test_provider_timeout_and_bad_json(server, monkeypatch):
     monkeypatch.setenv("SEARXNG_URL", server.base_url)
     monkeypatch.setenv("WEB_SEARCH_TIMEOUT", "0.3")
     server.routes["/search"] = Reply(body="{}", content_type="application/json", delay=5)
