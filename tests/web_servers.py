@@ -6,6 +6,9 @@ request returning one; routes can be added while the server runs. Every request 
 
 from __future__ import annotations
 
+import datetime
+import ssl
+import tempfile
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -34,16 +37,59 @@ class RecordedRequest:
 Route = Reply | Callable[[RecordedRequest], Reply]
 
 
-class LoopbackServer:
-    """An HTTP/1.0 server on 127.0.0.1:<free port>; use as a context manager."""
+def self_signed_tls(hostname: str) -> tuple[ssl.SSLContext, ssl.SSLContext]:
+    """(server context, client context trusting only it) for a certificate naming `hostname`."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
 
-    def __init__(self, routes: dict[str, Route] | None = None) -> None:
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, hostname)])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(hostname)]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_pem = certificate.public_bytes(serialization.Encoding.PEM)
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    server_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    with tempfile.NamedTemporaryFile("wb", suffix=".pem") as chain:
+        chain.write(cert_pem + key_pem)
+        chain.flush()
+        server_context.load_cert_chain(chain.name)
+    client_context = ssl.create_default_context(cadata=cert_pem.decode())
+    return server_context, client_context
+
+
+class LoopbackServer:
+    """An HTTP/1.0 server on 127.0.0.1:<free port>; use as a context manager.
+
+    With `tls`, it speaks HTTPS and records the SNI names clients send in `sni_names`.
+    """
+
+    def __init__(self, routes: dict[str, Route] | None = None, tls: ssl.SSLContext | None = None) -> None:
         self.routes: dict[str, Route] = dict(routes or {})
         self.requests: list[RecordedRequest] = []
+        self.sni_names: list[str | None] = []
         self._stopping = threading.Event()
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._httpd.daemon_threads = True
+        self._scheme = "https" if tls else "http"
+        if tls is not None:
+            tls.sni_callback = lambda _socket, name, _context: self.sni_names.append(name)
+            self._httpd.socket = tls.wrap_socket(self._httpd.socket, server_side=True)
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
 
     @property
@@ -52,7 +98,7 @@ class LoopbackServer:
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{self._scheme}://127.0.0.1:{self.port}"
 
     def url(self, path: str) -> str:
         return self.base_url + path

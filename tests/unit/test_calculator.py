@@ -4,6 +4,7 @@ import math
 import multiprocessing
 import os
 import resource
+import sys
 
 import pytest
 
@@ -355,8 +356,8 @@ def test_hang_guard_fails_instead_of_hanging(monkeypatch):
         while True:
             pass
 
-    monkeypatch.setattr(__import__(__name__), "calculator", endless)
-    monkeypatch.setattr(__import__(__name__), "HANG_GUARD_SECONDS", 0.5)
+    monkeypatch.setattr(sys.modules[__name__], "calculator", endless)
+    monkeypatch.setattr(sys.modules[__name__], "HANG_GUARD_SECONDS", 0.5)
     with pytest.raises(pytest.fail.Exception, match="still running"):
         evaluate_guarded("1+1")
 
@@ -365,7 +366,7 @@ def test_memory_cap_stops_a_huge_allocation(monkeypatch):
     def hungry(expression: str) -> str:
         return str(len(bytearray(2 * CHILD_EXTRA_MEMORY)))
 
-    monkeypatch.setattr(__import__(__name__), "calculator", hungry)
+    monkeypatch.setattr(sys.modules[__name__], "calculator", hungry)
     status, message = evaluate_guarded("1+1")
     assert status == "crashed" and "MemoryError" in message
 

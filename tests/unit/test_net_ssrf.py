@@ -10,7 +10,7 @@ import socket
 import httpcore
 import pytest
 
-from tests.web_servers import LoopbackServer, Reply
+from tests.web_servers import LoopbackServer, Reply, self_signed_tls
 from tools import net
 from tools.errors import ToolInputError, TransientToolError
 from tools.net import FetchError, FetchErrorCode, blocked_address_reason, check_url, safe_get
@@ -227,6 +227,22 @@ async def test_connection_goes_to_the_checked_address_with_the_original_host_hea
     assert result.content == b"ok"
     assert server.requests[0].headers["host"] == f"pinned.example:{server.port}"
     assert policy_spies["connected"] == ["127.0.0.1"]
+
+
+async def test_https_to_the_pinned_address_keeps_the_host_name_for_sni_and_verification(monkeypatch, policy_spies):
+    server_tls, client_tls = self_signed_tls("pinned.example")
+    monkeypatch.setattr(net, "_ssl_context", lambda: client_tls)
+    fake_dns(monkeypatch, policy_spies, {"pinned.example": ["127.0.0.1"]})
+    with LoopbackServer({"/secure": Reply(body="over tls", content_type="text/plain")}, tls=server_tls) as server:
+        result = await safe_get(f"https://pinned.example:{server.port}/secure", timeout=5, allow_loopback=True)
+        assert result.content == b"over tls"
+        assert server.sni_names == ["pinned.example"]
+        assert server.requests[0].headers["host"] == f"pinned.example:{server.port}"
+        # The certificate names pinned.example, not the address: verification uses the URL's host.
+        error = await refused(f"https://127.0.0.1:{server.port}/secure", allow_loopback=True)
+        assert error.code == FetchErrorCode.URL_NOT_ACCESSIBLE
+        assert "certificate" in str(error)
+    assert policy_spies["connected"] == ["127.0.0.1", "127.0.0.1"]
 
 
 async def test_each_connection_rechecks_dns_so_rebinding_is_refused(server, monkeypatch, policy_spies):

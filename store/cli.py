@@ -1,0 +1,177 @@
+"""Manage knowledge bases from the shell, on the configured store (POSTGRES_URI, else the embedded
+Postgres, started if needed).
+
+    python -m store.cli ingest <kb> <path-or-url>... [--description TEXT]
+    python -m store.cli list
+    python -m store.cli search <kb> <query> [--strategy hybrid|dense|keyword] [--top-k 5]
+    python -m store.cli delete <kb>
+
+Every command takes `--json` for machine-readable output. URLs are fetched with the SSRF-safe
+fetch of tools.net (public http(s) only; set WEB_ALLOW_LOOPBACK=1 to allow 127.0.0.1/::1);
+HTML, markdown and plain-text URLs are supported, PDFs must be downloaded and ingested as files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import textwrap
+
+from store import knowledge
+
+URL_MAX_BYTES = 20 * 1024 * 1024
+URL_TIMEOUT_SECONDS = 30.0
+
+
+def _is_url(target: str) -> bool:
+    return target.lower().startswith(("http://", "https://"))
+
+
+async def _ingest_url(store, kb: str, url: str) -> dict:
+    from tools.errors import ToolError
+    from tools.net import safe_get
+
+    try:
+        fetched = await safe_get(url, timeout=URL_TIMEOUT_SECONDS, max_bytes=URL_MAX_BYTES)
+    except ToolError as exc:
+        raise ValueError(f"Could not fetch {url}: {exc}") from None
+    if fetched.truncated:
+        raise ValueError(f"{url} is larger than {URL_MAX_BYTES // (1024 * 1024)} MB; download it and ingest the file.")
+    media_type = fetched.media_type
+    fmt = knowledge.format_for(media_type=media_type)
+    if fmt is None and not media_type.startswith("text/"):
+        raise ValueError(f"{url} has content type {media_type!r}; HTML, markdown and plain text can be ingested.")
+    if fmt in (None, "text"):  # text/plain is often markdown served as is: trust a .md extension
+        fmt = "markdown" if knowledge.format_for(fetched.url.split("#")[0]) == "markdown" else "text"
+    # HTML goes in as bytes so trafilatura can honour the page's declared encoding.
+    data = fetched.content if fmt == "html" else fetched.text().encode()
+    return await knowledge.ingest_bytes(store, kb, data, fetched.url, fmt)
+
+
+async def cmd_ingest(store, args) -> dict:
+    """Create the knowledge base if needed, then ingest every path or URL given."""
+    kb = await knowledge.create_kb(store, args.kb, args.description or "", exist_ok=True)
+    documents, skipped = [], []
+    for target in args.targets:
+        if _is_url(target):
+            documents.append(await _ingest_url(store, args.kb, target))
+        else:
+            result = await knowledge.ingest_path(store, args.kb, target)
+            documents.extend(result["documents"])
+            skipped.extend(result["skipped"])
+    kb = await knowledge.get_kb(store, args.kb)
+    return {"kb": kb, "documents": documents, "skipped": skipped}
+
+
+async def cmd_list(store, args) -> list[dict]:
+    """Every knowledge base with its counts."""
+    return await knowledge.list_kbs(store)
+
+
+async def cmd_search(store, args) -> dict:
+    """Search one knowledge base."""
+    return await knowledge.retrieve(store, args.kb, args.query, strategy=args.strategy, top_k=args.top_k)
+
+
+async def cmd_delete(store, args) -> dict:
+    """Delete a knowledge base and everything in it."""
+    return await knowledge.delete_kb(store, args.kb)
+
+
+def render_ingest(result: dict) -> str:
+    lines = [
+        f"{d['status']:<9} {d['chunks']:>5} chunks  {d['format']:<8} {d['source']}  ({d['title']})"
+        for d in result["documents"]
+    ]
+    lines += [f"skipped   unsupported file type: {path}" for path in result["skipped"]]
+    kb = result["kb"]
+    lines.append(f"knowledge base {kb['name']}: {kb['documents']} documents, {kb['chunks']} chunks")
+    return "\n".join(lines)
+
+
+def render_list(kbs: list[dict]) -> str:
+    if not kbs:
+        return "no knowledge bases"
+    width = max(len(kb["name"]) for kb in kbs)
+    header = f"{'name':<{width}}  documents  chunks  updated                    description"
+    rows = [
+        f"{kb['name']:<{width}}  {kb['documents']:>9}  {kb['chunks']:>6}  {kb['updated_at']:<25}  {kb.get('description') or ''}"
+        for kb in kbs
+    ]
+    return "\n".join([header, *rows])
+
+
+def render_search(result: dict) -> str:
+    if not result["retrieval_results"]:
+        return f"no results in {result['kb']} for {result['query']!r} ({result['strategy']})"
+    blocks = []
+    for item in result["retrieval_results"]:
+        where = ", ".join(
+            part
+            for part in (item["source"], item["page"] and f"page {item['page']}", item["section"] and f"section {item['section']}")
+            if part
+        )
+        excerpt = textwrap.shorten(" ".join(item["content"].split()), width=300, placeholder=" ...")
+        blocks.append(f"[{item['index']}] score {item['score']:.4f}  {item['title']}\n    {where}\n    {excerpt}")
+    return "\n".join(blocks)
+
+
+def render_delete(result: dict) -> str:
+    return f"deleted knowledge base {result['name']}: {result['documents']} documents, {result['chunks']} chunks"
+
+
+COMMANDS = {
+    "ingest": (cmd_ingest, render_ingest),
+    "list": (cmd_list, render_list),
+    "search": (cmd_search, render_search),
+    "delete": (cmd_delete, render_delete),
+}
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command-line interface."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--json", action="store_true", help="print JSON instead of text")
+    top = argparse.ArgumentParser(prog="python -m store.cli", description="Manage knowledge bases.")
+    sub = top.add_subparsers(dest="command", required=True)
+    ingest = sub.add_parser("ingest", parents=[common], help="ingest files, folders or URLs (creates the kb)")
+    ingest.add_argument("kb")
+    ingest.add_argument("targets", nargs="+", metavar="path-or-url")
+    ingest.add_argument("--description", default="")
+    sub.add_parser("list", parents=[common], help="list knowledge bases")
+    search = sub.add_parser("search", parents=[common], help="search a knowledge base")
+    search.add_argument("kb")
+    search.add_argument("query")
+    search.add_argument("--strategy", choices=knowledge.STRATEGIES, default="hybrid")
+    search.add_argument("--top-k", type=int, default=5)
+    delete = sub.add_parser("delete", parents=[common], help="delete a knowledge base")
+    delete.add_argument("kb")
+    return top
+
+
+async def run(args: argparse.Namespace) -> object:
+    """Open the configured store and run one command."""
+    from store.postgres import store
+
+    command, _render = COMMANDS[args.command]
+    async with store() as pg_store:
+        return await command(pg_store, args)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: returns the exit status (1 on a usage or data error, with the reason on stderr)."""
+    args = parser().parse_args(argv)
+    try:
+        result = asyncio.run(run(args))
+    except (ValueError, OSError) as exc:  # KBUnknownError, bad names/arguments, missing files
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    render = COMMANDS[args.command][1]
+    print(json.dumps(result, indent=2, ensure_ascii=False) if args.json else render(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,433 @@
+"""Knowledge bases on InMemoryStore with the real local embeddings: ingest, re-ingest, retrieval."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from langchain_core.messages import AIMessage, ToolMessage
+from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode
+from langgraph.store.memory import InMemoryStore
+
+from store import knowledge
+from store.embeddings import get_embeddings
+from store.knowledge import KBExistsError, KBUnknownError
+from tools.errors import ToolError, ToolInputError
+from tools.knowledge import KNOWLEDGE_TOOLS, knowledge_base_search, list_knowledge_bases
+
+ROOT = Path(__file__).resolve().parents[2]
+KB_DATA = ROOT / "tests" / "data" / "kb"
+
+HANDBOOK_TITLE = "Staff Handbook"
+HANDBOOK_PAGES = [
+    [
+        "Staff Handbook",
+        "Annual leave: every employee receives twenty-five days of paid leave per year.",
+        "Leave requests go through form HR-2209 at least two weeks in advance.",
+    ],
+    [
+        "Expenses",
+        "Travel expenses are reimbursed within 30 days when the receipts are attached.",
+        "Book conference travel on cost centre QP-118.",
+    ],
+]
+
+
+def make_pdf(pages: list[list[str]], title: str | None = None) -> bytes:
+    """A minimal valid PDF: one Helvetica text line per string, one page per list."""
+
+    def escape(line: str) -> str:
+        return line.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
+
+    page_ids = [4 + 2 * i for i in range(len(pages))]
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        f"<< /Type /Pages /Kids [{' '.join(f'{i} 0 R' for i in page_ids)}] /Count {len(pages)} >>".encode(),
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>",
+    ]
+    for page_id, lines in zip(page_ids, pages):
+        text = "".join(f"({escape(line)}) Tj T* " for line in lines)
+        stream = f"BT /F1 11 Tf 14 TL 72 760 Td {text}ET".encode("latin-1")
+        objects.append(
+            f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> "
+            f"/Contents {page_id + 1} 0 R >>".encode()
+        )
+        objects.append(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream")
+    info = ""
+    if title:
+        objects.append(f"<< /Title ({escape(title)}) >>".encode("latin-1"))
+        info = f" /Info {len(objects)} 0 R"
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R{info} >>\n".encode()
+    out += b"startxref\n%d\n%%%%EOF\n" % xref
+    return bytes(out)
+
+
+def new_store() -> InMemoryStore:
+    return InMemoryStore(index={"dims": 384, "embed": get_embeddings(), "fields": ["content"]})
+
+
+async def all_chunks(store, kb: str) -> list:
+    return await store.asearch(knowledge.chunk_namespace(kb), limit=10_000)
+
+
+@pytest.fixture(scope="module")
+async def demo():
+    """The tests/data/kb folder ingested once into an InMemoryStore knowledge base `demo`."""
+    store = new_store()
+    await knowledge.create_kb(store, "demo", "fixture documents")
+    result = await knowledge.ingest_path(store, "demo", KB_DATA)
+    return store, result
+
+
+# --- names, registry, errors -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["edu", "movie", "a", "kb_2-x", "z" * 64])
+def test_valid_names(name):
+    assert knowledge.validate_kb_name(name) == name
+
+
+@pytest.mark.parametrize("name", ["", "Edu", "with space", "dot.ted", "z" * 65, "é", None])
+def test_invalid_names(name):
+    with pytest.raises(ValueError, match="Invalid knowledge base name"):
+        knowledge.validate_kb_name(name)
+
+
+async def test_registry_create_list_delete():
+    store = new_store()
+    edu = await knowledge.create_kb(store, "edu", "courses")
+    await knowledge.create_kb(store, "movie")
+    assert edu["documents"] == 0 and edu["chunks"] == 0 and edu["description"] == "courses"
+    assert [kb["name"] for kb in await knowledge.list_kbs(store)] == ["edu", "movie"]
+    with pytest.raises(KBExistsError):
+        await knowledge.create_kb(store, "edu")
+    again = await knowledge.create_kb(store, "edu", "new description", exist_ok=True)
+    assert again["created_at"] == edu["created_at"] and again["description"] == "new description"
+    await knowledge.ingest_text(store, "edu", "Photosynthesis happens in chloroplasts.", "bio.txt")
+    deleted = await knowledge.delete_kb(store, "edu")
+    assert deleted == {"name": "edu", "documents": 1, "chunks": 1}
+    assert [kb["name"] for kb in await knowledge.list_kbs(store)] == ["movie"]
+    assert await all_chunks(store, "edu") == []
+    assert await store.asearch(knowledge.document_namespace("edu")) == []
+
+
+async def test_unknown_kb_lists_existing_ones():
+    store = new_store()
+    with pytest.raises(KBUnknownError, match="none yet"):
+        await knowledge.retrieve(store, "edu", "anything")
+    await knowledge.create_kb(store, "movie")
+    await knowledge.create_kb(store, "edu")
+    with pytest.raises(KBUnknownError) as caught:
+        await knowledge.retrieve(store, "books", "anything")
+    assert caught.value.existing == ["edu", "movie"]
+    assert "Existing knowledge bases: edu, movie" in str(caught.value)
+    assert isinstance(caught.value, ValueError)
+    for call in (
+        knowledge.ingest_text(store, "books", "x", "x.txt"),
+        knowledge.ingest_path(store, "books", KB_DATA),
+        knowledge.delete_kb(store, "books"),
+    ):
+        with pytest.raises(KBUnknownError):
+            await call
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"query": "   "}, "query must be a non-empty string"),
+        ({"top_k": 0}, "top_k must be an integer from 1 to 50"),
+        ({"top_k": 51}, "top_k must be an integer from 1 to 50"),
+        ({"top_k": True}, "top_k must be an integer"),
+        ({"strategy": "fuzzy"}, "Unknown strategy 'fuzzy'"),
+    ],
+)
+async def test_retrieval_argument_errors(demo, kwargs, message):
+    store, _ = demo
+    arguments = {"query": "otters", "top_k": 5, "strategy": "hybrid", **kwargs}
+    with pytest.raises(ValueError, match=message):
+        await knowledge.retrieve(store, "demo", arguments["query"], strategy=arguments["strategy"], top_k=arguments["top_k"])
+
+
+async def test_ingest_errors(tmp_path):
+    store = new_store()
+    await knowledge.create_kb(store, "edu")
+    (tmp_path / "table.csv").write_text("a,b\n")
+    with pytest.raises(ValueError, match="Unsupported file type '.csv'"):
+        await knowledge.ingest_path(store, "edu", tmp_path / "table.csv")
+    with pytest.raises(FileNotFoundError):
+        await knowledge.ingest_path(store, "edu", tmp_path / "missing.md")
+    with pytest.raises(ValueError, match="Unknown format 'docx'"):
+        await knowledge.ingest_text(store, "edu", "text", "a.docx", format="docx")
+    with pytest.raises(ValueError, match="source must be a non-empty string"):
+        await knowledge.ingest_text(store, "edu", "text", " ")
+    with pytest.raises(ValueError, match="Could not read the PDF"):
+        await knowledge.ingest_bytes(store, "edu", b"%PDF-1.4 broken", "bad.pdf", "pdf")
+    with pytest.raises(ValueError, match="chunk_overlap < chunk_size"):
+        await knowledge.ingest_text(store, "edu", "text", "a.txt", chunk_size=100, chunk_overlap=100)
+
+
+# --- chunking, ids, re-ingest --------------------------------------------------------------------
+
+
+def long_text(paragraphs: int) -> str:
+    return "\n\n".join(
+        f"Paragraph {i} describes exhibit number {i} of the museum in a sentence long enough to count." for i in range(paragraphs)
+    )
+
+
+async def test_chunk_ids_are_stable_across_stores_and_positions_are_sequential():
+    ids = []
+    for _ in range(2):
+        store = new_store()
+        await knowledge.create_kb(store, "edu")
+        await knowledge.ingest_text(store, "edu", long_text(12), "museum.txt", chunk_size=200, chunk_overlap=0)
+        items = sorted(await all_chunks(store, "edu"), key=lambda item: item.value["position"])
+        ids.append([item.key for item in items])
+        assert [item.value["position"] for item in items] == list(range(len(items)))
+        assert [item.key for item in items] == [knowledge.chunk_id("edu", "museum.txt", i) for i in range(len(items))]
+    assert ids[0] == ids[1] and len(ids[0]) > 3
+    assert len({knowledge.chunk_id("edu", "a", 0), knowledge.chunk_id("edu", "a", 1), knowledge.chunk_id("edu", "b", 0),
+                knowledge.chunk_id("movie", "a", 0)}) == 4
+
+
+async def test_reingest_replaces_chunks_and_keeps_counts_right():
+    store = new_store()
+    await knowledge.create_kb(store, "edu")
+    first = await knowledge.ingest_text(store, "edu", long_text(12), "museum.txt", chunk_size=200, chunk_overlap=0)
+    await knowledge.ingest_text(store, "edu", "A different document about trains.", "trains.txt")
+    assert first["status"] == "created" and first["chunks"] > 3
+
+    same = await knowledge.ingest_text(store, "edu", long_text(12), "museum.txt", chunk_size=200, chunk_overlap=0)
+    assert same["status"] == "unchanged"
+
+    shorter = await knowledge.ingest_text(store, "edu", long_text(3), "museum.txt", chunk_size=200, chunk_overlap=0)
+    assert shorter["status"] == "updated"
+    assert shorter["removed"] == first["chunks"] - shorter["chunks"]
+    museum = [item for item in await all_chunks(store, "edu") if item.value["source"] == "museum.txt"]
+    assert sorted(item.value["position"] for item in museum) == list(range(shorter["chunks"]))
+    assert all("exhibit number 11" not in item.value["content"] for item in museum)
+
+    entry = (await knowledge.list_kbs(store))[0]
+    assert entry["documents"] == 2
+    assert entry["chunks"] == shorter["chunks"] + 1 == len(await all_chunks(store, "edu"))
+    assert entry["characters"] == sum(len(item.value["content"]) for item in await all_chunks(store, "edu"))
+
+    # a new version must be searchable with its new text, the old text gone
+    result = await knowledge.keyword_search(store, "edu", "exhibit 11", top_k=10)
+    assert all("exhibit number 11" not in r["content"] for r in result["retrieval_results"])
+
+
+def test_markdown_chunks_carry_sections_and_headings():
+    text = (KB_DATA / "greenhouse.md").read_text()
+    chunks = knowledge.chunk_text(text, "markdown", chunk_size=300, chunk_overlap=0)
+    sections = [chunk.section for chunk in chunks]
+    assert sections[0] == "Greenhouse Irrigation Guide"
+    assert "Greenhouse Irrigation Guide > Controller codes" in sections
+    assert sections[-1] == "Greenhouse Irrigation Guide > Controller codes > Winter schedule"
+    code_chunk = next(chunk for chunk in chunks if "ZX-4471" in chunk.content)
+    assert code_chunk.content.startswith("## Controller codes")
+    assert [chunk.position for chunk in chunks] == list(range(len(chunks)))
+    assert all(len(chunk.content) <= 300 for chunk in chunks)
+
+
+def test_committed_pdf_fixture_is_the_generated_one():
+    assert (KB_DATA / "handbook.pdf").read_bytes() == make_pdf(HANDBOOK_PAGES, HANDBOOK_TITLE)
+
+
+async def test_pdf_chunks_carry_page_numbers():
+    store = new_store()
+    await knowledge.create_kb(store, "edu")
+    pages = [[f"Page {p} line {i}: the archive keeps record {p * 100 + i} here." for i in range(6)] for p in (1, 2, 3)]
+    result = await knowledge.ingest_bytes(
+        store, "edu", make_pdf(pages, "Archive Index"), "archive.pdf", "pdf", chunk_size=150, chunk_overlap=0
+    )
+    assert result["title"] == "Archive Index" and result["format"] == "pdf"
+    items = sorted(await all_chunks(store, "edu"), key=lambda item: item.value["position"])
+    assert [item.value["position"] for item in items] == list(range(len(items)))
+    assert {item.value["page"] for item in items} == {1, 2, 3}
+    for item in items:
+        assert f"Page {item.value['page']} line" in item.value["content"]
+    pages_in_order = [item.value["page"] for item in items]
+    assert pages_in_order == sorted(pages_in_order)
+
+
+# --- each format through ingest_path ------------------------------------------------------------
+
+
+async def test_folder_ingest_reads_every_format(demo):
+    store, result = demo
+    by_name = {Path(d["source"]).name: d for d in result["documents"]}
+    assert set(by_name) == {"greenhouse.md", "lighthouse.txt", "otters.html", "handbook.pdf", "faq.md"}
+    assert result["skipped"] == [str(KB_DATA / "nested" / "ignored.csv")]
+    assert {name: d["format"] for name, d in by_name.items()} == {
+        "greenhouse.md": "markdown", "lighthouse.txt": "text", "otters.html": "html", "handbook.pdf": "pdf", "faq.md": "markdown",
+    }
+    assert by_name["otters.html"]["title"] == "Sea otters"
+    assert by_name["handbook.pdf"]["title"] == "Staff Handbook"
+    assert by_name["faq.md"]["title"] == "Bicycle Repair FAQ"
+    assert by_name["lighthouse.txt"]["title"] == "lighthouse"
+    assert all(d["status"] == "created" and d["chunks"] >= 1 for d in result["documents"])
+
+    values = [item.value for item in await all_chunks(store, "demo")]
+    html_text = " ".join(v["content"] for v in values if v["format"] == "html")
+    assert "dense fur coat" in html_text and "Copyright" not in html_text and "Birds" not in html_text
+    pdf = [v for v in values if v["format"] == "pdf"]
+    assert {v["page"] for v in pdf} == {1, 2}
+    assert any("HR-2209" in v["content"] and v["page"] == 1 for v in pdf)
+    assert all(v["page"] is None for v in values if v["format"] != "pdf")
+    entry = await knowledge.get_kb(store, "demo")
+    assert entry["documents"] == 5 and entry["chunks"] == len(values)
+
+    again = await knowledge.ingest_path(store, "demo", KB_DATA)
+    assert [d["status"] for d in again["documents"]] == ["unchanged"] * 5
+    assert len(await all_chunks(store, "demo")) == len(values)
+
+
+# --- retrieval -----------------------------------------------------------------------------------
+
+
+def assert_contract(result: dict, strategy: str, top_k: int) -> None:
+    assert result["strategy"] == strategy
+    hits = result["retrieval_results"]
+    assert 0 < len(hits) <= top_k
+    assert [h["index"] for h in hits] == list(range(1, len(hits) + 1))
+    assert [r["index"] for r in result["reference"]] == [h["index"] for h in hits]
+    assert [r["id"] for r in result["reference"]] == [h["id"] for h in hits]
+    scores = [h["score"] for h in hits]
+    assert scores == sorted(scores, reverse=True)
+    for hit in hits:
+        assert {"id", "content", "score", "source", "title", "position", "page", "section", "strategy", "rank"} <= hit.keys()
+        assert hit["strategy"] == strategy
+        assert f"[{hit['index']}] {hit['title']} ({hit['source']}" in result["context"]
+        assert hit["content"] in result["context"]
+
+
+@pytest.mark.parametrize("strategy", knowledge.STRATEGIES)
+async def test_every_strategy_returns_the_contract(demo, strategy):
+    store, _ = demo
+    result = await knowledge.retrieve(store, "demo", "how do sea otters open shellfish", strategy=strategy, top_k=3)
+    assert_contract(result, strategy, 3)
+    assert result["retrieval_results"][0]["title"] == "Sea otters"
+
+
+async def test_keyword_finds_codes_and_hybrid_keeps_them(demo):
+    store, _ = demo
+    keyword = await knowledge.keyword_search(store, "demo", "what is ZX-4480", top_k=5)
+    assert keyword["retrieval_results"][0]["title"] == "Greenhouse Irrigation Guide"
+    assert "ZX-4480" in keyword["retrieval_results"][0]["content"]
+    # only chunks sharing a query term are keyword hits
+    assert all("zx" in r["content"].lower() or "4480" in r["content"] for r in keyword["retrieval_results"])
+    hybrid = await knowledge.hybrid_search(store, "demo", "what is ZX-4480", top_k=5)
+    top = hybrid["retrieval_results"][0]
+    assert top["id"] == keyword["retrieval_results"][0]["id"]
+    assert top["ranks"]["keyword"] == 1
+    assert math.isclose(top["score"], sum(1 / (60 + r) for r in top["ranks"].values() if r), rel_tol=1e-5)
+
+
+async def test_dense_finds_paraphrases_keyword_cannot(demo):
+    store, _ = demo
+    query = "what sound device is used when the sea mist rolls in"  # the passage says "fog signal ... diaphone"
+    dense = await knowledge.dense_search(store, "demo", query, top_k=2)
+    assert dense["retrieval_results"][0]["title"] == "lighthouse"
+    keyword = await knowledge.keyword_search(store, "demo", query, top_k=5)
+    assert keyword["retrieval_results"] and all(r["title"] != "lighthouse" for r in keyword["retrieval_results"])
+    hybrid = await knowledge.hybrid_search(store, "demo", query, top_k=5)
+    assert "lighthouse" in [r["title"] for r in hybrid["retrieval_results"]]
+
+
+async def test_keyword_with_only_stopwords_returns_nothing(demo):
+    store, _ = demo
+    result = await knowledge.keyword_search(store, "demo", "what is the", top_k=5)
+    assert result["retrieval_results"] == [] and result["context"] == "" and result["reference"] == []
+
+
+def test_reciprocal_rank_fusion_math():
+    fused = dict(knowledge.reciprocal_rank_fusion([["a", "b", "c"], ["c", "a"]], k=60))
+    assert math.isclose(fused["a"], 1 / 61 + 1 / 62)
+    assert math.isclose(fused["b"], 1 / 62)
+    assert math.isclose(fused["c"], 1 / 63 + 1 / 61)
+    order = [doc for doc, _ in knowledge.reciprocal_rank_fusion([["a", "b", "c"], ["c", "a"]])]
+    assert order == ["a", "c", "b"]
+    assert knowledge.reciprocal_rank_fusion([["x"], ["y"]], k=1) == [("x", 0.5), ("y", 0.5)]
+
+
+def test_bm25_matches_the_formula():
+    documents = [("d1", "red apple red"), ("d2", "green apple"), ("d3", "blue sky")]
+    ranked = dict(knowledge.bm25_rank("red apple", documents))
+    assert set(ranked) == {"d1", "d2"}
+    n, average = 3, (3 + 2 + 2) / 3
+
+    def term(tf, df, length):
+        return math.log(1 + (n - df + 0.5) / (df + 0.5)) * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * length / average))
+
+    assert math.isclose(ranked["d1"], term(2, 1, 3) + term(1, 2, 3))
+    assert math.isclose(ranked["d2"], term(1, 2, 2))
+    assert knowledge.bm25_rank("the of", documents) == []
+
+
+# --- the tools through LangGraph's ToolNode ------------------------------------------------------
+
+
+def tool_graph(store):
+    builder = StateGraph(MessagesState)
+    builder.add_node("tools", ToolNode(list(KNOWLEDGE_TOOLS), handle_tool_errors=True))
+    builder.add_edge(START, "tools")
+    return builder.compile(store=store)
+
+
+def call(name: str, args: dict, call_id: str = "c1") -> dict:
+    return {"messages": [AIMessage("", tool_calls=[{"name": name, "args": args, "id": call_id}])]}
+
+
+async def test_tools_run_with_the_injected_store(demo):
+    store, _ = demo
+    graph = tool_graph(store)
+    out = await graph.ainvoke(call("knowledge_base_search", {"query": "cost centre for conference travel", "kb": "demo", "top_k": 2}))
+    message = out["messages"][-1]
+    assert isinstance(message, ToolMessage) and message.status == "success"
+    assert "QP-118" in message.content and '"reference"' in message.content
+    out = await graph.ainvoke(call("list_knowledge_bases", {}))
+    assert '"name": "demo"' in out["messages"][-1].content
+
+
+async def test_tool_unknown_kb_is_an_input_error_listing_kbs(demo):
+    store, _ = demo
+    out = await tool_graph(store).ainvoke(call("knowledge_base_search", {"query": "otters", "kb": "nope"}))
+    message = out["messages"][-1]
+    assert message.status == "error"
+    assert "Unknown knowledge base 'nope'" in message.content and "demo" in message.content
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ({"kb": "nope"}, "Existing knowledge bases: demo"),
+        ({"kb": "Bad Name"}, "Invalid knowledge base name"),
+        ({"top_k": 99}, "top_k must be an integer from 1 to 50"),
+        ({"strategy": "semantic"}, "Unknown strategy"),
+        ({"query": ""}, "query must be a non-empty string"),
+    ],
+)
+async def test_tool_argument_errors_are_tool_input_errors(demo, args, message):
+    store, _ = demo
+    arguments = {"query": "otters", "kb": "demo", **args}
+    with pytest.raises(ToolInputError, match=message):
+        await knowledge_base_search(**arguments, runtime=SimpleNamespace(store=store))
+
+
+async def test_tools_without_a_store_say_so():
+    with pytest.raises(ToolError, match="No knowledge store"):
+        await knowledge_base_search("otters", "demo", runtime=SimpleNamespace(store=None))
+    with pytest.raises(ToolError, match="No knowledge store"):
+        await list_knowledge_bases(runtime=None)

@@ -1,0 +1,274 @@
+"""Memory tools: search and save the current user's long-term memories.
+
+The user is never a model argument: every tool reads `user_id` from the run's context through
+LangGraph's injected `runtime: ToolRuntime` (hidden from the model), and the store from
+`runtime.store`. Storage, dedupe and scoring live in store/memory.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from typing import Any, Literal, TypeVar
+
+from langgraph.prebuilt import ToolRuntime
+from langgraph.store.base import BaseStore
+
+from store import memory
+from tools.errors import ToolError, ToolInputError
+
+T = TypeVar("T")
+
+Category = Literal["preference", "fact", "skill", "relationship", "goal", "other"]
+MemoryType = Literal["episodic", "semantic", "chat", "all"]
+Role = Literal["user", "assistant"]
+MAX_TOP_K = 20
+MAX_LIMIT = 50
+
+
+def _scope(runtime: ToolRuntime[Any, Any]) -> tuple[BaseStore, str]:
+    user_id = getattr(runtime.context, "user_id", None)
+    if not isinstance(user_id, str) or not user_id.strip():
+        raise ToolError("Memory is unavailable: this run has no user_id in its context.")
+    if runtime.store is None:
+        raise ToolError("Memory is unavailable: this graph runs without a store.")
+    return runtime.store, user_id
+
+
+def _bounded(value: int, name: str, maximum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= maximum:
+        raise ToolInputError(f"{name} must be an integer from 1 to {maximum}, got {value!r}")
+    return value
+
+
+async def _call(operation: Awaitable[T]) -> T:
+    try:
+        return await operation
+    except ValueError as exc:
+        raise ToolInputError(str(exc)) from exc
+
+
+async def search_episodic_memory(
+    query: str, top_k: int = 5, *, runtime: ToolRuntime[Any, Any]
+) -> dict:
+    """Search the user's episodic memories (events, experiences, activities) by meaning.
+
+    Use it for questions about what happened to the user or what they did.
+
+    Args:
+        query: What to look for, in natural language, e.g. "trip to Japan" or "job interview".
+        top_k: How many memories to return, 1 to 20 (default 5).
+
+    Returns:
+        {"query", "results": [{"id", "text", "kind", "importance", "created_at", "updated_at",
+        "last_accessed_at", "access_count", "score", "similarity", ...}], "count"}, best first.
+        `score` combines similarity, importance, recency and how often the memory was recalled.
+    """
+    store, user_id = _scope(runtime)
+    _bounded(top_k, "top_k", MAX_TOP_K)
+    results = await _call(memory.recall(store, user_id, query, "episodic", top_k=top_k))
+    return {"query": query, "results": results, "count": len(results)}
+
+
+async def search_semantic_memory(
+    query: str,
+    category: Category | None = None,
+    top_k: int = 5,
+    *,
+    runtime: ToolRuntime[Any, Any],
+) -> dict:
+    """Search the user's semantic memories (facts, preferences, skills, relationships, goals).
+
+    Use it for what is true about the user: where they live, what they like, who they know.
+
+    Args:
+        query: What to look for, in natural language, e.g. "favourite food" or "sister's name".
+        category: Only this category: "preference", "fact", "skill", "relationship", "goal" or
+            "other". Omit to search all categories.
+        top_k: How many memories to return, 1 to 20 (default 5).
+
+    Returns:
+        {"query", "category", "results": [{"id", "text", "kind", "category", "importance",
+        "created_at", "updated_at", "access_count", "score", "similarity", ...}], "count"},
+        best first. When facts contradict, prefer the one with the later `updated_at`.
+    """
+    store, user_id = _scope(runtime)
+    _bounded(top_k, "top_k", MAX_TOP_K)
+    results = await _call(
+        memory.recall(store, user_id, query, "semantic", top_k=top_k, category=category)
+    )
+    return {"query": query, "category": category, "results": results, "count": len(results)}
+
+
+async def keyword_search(
+    keywords: list[str],
+    memory_type: MemoryType = "all",
+    limit: int = 10,
+    *,
+    runtime: ToolRuntime[Any, Any],
+) -> dict:
+    """Find memories containing ANY of the given keywords (case-insensitive, exact substrings).
+
+    Use it for names, places, product names or other exact terms; use the semantic searches
+    for meaning.
+
+    Args:
+        keywords: 1 to 20 words or phrases, e.g. ["Berlin", "dentist"].
+        memory_type: "episodic", "semantic", "chat" (raw conversation messages) or "all"
+            (default: all three).
+        limit: Most results to return, 1 to 50 (default 10).
+
+    Returns:
+        {"keywords", "memory_type", "results": [{"id", "text", "kind", "created_at",
+        "updated_at", "score", "matched_keywords", ...}], "count"}: most keywords matched first,
+        then newest. `score` is the fraction of keywords matched.
+    """
+    store, user_id = _scope(runtime)
+    _bounded(limit, "limit", MAX_LIMIT)
+    results = await _call(memory.keyword_search(store, user_id, keywords, memory_type, limit))
+    return {"keywords": keywords, "memory_type": memory_type, "results": results, "count": len(results)}
+
+
+async def time_filter(
+    start_date: str | None = None,
+    end_date: str | None = None,
+    days_ago: int | None = None,
+    limit: int = 10,
+    *,
+    runtime: ToolRuntime[Any, Any],
+) -> dict:
+    """List the user's episodic and semantic memories recorded within a time range, newest first.
+
+    Give start_date and/or end_date, or days_ago alone.
+
+    Args:
+        start_date: Earliest recording time, "YYYY-MM-DD" or "YYYY-MM-DDTHH:MM:SS+HH:MM"
+            (UTC when no offset is given).
+        end_date: Latest recording time, same format; a plain date includes that whole day.
+        days_ago: Instead of start_date: memories from the last N days (0 to 36500).
+        limit: Most results to return, 1 to 50 (default 10).
+
+    Returns:
+        {"start", "end" (ISO 8601 UTC, end exclusive, null when open), "results": [{"id",
+        "text", "kind", "created_at", "updated_at", "score", ...}], "count"}. `score` is the
+        recency factor, 1.0 for just now, halving every half-life (30 days by default).
+    """
+    store, user_id = _scope(runtime)
+    _bounded(limit, "limit", MAX_LIMIT)
+    try:
+        start, end = memory.resolve_time_range(start_date, end_date, days_ago)
+    except ValueError as exc:
+        raise ToolInputError(str(exc)) from exc
+    results = await _call(
+        memory.time_filter(store, user_id, start_date, end_date, days_ago, limit)
+    )
+    return {
+        "start": start.isoformat() if start else None,
+        "end": end.isoformat() if end else None,
+        "results": results,
+        "count": len(results),
+    }
+
+
+async def get_user_profile(
+    categories: list[Category] | None = None, *, runtime: ToolRuntime[Any, Any]
+) -> dict:
+    """Get the user's profile: structured fields (name, city, job, ...) and their known facts
+    grouped by category.
+
+    Args:
+        categories: Which fact categories to include, any of "preference", "fact", "skill",
+            "relationship", "goal", "other". Omit for all.
+
+    Returns:
+        {"fields": {name: text}, "created_at", "updated_at", "facts": {category: [{"id", "text",
+        "importance", "created_at", "updated_at", "score", ...}]}}, up to 10 facts per
+        category, most important first.
+    """
+    store, user_id = _scope(runtime)
+    return await _call(memory.get_profile(store, user_id, categories))
+
+
+async def get_recent_activity(limit: int = 10, *, runtime: ToolRuntime[Any, Any]) -> dict:
+    """The user's most recently recorded or updated episodic and semantic memories.
+
+    Args:
+        limit: Most results to return, 1 to 50 (default 10).
+
+    Returns:
+        {"results": [{"id", "text", "kind", "created_at", "updated_at", "score", ...}],
+        "count"}, newest `updated_at` first; `score` is the recency factor (1.0 = just now).
+    """
+    store, user_id = _scope(runtime)
+    _bounded(limit, "limit", MAX_LIMIT)
+    results = await _call(memory.recent_activity(store, user_id, limit))
+    return {"results": results, "count": len(results)}
+
+
+async def search_chat_history(
+    query: str, role: Role | None = None, limit: int = 10, *, runtime: ToolRuntime[Any, Any]
+) -> dict:
+    """Search the raw messages of the user's past conversations by meaning.
+
+    Use it to find what exactly was said, e.g. a recommendation the assistant gave.
+
+    Args:
+        query: What to look for, in natural language.
+        role: Only messages by "user" or by "assistant". Omit for both.
+        limit: Most results to return, 1 to 50 (default 10).
+
+    Returns:
+        {"query", "role", "results": [{"id", "text", "role", "thread_id", "created_at",
+        "score", "similarity", ...}], "count"}, best first.
+    """
+    store, user_id = _scope(runtime)
+    _bounded(limit, "limit", MAX_LIMIT)
+    results = await _call(
+        memory.recall(store, user_id, query, "chat", top_k=limit, role=role)
+    )
+    return {"query": query, "role": role, "results": results, "count": len(results)}
+
+
+async def save_memory(
+    text: str,
+    kind: Literal["episodic", "semantic"] = "semantic",
+    category: Category | None = None,
+    importance: float = 0.5,
+    *,
+    runtime: ToolRuntime[Any, Any],
+) -> dict:
+    """Remember something about the user for future conversations, or update what is known.
+
+    Save durable facts and preferences (kind "semantic") or notable events (kind "episodic"),
+    written as a self-contained sentence about the user, e.g. "The user moved to Munich in
+    May 2025". A memory nearly identical to an existing one updates it instead of duplicating.
+
+    Args:
+        text: The memory, one self-contained statement (at most 8000 characters).
+        kind: "semantic" for facts and preferences (default), "episodic" for events.
+        category: For semantic memories: "preference", "fact", "skill", "relationship",
+            "goal" or "other" (default "other"). Leave empty for episodic memories.
+        importance: 0 to 1, how much this matters for future help (default 0.5; 0.8+ for core
+            facts such as name, home, job, health, strong preferences).
+
+    Returns:
+        {"id", "action": "created" or "updated", "text", "kind", "category", "importance",
+        "created_at", "updated_at", ...}; an update also gives "previous_text".
+    """
+    store, user_id = _scope(runtime)
+    return await _call(
+        memory.save_memory(
+            store, user_id, kind, text, category=category, importance=importance, source="tool"
+        )
+    )
+
+
+MEMORY_TOOLS: tuple[Any, ...] = (
+    search_episodic_memory,
+    search_semantic_memory,
+    keyword_search,
+    time_filter,
+    get_user_profile,
+    get_recent_activity,
+    search_chat_history,
+    save_memory,
+)
