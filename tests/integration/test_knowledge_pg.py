@@ -1,0 +1,197 @@
+"""Knowledge bases on the real Postgres store: full-text BM25, hybrid, re-ingest, the CLI and the tool."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import math
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from langchain_core.messages import AIMessage, ToolMessage
+from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode
+
+from store import knowledge
+from store.knowledge import KBUnknownError
+from store.postgres import store
+from tests.integration.conftest import sql
+from tools.knowledge import KNOWLEDGE_TOOLS
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+KB_DATA = ROOT / "tests" / "data" / "kb"
+
+
+def count_chunks(pg_uri: str, schema: str, kb: str, source: str | None = None) -> tuple[int, int]:
+    """(rows in store, rows in store_vectors) for a knowledge base, optionally one source."""
+    where = "prefix = %s" + (" AND value->>'source' = %s" if source else "")
+    params = (f"kb.{kb}", source) if source else (f"kb.{kb}",)
+    rows = sql(pg_uri, f"SELECT count(*) FROM {schema}.store WHERE {where}", params)[0][0]
+    vectors = sql(
+        pg_uri,
+        f"SELECT count(*) FROM {schema}.store_vectors v JOIN {schema}.store s USING (prefix, key) WHERE s.{where}",
+        params,
+    )[0][0]
+    return rows, vectors
+
+
+async def test_folder_ingest_and_every_strategy(pg_schema, pg_uri):
+    async with store() as pg_store:
+        await knowledge.create_kb(pg_store, "demo", "fixtures")
+        result = await knowledge.ingest_path(pg_store, "demo", KB_DATA)
+        assert len(result["documents"]) == 5 and result["skipped"] == [str(KB_DATA / "nested" / "ignored.csv")]
+        entry = await knowledge.get_kb(pg_store, "demo")
+        assert count_chunks(pg_uri, pg_schema, "demo") == (entry["chunks"], entry["chunks"])
+
+        keyword = await knowledge.keyword_search(pg_store, "demo", "what does fault ZX-4480 mean", top_k=5)
+        top = keyword["retrieval_results"][0]
+        assert top["title"] == "Greenhouse Irrigation Guide" and "ZX-4480" in top["content"]
+        # english stemming on Postgres: "requesting" matches "requests"
+        stemmed = await knowledge.keyword_search(pg_store, "demo", "requesting holidays form", top_k=3)
+        assert stemmed["retrieval_results"][0]["page"] == 1 and "HR-2209" in stemmed["retrieval_results"][0]["content"]
+
+        query = "what sound device is used when the sea mist rolls in"
+        dense = await knowledge.dense_search(pg_store, "demo", query, top_k=3)
+        assert dense["retrieval_results"][0]["title"] == "lighthouse"
+        hybrid = await knowledge.hybrid_search(pg_store, "demo", query, top_k=5)
+        assert "lighthouse" in [r["title"] for r in hybrid["retrieval_results"]]
+        for result in (keyword, dense, hybrid):
+            hits = result["retrieval_results"]
+            assert [r["index"] for r in result["reference"]] == list(range(1, len(hits) + 1))
+            assert all(f"[{h['index']}] {h['title']}" in result["context"] for h in hits)
+
+        code = await knowledge.hybrid_search(pg_store, "demo", "cost centre QP-118", top_k=3)
+        assert code["retrieval_results"][0]["page"] == 2 and code["retrieval_results"][0]["ranks"]["keyword"] == 1
+
+
+async def test_postgres_bm25_scores_follow_the_formula_and_use_the_index(pg_schema, pg_uri):
+    async with store() as pg_store:
+        await knowledge.create_kb(pg_store, "fruit")
+        texts = {"a.txt": "red apple red", "b.txt": "green apple", "c.txt": "blue sky"}
+        for source, text in texts.items():
+            await knowledge.ingest_text(pg_store, "fruit", text, source)
+        result = await knowledge.keyword_search(pg_store, "fruit", "red apples", top_k=5)
+        scores = {r["source"]: r["score"] for r in result["retrieval_results"]}
+        assert set(scores) == {"a.txt", "b.txt"}
+        n, average = 3, sum(map(len, texts.values())) / 3
+
+        def term(tf, df, chars):
+            return math.log(1 + (n - df + 0.5) / (df + 0.5)) * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * chars / average))
+
+        assert math.isclose(scores["a.txt"], term(2, 1, 13) + term(1, 2, 13), rel_tol=1e-5)
+        assert math.isclose(scores["b.txt"], term(1, 2, 11), rel_tol=1e-5)
+
+        index = knowledge.keyword_index_name("english")
+        assert sql(pg_uri, "SELECT to_regclass(%s)", (f"{pg_schema}.{index}",))[0][0] is not None
+        plan = sql(
+            pg_uri,
+            f"SET search_path = {pg_schema}; SET enable_seqscan = off; EXPLAIN "
+            + knowledge.keyword_sql("english").replace("%%", "%")
+            .replace("%(prefix)s", "'kb.fruit'").replace("%(tsquery)s", "'''red'' | ''appl'''")
+            .replace("%(lexemes)s", "'{red,appl}'").replace("%(n)s", "3").replace("%(k1)s", "1.2")
+            .replace("%(b)s", "0.75").replace("%(avgdl)s", "12.0").replace("%(limit)s", "5"),
+        )
+        assert index in "\n".join(row[0] for row in plan)
+
+
+async def test_reingest_replaces_rows_in_the_database(pg_schema, pg_uri):
+    long_text = "\n\n".join(f"Section {i}: the observatory logged comet C-{i:03d} on night {i}." for i in range(30))
+    async with store() as pg_store:
+        await knowledge.create_kb(pg_store, "obs")
+        first = await knowledge.ingest_text(pg_store, "obs", long_text, "log.txt", chunk_size=120, chunk_overlap=0)
+        await knowledge.ingest_text(pg_store, "obs", "Unrelated note on telescopes.", "note.txt")
+        assert first["chunks"] > 5
+        assert count_chunks(pg_uri, pg_schema, "obs", "log.txt") == (first["chunks"], first["chunks"])
+        unchanged = await knowledge.ingest_text(pg_store, "obs", long_text, "log.txt", chunk_size=120, chunk_overlap=0)
+        assert unchanged["status"] == "unchanged"
+        second = await knowledge.ingest_text(pg_store, "obs", long_text[:300], "log.txt", chunk_size=120, chunk_overlap=0)
+        assert second["status"] == "updated" and second["removed"] == first["chunks"] - second["chunks"]
+        assert count_chunks(pg_uri, pg_schema, "obs", "log.txt") == (second["chunks"], second["chunks"])
+        assert count_chunks(pg_uri, pg_schema, "obs") == (second["chunks"] + 1, second["chunks"] + 1)
+        found = await knowledge.keyword_search(pg_store, "obs", "comet C-029", top_k=3)
+        assert all("C-029" not in r["content"] for r in found["retrieval_results"])
+        entry = await knowledge.get_kb(pg_store, "obs")
+        assert (entry["documents"], entry["chunks"]) == (2, second["chunks"] + 1)
+
+        deleted = await knowledge.delete_kb(pg_store, "obs")
+        assert deleted["chunks"] == second["chunks"] + 1
+        assert count_chunks(pg_uri, pg_schema, "obs") == (0, 0)
+
+
+async def test_unknown_kb_lists_existing_ones(pg_schema):
+    async with store() as pg_store:
+        await knowledge.create_kb(pg_store, "movie")
+        await knowledge.create_kb(pg_store, "edu")
+        with pytest.raises(KBUnknownError, match="Existing knowledge bases: edu, movie"):
+            await knowledge.retrieve(pg_store, "books", "anything", strategy="keyword")
+
+
+async def test_tool_through_tool_node_with_the_postgres_store(pg_schema):
+    async with store() as pg_store:
+        await knowledge.create_kb(pg_store, "demo")
+        await knowledge.ingest_path(pg_store, "demo", KB_DATA / "greenhouse.md")
+        builder = StateGraph(MessagesState)
+        builder.add_node("tools", ToolNode(list(KNOWLEDGE_TOOLS), handle_tool_errors=True))
+        builder.add_edge(START, "tools")
+        graph = builder.compile(store=pg_store)
+        calls = [
+            {"name": "knowledge_base_search", "args": {"query": "ZX-4471", "kb": "demo", "strategy": "keyword"}, "id": "a"},
+            {"name": "knowledge_base_search", "args": {"query": "x", "kb": "missing"}, "id": "b"},
+            {"name": "list_knowledge_bases", "args": {}, "id": "c"},
+        ]
+        out = await graph.ainvoke({"messages": [AIMessage("", tool_calls=calls)]})
+        messages = {m.tool_call_id: m for m in out["messages"] if isinstance(m, ToolMessage)}
+        found = json.loads(messages["a"].content)
+        assert messages["a"].status == "success" and "ZX-4471" in found["retrieval_results"][0]["content"]
+        assert messages["b"].status == "error" and "Existing knowledge bases: demo" in messages["b"].content
+        assert json.loads(messages["c"].content)[0]["name"] == "demo"
+
+
+@pytest.fixture
+def page_server():
+    """A loopback HTTP server serving tests/data/kb."""
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(KB_DATA))
+    handler.log_message = lambda *args: None
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def cli(*args: str, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "store.cli", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=180
+    )
+
+
+def test_cli_ingests_lists_searches_and_reports_errors(pg_schema, pg_uri, page_server):
+    env = {**os.environ, "POSTGRES_URI": pg_uri, "POSTGRES_SCHEMA": pg_schema, "WEB_ALLOW_LOOPBACK": "1"}
+    url = f"{page_server}/otters.html"
+    ingested = cli("ingest", "demo", str(KB_DATA), url, "--description", "CLI fixtures", env=env)
+    assert ingested.returncode == 0, ingested.stderr
+    assert "knowledge base demo: 6 documents" in ingested.stdout
+    assert f"created       3 chunks  html     {url}  (Sea otters)" in ingested.stdout
+    assert "skipped   unsupported file type:" in ingested.stdout
+
+    listed = cli("list", "--json", env=env)
+    assert listed.returncode == 0, listed.stderr
+    (kb,) = json.loads(listed.stdout)
+    assert (kb["name"], kb["description"], kb["documents"]) == ("demo", "CLI fixtures", 6)
+    assert kb["chunks"] == count_chunks(pg_uri, pg_schema, "demo")[0]
+
+    found = cli("search", "demo", "form for leave requests", "--strategy", "keyword", "--top-k", "2", "--json", env=env)
+    assert found.returncode == 0, found.stderr
+    top = json.loads(found.stdout)["retrieval_results"][0]
+    assert top["source"] == str(KB_DATA / "handbook.pdf") and top["page"] == 1
+
+    missing = cli("search", "nope", "anything", env=env)
+    assert missing.returncode == 1 and "Existing knowledge bases: demo" in missing.stderr

@@ -1,0 +1,220 @@
+"""Long-term memory on the real AsyncPostgresStore (embedded Postgres + pgvector HNSW):
+persistence, dedupe, access bookkeeping that keeps vectors, SQL listings, TTL and user isolation."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from langchain_core.messages import AIMessage
+from langchain_core.tools import tool
+from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode
+
+from store import memory
+from store.postgres import store
+from tests.integration.conftest import sql
+from tools.memory import MEMORY_TOOLS
+
+pytestmark = pytest.mark.integration
+
+
+def rows(pg_uri, schema, where="TRUE", params=()) -> list[tuple]:
+    return sql(pg_uri, f"SELECT prefix, key, value FROM {schema}.store WHERE {where}", params)
+
+
+def vectors(pg_uri, schema, key) -> list[tuple]:
+    return sql(
+        pg_uri,
+        f"SELECT field_name, updated_at FROM {schema}.store_vectors WHERE key = %s",
+        (key,),
+    )
+
+
+async def test_memories_persist_and_dedupe_on_postgres(pg_schema, pg_uri):
+    async with store() as s:
+        first = await memory.save_memory(s, "alice", "semantic", "The user lives in Berlin.",
+                                         category="fact", importance=0.6)
+    async with store() as s:  # a new pool: what was written is read back from Postgres
+        again = await memory.save_memory(s, "alice", "semantic", "The user lives in Berlin",
+                                         category="fact", importance=0.9)
+        found = await memory.recall(s, "alice", "which city is home", "semantic")
+
+    assert again["action"] == "updated" and again["id"] == first["id"]
+    stored = rows(pg_uri, pg_schema)
+    assert len(stored) == 1
+    prefix, key, value = stored[0]
+    assert prefix == "memories.alice.semantic" and key == first["id"]
+    assert value["text"] == "The user lives in Berlin" and value["importance"] == 0.9
+    assert [v[0] for v in vectors(pg_uri, pg_schema, key)] == ["text"]
+    assert found[0]["id"] == first["id"] and found[0]["access_count"] == 1
+
+
+async def test_recall_updates_access_without_touching_the_vector(pg_schema, pg_uri):
+    async with store() as s:
+        saved = await memory.save_memory(s, "alice", "episodic",
+                                         "The user ran the Berlin marathon in 3 hours 50")
+        await memory.save_memory(s, "alice", "episodic", "The user baked sourdough bread")
+        before = vectors(pg_uri, pg_schema, saved["id"])
+        first = await memory.recall(s, "alice", "running race", "episodic", top_k=1)
+        second = await memory.recall(s, "alice", "running race", "episodic", top_k=1,
+                                     scoring="plain")
+
+    assert first[0]["id"] == second[0]["id"] == saved["id"]
+    assert second[0]["access_count"] == 2 and second[0]["last_accessed_at"]
+    assert second[0]["similarity"] == pytest.approx(first[0]["similarity"], abs=1e-5)
+    assert vectors(pg_uri, pg_schema, saved["id"]) == before  # same row, not re-embedded
+    value = rows(pg_uri, pg_schema, "key = %s", (saved["id"],))[0][2]
+    assert value["access_count"] == 2 and value["updated_at"] == saved["updated_at"]
+
+
+async def test_sql_listings_keyword_time_and_recent(pg_schema):
+    day = datetime(2025, 5, 1, tzinfo=UTC)
+    async with store() as s:
+        tom = await memory.save_memory(s, "u", "episodic", "Dinner with Tom at 100% Pizza",
+                                       now=day)
+        paris = await memory.save_memory(s, "u", "semantic", "The user's friend Tom lives in Paris",
+                                         category="relationship", now=day + timedelta(days=5))
+        chat = await memory.record_chat_message(s, "u", "user", "Pizza again tonight?", "t1",
+                                                now=day + timedelta(days=6))
+        await memory.save_memory(s, "u", "episodic", "The user repaired a bike_chain",
+                                 now=day + timedelta(days=20))
+
+        ranked = await memory.keyword_search(s, "u", ["tom", "PIZZA"])
+        literal = await memory.keyword_search(s, "u", ["100%"])
+        wildcard = await memory.keyword_search(s, "u", ["r_p"])
+        underscore = await memory.keyword_search(s, "u", ["e_c"])
+        only_chat = await memory.keyword_search(s, "u", ["pizza"], "chat")
+        may = await memory.time_filter(s, "u", start_date="2025-05-01", end_date="2025-05-05")
+        late = await memory.time_filter(s, "u", start_date="2025-05-05T12:00:00+02:00")
+        await memory.save_memory(s, "u", "episodic", "Dinner with Tom at 100% Pizza!",
+                                 now=day + timedelta(days=30))
+        recent = await memory.recent_activity(s, "u", limit=2)
+
+    assert [r["id"] for r in ranked] == [tom["id"], chat["id"], paris["id"]]
+    assert ranked[0]["score"] == 1.0 and ranked[0]["matched_keywords"] == ["tom", "PIZZA"]
+    assert [r["id"] for r in literal] == [tom["id"]]
+    assert wildcard == []  # LIKE wildcards in keywords are literal: "r_p" is not "rep"
+    assert [r["text"] for r in underscore] == ["The user repaired a bike_chain"]
+    assert [r["id"] for r in only_chat] == [chat["id"]]
+    assert [r["id"] for r in may] == [tom["id"]]
+    assert [r["text"] for r in late] == ["The user repaired a bike_chain", paris["text"]]
+    assert recent[0]["id"] == tom["id"] and recent[0]["text"].endswith("!")
+
+
+async def test_ttl_is_written_to_the_row_and_kept_across_access(pg_schema, pg_uri, monkeypatch):
+    monkeypatch.setenv("MEMORY_TTL_DAYS", "2")
+    async with store() as s:
+        saved = await memory.save_memory(s, "u", "semantic", "The user is training for a triathlon",
+                                         category="goal")
+        stale = await memory.save_memory(s, "u", "semantic", "The user wants a new laptop",
+                                         category="goal", now=datetime.now(UTC) - timedelta(days=3))
+        await memory.recall(s, "u", "sport goals", "semantic")
+        hits = await memory.keyword_search(s, "u", ["triathlon", "laptop"])
+    ttl = sql(
+        pg_uri,
+        f"SELECT ttl_minutes, expires_at > NOW() + interval '47 hours' FROM {pg_schema}.store "
+        "WHERE key = %s",
+        (saved["id"],),
+    )
+    assert ttl == [(2880, True)]
+    assert [h["id"] for h in hits] == [saved["id"]] and stale["id"] != saved["id"]
+
+
+@dataclass
+class RunContext:
+    user_id: str
+
+
+def tool_graph(pg_store):
+    tools = [tool(f, parse_docstring=True) for f in MEMORY_TOOLS]
+    builder = StateGraph(MessagesState, context_schema=RunContext)
+    builder.add_node("tools", ToolNode(tools, handle_tool_errors=False))
+    builder.add_edge(START, "tools")
+    return builder.compile(store=pg_store)
+
+
+async def run_tools(graph, user_id, *calls) -> list[dict]:
+    tool_calls = [{"name": n, "args": a, "id": f"c{i}"} for i, (n, a) in enumerate(calls)]
+    out = await graph.ainvoke(
+        {"messages": [AIMessage("", tool_calls=tool_calls)]}, context=RunContext(user_id)
+    )
+    return [json.loads(message.content) for message in out["messages"][1:]]
+
+
+READ_CALLS = (
+    ("search_episodic_memory", {"query": "trip to Lisbon"}),
+    ("search_semantic_memory", {"query": "sister's name"}),
+    ("keyword_search", {"keywords": ["Lisbon", "Mia", "pastel"]}),
+    ("time_filter", {"days_ago": 7}),
+    ("get_user_profile", {}),
+    ("get_recent_activity", {"limit": 50}),
+    ("search_chat_history", {"query": "pastry recommendation"}),
+)
+
+
+def result_ids(payloads: list[dict]) -> set[str]:
+    ids = set()
+    for data in payloads:
+        ids.update(r["id"] for r in data.get("results", []))
+        for facts in data.get("facts", {}).values():
+            ids.update(f["id"] for f in facts)
+    return ids
+
+
+@pytest.mark.parametrize("other", ["bob", "alice2", "al_ce", "alice.x"])
+async def test_users_are_isolated(pg_schema, pg_uri, other):
+    async with store() as s:
+        graph = tool_graph(s)
+        saved = await run_tools(
+            graph, "alice",
+            ("save_memory", {"text": "The user's sister is called Mia", "category": "relationship"}),
+            ("save_memory", {"text": "The user flew to Lisbon for a week", "kind": "episodic"}),
+        )
+        await memory.record_chat_message(s, "alice", "assistant", "Try pastel de nata", "t1")
+        await memory.update_profile(s, "alice", {"name": "Alice"})
+        own = await memory.save_memory(s, other, "semantic", "The user's sister is called Mia",
+                                       category="relationship")
+        alice_ids = {m["id"] for m in saved}
+
+        mine = await run_tools(graph, "alice", *READ_CALLS)
+        theirs = await run_tools(graph, other, *READ_CALLS)
+        refused = await memory.delete_memory(s, other, saved[0]["id"])
+        forgotten = await memory.forget_user(s, other)
+        alice_after = await memory.keyword_search(s, "alice", ["Mia", "Lisbon", "pastel"])
+
+    assert own["action"] == "created"  # dedupe never reaches into another user's memories
+    assert alice_ids <= result_ids(mine)
+    assert result_ids(theirs) <= {own["id"]}
+    assert theirs[4]["fields"] == {} and theirs[6]["count"] == 0
+    assert refused["deleted"] is False
+    assert forgotten == 1
+    assert len(alice_after) == 3
+    remaining = {row[0] for row in rows(pg_uri, pg_schema)}
+    assert remaining == {"memories.alice.semantic", "memories.alice.episodic",
+                         "memories.alice.chat", "memories.alice.profile"}
+    orphans = sql(
+        pg_uri,
+        f"SELECT count(*) FROM {pg_schema}.store_vectors v WHERE NOT EXISTS "
+        f"(SELECT 1 FROM {pg_schema}.store s WHERE s.prefix = v.prefix AND s.key = v.key)",
+    )
+    assert orphans == [(0,)]
+
+
+async def test_delete_and_forget_own_memories(pg_schema, pg_uri):
+    async with store() as s:
+        a = await memory.save_memory(s, "alice", "semantic", "The user drinks oat milk",
+                                     category="preference")
+        await memory.record_chat_message(s, "alice", "user", "I drink oat milk", "t1")
+        await memory.update_profile(s, "alice", {"city": "Oslo"})
+        deleted = await memory.delete_memory(s, "alice", a["id"])
+        again = await memory.delete_memory(s, "alice", a["id"])
+        count = await memory.forget_user(s, "alice")
+        profile = await memory.get_profile(s, "alice")
+    assert deleted == {"id": a["id"], "deleted": True, "kind": "semantic"}
+    assert again["deleted"] is False
+    assert count == 2 and profile["fields"] == {}
+    assert rows(pg_uri, pg_schema) == []
+    assert sql(pg_uri, f"SELECT count(*) FROM {pg_schema}.store_vectors") == [(0,)]
