@@ -108,7 +108,8 @@ async def load_mcp_tools(
         for other failures; an error the tool itself reports comes back as an error result.
     """
     if servers is None:
-        servers = mcp_servers_config()
+        # Off the event loop: MCP_SERVERS_FILE is a file read (the server flags blocking I/O).
+        servers = await asyncio.to_thread(mcp_servers_config)
     config = MCPConfig.from_env()
     loads = await asyncio.gather(
         *(_load_server(name, connection, config) for name, connection in servers.items())

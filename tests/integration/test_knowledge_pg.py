@@ -12,6 +12,7 @@ import sys
 import threading
 from pathlib import Path
 
+import psycopg
 import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.graph import START, MessagesState, StateGraph
@@ -90,14 +91,18 @@ async def test_postgres_bm25_scores_follow_the_formula_and_use_the_index(pg_sche
 
         index = knowledge.keyword_index_name("english")
         assert sql(pg_uri, "SELECT to_regclass(%s)", (f"{pg_schema}.{index}",))[0][0] is not None
-        plan = sql(
-            pg_uri,
-            f"SET search_path = {pg_schema}; SET enable_seqscan = off; EXPLAIN "
-            + knowledge.keyword_sql("english").replace("%%", "%")
-            .replace("%(prefix)s", "'kb.fruit'").replace("%(tsquery)s", "'''red'' | ''appl'''")
-            .replace("%(lexemes)s", "'{red,appl}'").replace("%(n)s", "3").replace("%(k1)s", "1.2")
-            .replace("%(b)s", "0.75").replace("%(avgdl)s", "12.0").replace("%(limit)s", "5"),
-        )
+        params = {"prefix": "kb.fruit", "tsquery": "'red' | 'appl'", "lexemes": ["red", "appl"], "n": 3,
+                  "k1": 1.2, "b": 0.75, "avgdl": 12.0, "limit": 5}
+        with psycopg.connect(pg_uri, autocommit=True) as conn:
+            conn.execute(f"SET search_path = {pg_schema}")
+            # a knowledge base of realistic size, where few chunks hold the query terms
+            conn.execute(
+                "INSERT INTO store (prefix, key, value) SELECT 'kb.fruit', 'filler-' || g, "
+                "jsonb_build_object('content', 'orchard ledger entry ' || g || ' about pears and plums') "
+                "FROM generate_series(1, 20000) AS g"
+            )
+            conn.execute("ANALYZE store")
+            plan = conn.execute("EXPLAIN " + knowledge.keyword_sql("english"), params).fetchall()
         assert index in "\n".join(row[0] for row in plan)
 
 

@@ -1,0 +1,183 @@
+"""Write a conversation turn into long-term memory: the raw chat messages, plus the episodic
+memories, semantic facts and profile fields an LLM extracts from the turn.
+
+Extraction uses `model.with_structured_output(MemoryExtraction)`; saving goes through
+store/memory.py, so near-duplicates update existing memories instead of piling up. Nothing is
+written when the model call or its output validation fails.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated, Literal
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langgraph.store.base import BaseStore
+from pydantic import BaseModel, Field, StringConstraints
+
+from store import memory
+
+MAX_ITEMS = 10
+MAX_EXISTING = 20
+MAX_TURN_CHARS = 12000
+
+CategoryName = Literal[memory.CATEGORIES]  # type: ignore[valid-type]
+ProfileField = Annotated[
+    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=memory.MAX_PROFILE_KEY_CHARS)
+]
+ProfileValue = Annotated[str, StringConstraints(max_length=memory.MAX_PROFILE_VALUE_CHARS)]
+
+
+class EpisodicItem(BaseModel):
+    """An event or experience of the user worth remembering."""
+
+    text: str = Field(
+        min_length=1, max_length=2000,
+        description="One self-contained sentence about what happened, e.g. "
+        "'The user ran the Berlin marathon in April 2025'.",
+    )
+    importance: float = Field(default=0.5, ge=0, le=1, description="0 trivial .. 1 essential")
+
+
+class SemanticItem(BaseModel):
+    """A durable fact, preference, skill, relationship or goal of the user."""
+
+    text: str = Field(
+        min_length=1, max_length=2000,
+        description="One self-contained statement, e.g. 'The user is vegetarian'.",
+    )
+    category: CategoryName = Field(description="preference, fact, skill, relationship, goal or other")
+    importance: float = Field(default=0.5, ge=0, le=1, description="0 trivial .. 1 essential")
+
+
+class MemoryExtraction(BaseModel):
+    """Memories worth keeping from the latest conversation turn (empty lists when none)."""
+
+    episodic: list[EpisodicItem] = Field(default_factory=list, max_length=MAX_ITEMS)
+    semantic: list[SemanticItem] = Field(default_factory=list, max_length=MAX_ITEMS)
+    profile_updates: dict[ProfileField, ProfileValue] = Field(
+        default_factory=dict,
+        description="Stable profile fields stated in this turn, e.g. {'name': 'Alice', "
+        "'city': 'Munich', 'occupation': 'nurse'}.",
+    )
+
+
+EXTRACTION_PROMPT = """You maintain the long-term memory of an assistant about one user.
+Read the latest conversation turn and return only what is worth remembering in future
+conversations:
+- episodic: events and experiences of the user (what happened, when, with whom);
+- semantic: durable facts, preferences, skills, relationships and goals of the user;
+- profile_updates: stable profile fields the user stated (name, city, occupation, language, ...).
+Write each memory as one self-contained sentence about "the user", in the third person.
+Use what the user says about themself; do not store the assistant's suggestions, small talk,
+questions or general knowledge. When the turn changes a known memory, write the new statement in
+full (it replaces the old one). Do not repeat known memories the turn does not change.
+Importance: 0.8-1 for identity, health, home, work and strong preferences; about 0.5 for
+ordinary facts and events; 0.2 or less for trivia. Return empty lists when nothing qualifies."""
+
+
+def _turn(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """The messages from the last human message on."""
+    for index in range(len(messages) - 1, -1, -1):
+        if isinstance(messages[index], HumanMessage):
+            return list(messages[index:])
+    return []
+
+
+def _render_turn(turn: Sequence[BaseMessage]) -> str:
+    lines = []
+    for message in turn:
+        text = message.text.strip()
+        if isinstance(message, HumanMessage) and text:
+            lines.append(f"User: {text}")
+        elif isinstance(message, AIMessage) and text:
+            lines.append(f"Assistant: {text}")
+    return "\n".join(lines)[-MAX_TURN_CHARS:]
+
+
+def _render_existing(existing: Sequence[dict]) -> str:
+    lines = []
+    for item in existing[:MAX_EXISTING]:
+        label = item.get("kind", "memory")
+        if item.get("category"):
+            label += f"/{item['category']}"
+        lines.append(f"- [{label}] {item.get('text', '')}")
+    return "\n".join(lines) or "(none)"
+
+
+async def extract_memories(
+    model: BaseChatModel, messages: Sequence[BaseMessage], existing: list[dict]
+) -> MemoryExtraction:
+    """Ask the model which memories the latest turn of `messages` holds.
+
+    `existing` are memories already known (dicts with "text", "kind", "category"), shown to the
+    model so it does not repeat them. A model that answers without the structured call yields an
+    empty extraction.
+    """
+    conversation = _render_turn(_turn(messages))
+    if not conversation:
+        return MemoryExtraction()
+    prompt = [
+        SystemMessage(EXTRACTION_PROMPT),
+        HumanMessage(
+            f"Known memories:\n{_render_existing(existing)}\n\n"
+            f"Latest conversation turn:\n{conversation}"
+        ),
+    ]
+    result = await model.with_structured_output(MemoryExtraction).ainvoke(prompt)
+    return result or MemoryExtraction()
+
+
+def _last(messages: Sequence[BaseMessage], kind: type[BaseMessage]) -> BaseMessage | None:
+    for message in reversed(messages):
+        if isinstance(message, kind) and message.text.strip():
+            return message
+    return None
+
+
+async def write_turn_memories(
+    store: BaseStore,
+    user_id: str,
+    messages: Sequence[BaseMessage],
+    model: BaseChatModel,
+    thread_id: str | None,
+) -> dict:
+    """Record the turn's last user and assistant messages and save what the model extracts.
+
+    Returns counts: {"chat_messages", "created", "updated", "profile_fields"}. The model is
+    asked first; if it fails, nothing is written.
+    """
+    memory.namespace(user_id, "chat")  # validates user_id before any model call
+    turn = _turn(messages)
+    human, answer = _last(turn, HumanMessage), _last(turn, AIMessage)
+    existing: list[dict] = []
+    if human is not None:
+        for kind in memory.MEMORY_KINDS:
+            existing += await memory.recall(
+                store, user_id, human.text[: memory.memory_config().max_text_chars], kind,
+                top_k=MAX_EXISTING // 2, record_access=False,
+            )
+    extraction = await extract_memories(model, messages, existing)
+
+    saves = [("episodic", item.text, None, item.importance) for item in extraction.episodic]
+    saves += [("semantic", item.text, item.category, item.importance) for item in extraction.semantic]
+    limit = memory.memory_config().max_text_chars
+    if any(not text.strip() or len(text) > limit for _, text, _, _ in saves):
+        raise ValueError(f"extracted memory text is empty or longer than {limit} characters")
+
+    counts = {"chat_messages": 0, "created": 0, "updated": 0, "profile_fields": 0}
+    for role, message in (("user", human), ("assistant", answer)):
+        if message is not None:
+            await memory.record_chat_message(store, user_id, role, message.text, thread_id)
+            counts["chat_messages"] += 1
+    for kind, text, category, importance in saves:
+        saved = await memory.save_memory(
+            store, user_id, kind, text, category=category, importance=importance,
+            source="extraction", thread_id=thread_id,
+        )
+        counts[saved["action"]] += 1
+    if extraction.profile_updates:
+        await memory.update_profile(store, user_id, extraction.profile_updates)
+        counts["profile_fields"] = len(extraction.profile_updates)
+    return counts

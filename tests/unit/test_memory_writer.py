@@ -1,0 +1,109 @@
+"""The LLM memory writer with a scripted model: extraction through structured output, chat
+recording, dedupe on save, profile merge, and nothing written when extraction fails."""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langgraph.store.memory import InMemoryStore
+
+from graphs.runtime.memory_writer import MemoryExtraction, extract_memories, write_turn_memories
+from store import memory
+from store.embeddings import get_embeddings
+from tests.fakes import ScriptedChatModel
+
+
+@pytest.fixture(scope="module")
+def embeddings():
+    return get_embeddings()
+
+
+@pytest.fixture
+def store(embeddings):
+    return InMemoryStore(index={"dims": 384, "embed": embeddings, "fields": ["text"]})
+
+
+def extraction(**args) -> dict:
+    return {"tool_calls": [{"name": "MemoryExtraction", "args": args}]}
+
+
+TURN = [
+    HumanMessage("Hi! I'm Alice."),
+    AIMessage("Hello Alice!"),
+    HumanMessage("I moved to Munich last week and I'm now vegetarian."),
+    AIMessage("", tool_calls=[{"name": "weather", "args": {"city": "Munich"}, "id": "w1"}]),
+    ToolMessage("sunny", tool_call_id="w1"),
+    AIMessage("Welcome to Munich! Try the Viktualienmarkt."),
+]
+
+
+async def test_extract_memories_parses_the_structured_call_and_shows_known_memories():
+    model = ScriptedChatModel(responses=[extraction(
+        episodic=[{"text": "The user moved to Munich", "importance": 0.8}],
+        semantic=[{"text": "The user is vegetarian", "category": "preference", "importance": 0.9}],
+        profile_updates={"city": "Munich"},
+    )])
+    result = await extract_memories(
+        model, TURN, [{"text": "The user lives in Berlin", "kind": "semantic", "category": "fact"}]
+    )
+
+    assert isinstance(result, MemoryExtraction)
+    assert result.semantic[0].category == "preference" and result.profile_updates == {"city": "Munich"}
+    call = model.calls[0]
+    assert call.tool_names == ["MemoryExtraction"]
+    prompt = call.messages[-1].text
+    assert "- [semantic/fact] The user lives in Berlin" in prompt
+    assert "User: I moved to Munich" in prompt and "Assistant: Welcome to Munich" in prompt
+    assert "Hi! I'm Alice" not in prompt and "sunny" not in prompt  # only the latest turn
+
+
+async def test_write_turn_records_chat_saves_memories_and_merges_profile(store):
+    await memory.save_memory(store, "alice", "semantic", "The user eats vegetarian food",
+                             category="preference", importance=0.4)
+    await memory.update_profile(store, "alice", {"name": "Alice", "city": "Berlin"})
+    model = ScriptedChatModel(responses=[extraction(
+        episodic=[{"text": "The user moved to Munich last week", "importance": 0.8}],
+        semantic=[
+            {"text": "The user eats vegetarian food.", "category": "preference", "importance": 0.9},
+            {"text": "The user lives in Munich", "category": "fact", "importance": 0.9},
+        ],
+        profile_updates={"city": "Munich"},
+    )])
+
+    counts = await write_turn_memories(store, "alice", TURN, model, "thread-1")
+
+    assert counts == {"chat_messages": 2, "created": 2, "updated": 1, "profile_fields": 1}
+    assert "The user eats vegetarian food" in model.calls[0].messages[-1].text
+    chat = await store.asearch(memory.namespace("alice", "chat"), limit=10)
+    assert sorted((c.value["role"], c.value["text"]) for c in chat) == [
+        ("assistant", "Welcome to Munich! Try the Viktualienmarkt."),
+        ("user", "I moved to Munich last week and I'm now vegetarian."),
+    ]
+    assert {c.value["thread_id"] for c in chat} == {"thread-1"}
+    semantic = await store.asearch(memory.namespace("alice", "semantic"), limit=10)
+    assert len(semantic) == 2
+    assert {s.value["source"] for s in semantic} == {"extraction"}
+    vegetarian = next(s for s in semantic if "vegetarian" in s.value["text"])
+    assert vegetarian.value["importance"] == 0.9
+    profile = await memory.get_profile(store, "alice")
+    assert profile["fields"] == {"name": "Alice", "city": "Munich"}
+
+
+async def test_nothing_is_written_when_extraction_fails(store):
+    failing = ScriptedChatModel(responses=[RuntimeError("model down")])
+    with pytest.raises(RuntimeError, match="model down"):
+        await write_turn_memories(store, "alice", TURN, failing, "t1")
+    invalid = ScriptedChatModel(responses=[extraction(
+        semantic=[{"text": "The user likes chess", "category": "hobby", "importance": 0.5}])])
+    with pytest.raises(Exception, match="category"):
+        await write_turn_memories(store, "alice", TURN, invalid, "t1")
+    assert await store.alist_namespaces(prefix=("memories",)) == []
+
+
+async def test_a_turn_without_memories_still_records_the_chat(store):
+    model = ScriptedChatModel(responses=["Nothing to remember."])  # no structured call at all
+    counts = await write_turn_memories(store, "bob", [HumanMessage("What's 2+2?"),
+                                                      AIMessage("4")], model, None)
+    assert counts == {"chat_messages": 2, "created": 0, "updated": 0, "profile_fields": 0}
+    with pytest.raises(ValueError, match="user_id"):
+        await write_turn_memories(store, "", TURN, model, None)
