@@ -16,7 +16,9 @@ import asyncio
 from langchain.chat_models import init_chat_model
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage
+from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_openai import ChatOpenAI
 
 from graphs.runtime.events import emit
 from graphs.runtime.retry import backoff_delay
@@ -33,6 +35,32 @@ _KEY_VARIABLES = {
     "groq": "GROQ_API_KEY",
     "mistralai": "MISTRAL_API_KEY",
 }
+
+class ChatOpenAICompatible(ChatOpenAI):
+    """`ChatOpenAI` that keeps the `reasoning_content` OpenAI-compatible servers send (vLLM,
+    DeepSeek, Ollama, llama.cpp reasoning models), in `additional_kwargs["reasoning_content"]`.
+    Plain `ChatOpenAI` drops that non-standard field."""
+
+    def _convert_chunk_to_generation_chunk(
+        self, chunk: dict, default_chunk_class: type, base_generation_info: dict | None
+    ) -> ChatGenerationChunk | None:
+        generation = super()._convert_chunk_to_generation_chunk(
+            chunk, default_chunk_class, base_generation_info
+        )
+        choices = chunk.get("choices") or []
+        delta = (choices[0].get("delta") or {}) if choices else {}
+        if generation is not None and (text := delta.get("reasoning_content")):
+            generation.message.additional_kwargs["reasoning_content"] = text
+        return generation
+
+    def _create_chat_result(self, response, generation_info: dict | None = None) -> ChatResult:
+        result = super()._create_chat_result(response, generation_info)
+        raw = response if isinstance(response, dict) else response.model_dump()
+        for generation, choice in zip(result.generations, raw.get("choices") or []):
+            if text := (choice.get("message") or {}).get("reasoning_content"):
+                generation.message.additional_kwargs["reasoning_content"] = text
+        return result
+
 
 # Extra providers registered in-process (e.g. a scripted model in tests): name -> factory(model, **kw).
 _PROVIDERS: dict[str, Callable[..., BaseChatModel]] = {}
@@ -64,8 +92,10 @@ def load_chat_model(spec: str, *, temperature: float = 0.0) -> BaseChatModel:
                 "OpenAI-compatible server (vLLM, Ollama, llama.cpp), or pick another model "
                 "in the run's context (`model`) / AGENT_MODEL."
             )
-        kwargs.update(base_url=base_url, api_key=api_key or "EMPTY", stream_usage=True)
-    elif provider in _KEY_VARIABLES and not os.environ.get(_KEY_VARIABLES[provider]):
+        return ChatOpenAICompatible(
+            model=name, base_url=base_url, api_key=api_key or "EMPTY", stream_usage=True, **kwargs
+        )
+    if provider in _KEY_VARIABLES and not os.environ.get(_KEY_VARIABLES[provider]):
         raise ModelConfigError(
             f"No key for model {spec!r}: set {_KEY_VARIABLES[provider]}, or pick another model "
             "in the run's context (`model`) / AGENT_MODEL."

@@ -1,0 +1,96 @@
+"""The chat-model factory through the real langchain-openai client and the scripted server."""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.messages import HumanMessage
+
+from graphs.react.graph import graph
+from graphs.runtime.context import Context
+from graphs.runtime.models import ModelConfigError, is_transient_model_error, load_chat_model
+from tests.openai_server import run_openai_server
+
+
+@pytest.fixture(scope="module")
+def server():
+    with run_openai_server() as running:
+        yield running
+
+
+@pytest.fixture
+def compatible_endpoint(server, monkeypatch):
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    server.reset()
+    return server
+
+
+async def test_reasoning_content_survives_streaming_and_plain_calls(compatible_endpoint):
+    compatible_endpoint.script("default", [
+        {"content": "42", "reasoning": "six times seven"},
+        {"content": "43", "reasoning": "one more"},
+    ])
+    model = load_chat_model("openai:qwen3")
+    chunks = [chunk async for chunk in model.astream([HumanMessage("6*7?")])]
+    merged = sum(chunks[1:], chunks[0])
+    assert merged.content == "42"
+    assert merged.additional_kwargs["reasoning_content"] == "six times seven"
+    plain = await model.ainvoke([HumanMessage("again")])
+    assert plain.additional_kwargs["reasoning_content"] == "one more"
+    # no key needed for a compatible server; a placeholder bearer is sent
+    assert compatible_endpoint.requests()[0]["model"] == "qwen3"
+
+
+async def test_react_over_the_openai_client_emits_thinking_and_tool_results(compatible_endpoint):
+    compatible_endpoint.script("default", [
+        {"content": "", "reasoning": "I should compute.", "tool_calls": [
+            {"name": "calculator", "args": {"expression": "2+2"}, "id": "r1"}]},
+        "4",
+    ])
+    events = []
+    async for mode, chunk in graph.astream(
+        {"messages": [HumanMessage("2+2?")]},
+        context=Context(model="openai:qwen3", tools=["calculator"]),
+        stream_mode=["custom", "values"],
+    ):
+        if mode == "custom":
+            events.append(chunk)
+        else:
+            final = chunk
+    assert [e["text"] for e in events if e["event"] == "thinking"] == ["I should compute."]
+    assert final["messages"][-1].content == "4"
+    second = compatible_endpoint.requests()[-1]
+    assert [m["role"] for m in second["messages"]] == ["system", "user", "assistant", "tool"]
+
+
+async def test_server_errors_are_retried_then_reported(compatible_endpoint, monkeypatch):
+    monkeypatch.setenv("AGENT_RETRY_BASE_DELAY", "0.01")
+    compatible_endpoint.script("default", [
+        {"error": {"status": 503, "message": "overloaded"}},
+        {"error": {"status": 429, "message": "slow down"}},
+        "finally",
+    ])
+    result = await graph.ainvoke(
+        {"messages": [HumanMessage("hi")]}, context=Context(model="openai:m", model_retries=2)
+    )
+    assert result["messages"][-1].content == "finally"
+    compatible_endpoint.script("default", [{"error": {"status": 401, "message": "bad key"}}])
+    with pytest.raises(Exception) as info:
+        await graph.ainvoke({"messages": [HumanMessage("hi")]}, context=Context(model="openai:m"))
+    assert not is_transient_model_error(info.value)  # 401 is not retried
+    assert len([r for r in compatible_endpoint.requests() if r.get("status") == 401]) == 1
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("gpt-4o", "must look like 'provider:model'"),
+        ("anthropic:claude-sonnet-4-5", "ANTHROPIC_API_KEY"),
+        ("openai:gpt-4o-mini", "OPENAI_API_KEY"),
+    ],
+)
+def test_unusable_models_fail_with_what_to_set(spec, message, monkeypatch):
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(ModelConfigError, match=message):
+        load_chat_model(spec)
