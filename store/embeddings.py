@@ -96,7 +96,7 @@ class LocalMiniLMEmbeddings(Embeddings):
 
 
 @lru_cache(maxsize=4)
-def _build(model: str) -> Embeddings:
+def _build(model: str, base_url: str | None, api_key: str | None) -> Embeddings:
     provider, name = model.split(":", 1)
     if provider == "local":
         if name != "all-MiniLM-L6-v2":
@@ -107,26 +107,29 @@ def _build(model: str) -> Embeddings:
     if provider == "openai":
         from langchain_openai import OpenAIEmbeddings
 
-        base_url = os.environ.get("OPENAI_BASE_URL") or None
-        api_key = os.environ.get("OPENAI_API_KEY") or ("EMPTY" if base_url else None)
-        if not api_key:
-            raise EmbeddingsConfigError(
-                f"EMBEDDINGS_MODEL={model!r} needs OPENAI_API_KEY "
-                "(or OPENAI_BASE_URL for an OpenAI-compatible server)"
-            )
         # Compatible servers do not speak tiktoken token ids: send plain text.
         return OpenAIEmbeddings(
             model=name,
             base_url=base_url,
-            api_key=api_key,
+            api_key=api_key or "EMPTY",
             check_embedding_ctx_length=base_url is None,
         )
     raise EmbeddingsConfigError(f"Unknown embeddings provider {provider!r} in {model!r}")
 
 
 def get_embeddings(spec: EmbeddingsSpec | None = None) -> Embeddings:
-    """Return the configured embeddings model (one instance per model for the process)."""
-    return _build((spec or embeddings_spec()).model)
+    """Return the configured embeddings model (one instance per model and endpoint)."""
+    model = (spec or embeddings_spec()).model
+    if not model.startswith("openai:"):
+        return _build(model, None, None)
+    base_url = os.environ.get("OPENAI_BASE_URL") or None
+    api_key = os.environ.get("OPENAI_API_KEY") or None
+    if not api_key and not base_url:
+        raise EmbeddingsConfigError(
+            f"EMBEDDINGS_MODEL={model!r} needs OPENAI_API_KEY "
+            "(or OPENAI_BASE_URL for an OpenAI-compatible server)"
+        )
+    return _build(model, base_url, api_key)
 
 
 async def aembed_texts(texts: list[str]) -> list[list[float]]:
