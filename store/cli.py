@@ -29,7 +29,8 @@ def _is_url(target: str) -> bool:
     return target.lower().startswith(("http://", "https://"))
 
 
-async def _ingest_url(store, kb: str, url: str) -> dict:
+async def ingest_url(store, kb: str, url: str) -> dict:
+    """Fetch a public URL with the SSRF-safe fetch of tools.net and ingest it (source: the final URL)."""
     from tools.errors import ToolError
     from tools.net import safe_get
 
@@ -56,7 +57,7 @@ async def cmd_ingest(store, args) -> dict:
     documents, skipped = [], []
     for target in args.targets:
         if _is_url(target):
-            documents.append(await _ingest_url(store, args.kb, target))
+            documents.append(await ingest_url(store, args.kb, target))
         else:
             result = await knowledge.ingest_path(store, args.kb, target)
             documents.extend(result["documents"])

@@ -23,6 +23,7 @@ it is computed in process over the knowledge base's chunks.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import io
 import json
@@ -30,14 +31,14 @@ import math
 import os
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from langgraph.store.base import BaseStore, PutOp
+from langgraph.store.base import BaseStore, GetOp, PutOp
 
 REGISTRY_NAMESPACE = ("kb_registry",)
 CHUNK_NAMESPACE_ROOT = "kb"
@@ -49,6 +50,8 @@ BM25_K1 = 1.2
 BM25_B = 0.75
 PAGE_SIZE = 500
 PUT_BATCH = 128
+GROUP_CHUNKS = 512
+GROUP_DOCUMENTS = 256
 
 FORMAT_BY_EXTENSION = {
     ".txt": "text",
@@ -332,68 +335,100 @@ def _title_from_source(source: str) -> str:
 # --- ingestion ---------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class PreparedDocument:
+    """A parsed and chunked document, ready to be written."""
+
+    source: str
+    title: str
+    format: str
+    chunks: list[Chunk]
+
+
 def _fingerprint(values: list[dict]) -> str:
     return hashlib.sha256(json.dumps(values, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
-async def _write_document(
-    store: BaseStore, kb: str, source: str, title: str, format: str, chunks: list[Chunk]
-) -> dict:
-    """Replace `source`'s chunks in `kb` with `chunks`; skip the write when nothing changed."""
-    values = [
+def _chunk_values(kb: str, document: PreparedDocument) -> list[dict]:
+    return [
         {
             "kb": kb,
-            "source": source,
-            "title": title,
-            "format": format,
+            "source": document.source,
+            "title": document.title,
+            "format": document.format,
             "position": chunk.position,
             "page": chunk.page,
             "section": chunk.section,
             "content": chunk.content,
         }
-        for chunk in chunks
+        for chunk in document.chunks
     ]
-    fingerprint = _fingerprint(values)
+
+
+async def _write_documents(store: BaseStore, kb: str, documents: list[PreparedDocument]) -> list[dict]:
+    """Replace each document's chunks in `kb`, skipping unchanged ones; batched across documents
+    so the store embeds many chunks per call."""
     namespace, docs = chunk_namespace(kb), document_namespace(kb)
-    key = document_key(source)
-    previous = await store.aget(docs, key)
-    old_count = previous.value["chunks"] if previous else 0
-    result = {"source": source, "title": title, "format": format, "chunks": len(values)}
-    if previous and previous.value.get("fingerprint") == fingerprint:
-        return {**result, "status": "unchanged", "removed": 0}
-    record = {
-        "source": source,
-        "title": title,
-        "format": format,
-        "chunks": len(values),
-        "characters": sum(len(v["content"]) for v in values),
-        "fingerprint": fingerprint,
-        "ingested_at": _now(),
-    }
-    # Recorded first with the larger count, so an interrupted write still knows every position to clean up.
-    await store.aput(docs, key, {**record, "chunks": max(old_count, len(values)), "fingerprint": None}, index=False)
-    for start in range(0, len(values), PUT_BATCH):
-        batch = values[start : start + PUT_BATCH]
-        await store.abatch(
-            [PutOp(namespace, chunk_id(kb, source, v["position"]), v, index=["content"]) for v in batch]
-        )
-    stale = [PutOp(namespace, chunk_id(kb, source, p), None) for p in range(len(values), old_count)]
-    if stale:
-        await store.abatch(stale)
-    await store.aput(docs, key, record, index=False)
-    status = "empty" if not values else ("updated" if previous else "created")
-    return {**result, "status": status, "removed": len(stale)}
+    previous = await store.abatch([GetOp(docs, document_key(d.source)) for d in documents])
+    results, pending, puts, stale, records = [], [], [], [], []
+    for document, before in zip(documents, previous):
+        values = _chunk_values(kb, document)
+        fingerprint = _fingerprint(values)
+        result = {"source": document.source, "title": document.title, "format": document.format, "chunks": len(values)}
+        if before is not None and before.value.get("fingerprint") == fingerprint:
+            results.append({**result, "status": "unchanged", "removed": 0})
+            continue
+        old_count = before.value["chunks"] if before is not None else 0
+        key = document_key(document.source)
+        record = {
+            **{k: result[k] for k in ("source", "title", "format", "chunks")},
+            "characters": sum(len(v["content"]) for v in values),
+            "fingerprint": fingerprint,
+            "ingested_at": _now(),
+        }
+        # Recorded first with the larger count, so an interrupted write still knows every position to clean up.
+        pending.append(PutOp(docs, key, {**record, "chunks": max(old_count, len(values)), "fingerprint": None}, index=False))
+        records.append(PutOp(docs, key, record, index=False))
+        puts += [PutOp(namespace, chunk_id(kb, document.source, v["position"]), v, index=["content"]) for v in values]
+        removed = [PutOp(namespace, chunk_id(kb, document.source, p), None) for p in range(len(values), old_count)]
+        stale += removed
+        status = "empty" if not values else ("updated" if before is not None else "created")
+        results.append({**result, "status": status, "removed": len(removed)})
+    for batch in (pending, *(puts[i : i + PUT_BATCH] for i in range(0, len(puts), PUT_BATCH)), stale, records):
+        if batch:
+            await store.abatch(batch)
+    return results
+
+
+async def _write_prepared(store: BaseStore, kb: str, preparers: Iterable[Callable[[], PreparedDocument]]) -> list[dict]:
+    """Prepare documents off the event loop and write them in groups of about GROUP_CHUNKS chunks."""
+    results: list[dict] = []
+    group: list[PreparedDocument] = []
+    size = 0
+    for prepare in preparers:
+        document = await asyncio.to_thread(prepare)
+        group.append(document)
+        size += len(document.chunks)
+        if size >= GROUP_CHUNKS or len(group) >= GROUP_DOCUMENTS:
+            results += await _write_documents(store, kb, group)
+            group, size = [], 0
+    if group:
+        results += await _write_documents(store, kb, group)
+    return results
 
 
 def _chunking(chunk_size: int | None, chunk_overlap: int | None) -> dict:
     config = knowledge_config()
-    return {
+    chunking = {
         "chunk_size": config.chunk_size if chunk_size is None else chunk_size,
         "chunk_overlap": config.chunk_overlap if chunk_overlap is None else chunk_overlap,
     }
+    _splitter(**chunking)  # fail fast on impossible settings
+    return chunking
 
 
-def _prepare_text(text: str | bytes, source: str, title: str | None, format: str, chunking: dict) -> tuple[str, list[Chunk]]:
+def prepare_text(text: str | bytes, source: str, title: str | None, format: str, chunking: dict) -> PreparedDocument:
+    """Parse (HTML through trafilatura to markdown) and chunk a text document."""
     if format == "html":
         page_title, text = html_to_markdown(text)
         title = title or page_title
@@ -404,13 +439,64 @@ def _prepare_text(text: str | bytes, source: str, title: str | None, format: str
         chunks = chunk_text(text, format, **chunking)
     else:
         raise ValueError(f"Unknown format {format!r}: use one of {', '.join(TEXT_FORMATS)} (or ingest_bytes for pdf).")
-    return title or _title_from_source(source), chunks
+    return PreparedDocument(source, title or _title_from_source(source), format, chunks)
+
+
+def prepare_bytes(data: bytes, source: str, title: str | None, format: str, chunking: dict) -> PreparedDocument:
+    """Parse and chunk a document given as bytes: PDF through pypdf, text formats as UTF-8."""
+    if format == "pdf":
+        pdf_title, pages = pdf_pages(data)
+        return PreparedDocument(source, title or pdf_title or _title_from_source(source), format, chunk_pages(pages, **chunking))
+    if format == "html":  # trafilatura finds the page's declared encoding in the raw bytes
+        return prepare_text(data, source, title, format, chunking)
+    return prepare_text(data.decode("utf-8-sig", errors="replace"), source, title, format, chunking)
 
 
 def _check_source(source: str) -> str:
     if not isinstance(source, str) or not source.strip():
         raise ValueError("source must be a non-empty string (a path, URL or any stable name of the document).")
     return source.strip()
+
+
+def _check_format(format: str) -> str:
+    if format not in (*TEXT_FORMATS, "pdf"):
+        raise ValueError(f"Unknown format {format!r}: use one of {', '.join((*TEXT_FORMATS, 'pdf'))}.")
+    return format
+
+
+async def ingest_texts(
+    store: BaseStore,
+    kb: str,
+    documents: Iterable[Mapping[str, Any]],
+    *,
+    chunk_size: int | None = None,
+    chunk_overlap: int | None = None,
+) -> list[dict]:
+    """Ingest many text documents at once: each a mapping {"text", "source", "title"?, "format"?}
+    (format "text" by default, or "markdown" / "html"). Chunks are embedded in large batches.
+
+    Returns one result per document, as ingest_text. Sources must be distinct within one call.
+    """
+    documents = [dict(d) for d in documents]
+    sources = [_check_source(d.get("source")) for d in documents]
+    duplicated = sorted({s for s in sources if sources.count(s) > 1})
+    if duplicated:
+        raise ValueError(f"Each source may appear once per call; repeated: {', '.join(duplicated)}.")
+    for d in documents:
+        if _check_format(d.get("format", "text")) == "pdf":
+            raise ValueError("ingest_texts takes text formats only; use ingest_bytes for PDFs.")
+    await get_kb(store, kb)
+    chunking = _chunking(chunk_size, chunk_overlap)
+    results = await _write_prepared(
+        store,
+        kb,
+        (
+            functools.partial(prepare_text, d["text"], source, d.get("title"), d.get("format", "text"), chunking)
+            for d, source in zip(documents, sources)
+        ),
+    )
+    await _refresh_stats(store, kb)
+    return results
 
 
 async def ingest_text(
@@ -430,27 +516,9 @@ async def ingest_text(
     "chunks", "status" ("created" | "updated" | "unchanged" | "empty"), "removed" (stale chunks
     deleted)}. Raises KBUnknownError if `kb` does not exist.
     """
-    source = _check_source(source)
-    await get_kb(store, kb)
-    chunking = _chunking(chunk_size, chunk_overlap)
-    title, chunks = await asyncio.to_thread(_prepare_text, text, source, title, format, chunking)
-    result = await _write_document(store, kb, source, title, format, chunks)
-    await _refresh_stats(store, kb)
+    document = {"text": text, "source": source, "title": title, "format": format}
+    (result,) = await ingest_texts(store, kb, [document], chunk_size=chunk_size, chunk_overlap=chunk_overlap)
     return result
-
-
-def _prepare_bytes(data: bytes, source: str, title: str | None, format: str, chunking: dict) -> tuple[str, list[Chunk]]:
-    if format == "pdf":
-        pdf_title, pages = pdf_pages(data)
-        return title or pdf_title or _title_from_source(source), chunk_pages(pages, **chunking)
-    if format == "html":  # trafilatura finds the page's declared encoding in the raw bytes
-        return _prepare_text(data, source, title, format, chunking)
-    return _prepare_text(data.decode("utf-8-sig", errors="replace"), source, title, format, chunking)
-
-
-async def _ingest_bytes(store, kb, data, source, format, title, chunking) -> dict:
-    title, chunks = await asyncio.to_thread(_prepare_bytes, data, source, title, format, chunking)
-    return await _write_document(store, kb, source, title, format, chunks)
 
 
 def format_for(name: str | None = None, media_type: str | None = None) -> str | None:
@@ -481,10 +549,10 @@ async def ingest_bytes(
     the URL. Same result and replacement rules as ingest_text.
     """
     source = _check_source(source)
-    if format not in (*TEXT_FORMATS, "pdf"):
-        raise ValueError(f"Unknown format {format!r}: use one of {', '.join((*TEXT_FORMATS, 'pdf'))}.")
+    _check_format(format)
     await get_kb(store, kb)
-    result = await _ingest_bytes(store, kb, data, source, format, title, _chunking(chunk_size, chunk_overlap))
+    chunking = _chunking(chunk_size, chunk_overlap)
+    (result,) = await _write_prepared(store, kb, [functools.partial(prepare_bytes, data, source, title, format, chunking)])
     await _refresh_stats(store, kb)
     return result
 
@@ -503,6 +571,10 @@ def _files_under(root: Path) -> tuple[list[Path], list[Path]]:
             continue
         (files if format_for(path.name) else skipped).append(path)
     return files, skipped
+
+
+def _prepare_file(path: Path, chunking: dict) -> PreparedDocument:
+    return prepare_bytes(path.read_bytes(), str(path), None, format_for(path.name), chunking)
 
 
 async def ingest_path(
@@ -525,10 +597,7 @@ async def ingest_path(
     await get_kb(store, kb)
     chunking = _chunking(chunk_size, chunk_overlap)
     files, skipped = _files_under(root.resolve())
-    documents = []
-    for file in files:
-        data = await asyncio.to_thread(file.read_bytes)
-        documents.append(await _ingest_bytes(store, kb, data, str(file), format_for(file.name), None, chunking))
+    documents = await _write_prepared(store, kb, (functools.partial(_prepare_file, f, chunking) for f in files))
     await _refresh_stats(store, kb)
     return {"kb": kb, "documents": documents, "skipped": [str(p) for p in skipped]}
 
@@ -595,7 +664,7 @@ def bm25_rank(query: str, documents: Sequence[tuple[str, str]], *, k1: float = B
     return scored
 
 
-def _postgres_pool(store: BaseStore):
+def _postgres_store(store: BaseStore):
     try:
         from langgraph.store.postgres.aio import AsyncPostgresStore
     except ImportError:
@@ -629,7 +698,7 @@ async def ensure_keyword_index(store: BaseStore) -> bool:
 
     Returns True when the store is a Postgres store (index present or created).
     """
-    pg_store = _postgres_pool(store)
+    pg_store = _postgres_store(store)
     if pg_store is None:
         return False
     config = knowledge_config().text_search_config
@@ -720,7 +789,7 @@ async def _postgres_keyword_hits(pg_store, kb: str, entry: dict, query: str, lim
 
 
 async def _keyword_hits(store: BaseStore, kb: str, entry: dict, query: str, limit: int) -> list[Hit]:
-    pg_store = _postgres_pool(store)
+    pg_store = _postgres_store(store)
     if pg_store is not None:
         return await _postgres_keyword_hits(pg_store, kb, entry, query, limit)
     items = {item.key: item.value for item in await _search_all(store, chunk_namespace(kb))}

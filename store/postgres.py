@@ -104,7 +104,9 @@ async def open_pool(uri: str | None = None, max_size: int = 10) -> AsyncIterator
             "autocommit": True,
             "prepare_threshold": 0,
             "row_factory": dict_row,
-            "options": f"-c search_path={schema},public",
+            # Iterative HNSW scans (pgvector >= 0.8) keep filtered vector searches (one user's
+            # memories, one knowledge base) from coming back short on a large shared store.
+            "options": f"-c search_path={schema},public -c hnsw.iterative_scan=relaxed_order",
         },
     )
     await pool.open(wait=True, timeout=30)

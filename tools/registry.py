@@ -15,6 +15,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from tools.calculator import calculator
 from tools.clock import current_time
 from tools.errors import ToolInputError
+from tools.knowledge import KNOWLEDGE_TOOLS
 from tools.mcp import load_mcp_tools
 from tools.weather import weather
 from tools.web_read import web_read
@@ -26,6 +27,7 @@ BUILTIN_FUNCTIONS: tuple[Callable, ...] = (
     weather,
     web_search,
     web_read,
+    *KNOWLEDGE_TOOLS,
 )
 
 

@@ -175,6 +175,26 @@ async def test_ingest_errors(tmp_path):
         await knowledge.ingest_bytes(store, "edu", b"%PDF-1.4 broken", "bad.pdf", "pdf")
     with pytest.raises(ValueError, match="chunk_overlap < chunk_size"):
         await knowledge.ingest_text(store, "edu", "text", "a.txt", chunk_size=100, chunk_overlap=100)
+    with pytest.raises(ValueError, match="repeated: a.txt"):
+        await knowledge.ingest_texts(store, "edu", [{"text": "x", "source": "a.txt"}, {"text": "y", "source": "a.txt"}])
+    with pytest.raises(ValueError, match="use ingest_bytes for PDFs"):
+        await knowledge.ingest_texts(store, "edu", [{"text": "x", "source": "a.pdf", "format": "pdf"}])
+    assert await all_chunks(store, "edu") == []
+
+
+async def test_ingest_texts_writes_many_documents_in_order():
+    store = new_store()
+    await knowledge.create_kb(store, "edu")
+    documents = [{"text": f"# Lesson {i}\n\nLesson {i} covers topic {i}.", "source": f"lesson-{i}.md", "format": "markdown"}
+                 for i in range(30)]
+    documents.append({"text": "<html><body><article><p>An HTML lesson about tides and the Moon.</p></article></body></html>",
+                      "source": "https://example.org/tides", "format": "html"})
+    results = await knowledge.ingest_texts(store, "edu", documents)
+    assert [r["source"] for r in results] == [d["source"] for d in documents]
+    assert [r["title"] for r in results[:2]] == ["Lesson 0", "Lesson 1"] and results[-1]["title"] == "tides"
+    assert all(r["status"] == "created" and r["chunks"] == 1 for r in results)
+    entry = await knowledge.get_kb(store, "edu")
+    assert (entry["documents"], entry["chunks"]) == (31, 31) == (31, len(await all_chunks(store, "edu")))
 
 
 # --- chunking, ids, re-ingest --------------------------------------------------------------------

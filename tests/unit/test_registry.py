@@ -18,7 +18,10 @@ from tools.mcp import reset_mcp_cache
 from tools.registry import available_tools, builtin_tools, select_tools, tool_catalogue
 
 MCP_SERVER = Path(__file__).resolve().parents[1] / "mcp_server.py"
-BUILTINS = {"calculator", "current_time", "weather", "web_search", "web_read"}
+BUILTINS = {
+    "calculator", "current_time", "weather", "web_search", "web_read",
+    "knowledge_base_search", "list_knowledge_bases",
+}
 
 
 @pytest.fixture(autouse=True)
