@@ -120,7 +120,9 @@ def memory_config() -> MemoryConfig:
     if config.half_life_days <= 0:
         raise ValueError("MEMORY_HALF_LIFE_DAYS must be > 0")
     if config.max_text_chars < 1 or config.candidate_factor < 1 or config.scan_limit < 1:
-        raise ValueError("MEMORY_MAX_TEXT_CHARS, MEMORY_CANDIDATE_FACTOR, MEMORY_SCAN_LIMIT must be >= 1")
+        raise ValueError(
+            "MEMORY_MAX_TEXT_CHARS, MEMORY_CANDIDATE_FACTOR and MEMORY_SCAN_LIMIT must be >= 1"
+        )
     if config.ttl_days == 0:
         config = MemoryConfig(**{**config.__dict__, "ttl_days": None})
     return config
@@ -269,7 +271,8 @@ def _put_op(
 ) -> PutOp:
     # index=False keeps the stored vector (Postgres upserts the row only); used when the
     # text did not change.
-    return PutOp(ns, key, value, index=["text"] if reindex else False, ttl=_ttl_minutes(store, config))
+    index = ["text"] if reindex else False
+    return PutOp(ns, key, value, index=index, ttl=_ttl_minutes(store, config))
 
 
 async def save_memory(
@@ -323,7 +326,8 @@ async def save_memory(
         if keywords:
             value["keywords"] = list(dict.fromkeys([*(old.get("keywords") or []), *keywords]))
         value = _with_expiry(value, config, now)
-        await store.abatch([_put_op(store, ns, duplicate.key, value, text != old.get("text"), config)])
+        reindex = text != old.get("text")
+        await store.abatch([_put_op(store, ns, duplicate.key, value, reindex, config)])
         return {
             "id": duplicate.key, **value, "action": "updated",
             "similarity": duplicate.score, "previous_text": old.get("text"),
@@ -401,7 +405,8 @@ def _profile_fields(fields: Any) -> dict[str, str | None]:
             )
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             value = str(value)
-        if value is not None and (not isinstance(value, str) or len(value) > MAX_PROFILE_VALUE_CHARS):
+        too_long = isinstance(value, str) and len(value) > MAX_PROFILE_VALUE_CHARS
+        if value is not None and (not isinstance(value, str) or too_long):
             raise ValueError(
                 f"profile field {name!r} must be text of at most {MAX_PROFILE_VALUE_CHARS} "
                 "characters, or None to remove it"
@@ -465,7 +470,8 @@ async def forget_user(store: BaseStore, user_id: str) -> int:
         pattern = f"{_escape_like(f'{ROOT}.{label}')}.%"
         async with _pg_cursor(store) as cur:
             await cur.execute(
-                "DELETE FROM store WHERE prefix = %s OR prefix LIKE %s", (f"{ROOT}.{label}", pattern)
+                "DELETE FROM store WHERE prefix = %s OR prefix LIKE %s",
+                (f"{ROOT}.{label}", pattern),
             )
             return cur.rowcount
     deleted = 0
@@ -516,7 +522,9 @@ async def recall(
 
     wanted = {k: v for k, v in (("category", category), ("role", role)) if v is not None}
     pool = min(top_k * config.candidate_factor, MAX_POOL)
-    hits = await store.asearch(ns, query=query, filter=wanted or None, limit=pool, refresh_ttl=False)
+    hits = await store.asearch(
+        ns, query=query, filter=wanted or None, limit=pool, refresh_ttl=False
+    )
     hits = [hit for hit in hits if not _expired(hit.value, now)]
     ranked = [(hit, hit.score or 0.0) for hit in hits]
     if scoring == "weighted":
@@ -619,13 +627,16 @@ def resolve_time_range(
     start = _parse_when(start_date, "start_date", end=False)
     end = _parse_when(end_date, "end_date", end=True)
     if days_ago is not None:
-        if isinstance(days_ago, bool) or not isinstance(days_ago, int) or not 0 <= days_ago <= 36500:
+        valid = isinstance(days_ago, int) and not isinstance(days_ago, bool)
+        if not valid or not 0 <= days_ago <= 36500:
             raise ValueError(f"days_ago must be an integer from 0 to 36500, got {days_ago!r}")
         if start is not None:
             raise ValueError("give either start_date or days_ago, not both")
         start = (now or _now()) - timedelta(days=days_ago)
     if start is None and end is None:
-        raise ValueError("give start_date, end_date or days_ago (for the latest items use recent activity)")
+        raise ValueError(
+            "give start_date, end_date or days_ago (for the latest items use recent activity)"
+        )
     if start is not None and end is not None and start >= end:
         raise ValueError(f"start_date ({_stamp(start)}) must be before end_date ({_stamp(end)})")
     return start, end
@@ -685,7 +696,8 @@ async def get_profile(
     else:
         raise ValueError(f"categories must be a list of: {', '.join(CATEGORIES)}")
     ops = [GetOp(profile_ns, PROFILE_KEY, False)] + [
-        SearchOp(semantic_ns, {"category": c}, PROFILE_FACTS_SCANNED, 0, None, False) for c in wanted
+        SearchOp(semantic_ns, {"category": c}, PROFILE_FACTS_SCANNED, 0, None, False)
+        for c in wanted
     ]
     profile, *per_category = await store.abatch(ops)
     now = _now()
@@ -693,10 +705,7 @@ async def get_profile(
     facts = {}
     for category, items in zip(wanted, per_category, strict=True):
         live = [item for item in items if not _expired(item.value, now)]
-        live.sort(
-            key=lambda item: (float(item.value.get("importance", 0)), item.value.get("updated_at") or ""),
-            reverse=True,
-        )
+        live.sort(key=_importance_then_recency, reverse=True)
         facts[category] = [
             _result(item, float(item.value.get("importance", 0)))
             for item in live[:PROFILE_FACTS_PER_CATEGORY]
@@ -707,6 +716,10 @@ async def get_profile(
         "updated_at": value.get("updated_at"),
         "facts": facts,
     }
+
+
+def _importance_then_recency(item: Item) -> tuple[float, str]:
+    return float(item.value.get("importance", 0)), item.value.get("updated_at") or ""
 
 
 # ---------------------------------------------------------------- listing backends
@@ -738,7 +751,7 @@ async def _list_items(
             if _expired(value, now):
                 continue
             created = _parse_stamp(value.get("created_at"))
-            if (start and (created is None or created < start)) or (end and (created is None or created >= end)):
+            if not _within(created, start, end):
                 continue
             matched = 0
             if keywords:
@@ -747,8 +760,19 @@ async def _list_items(
                 if not matched:
                     continue
             candidates.append((matched, item))
-    candidates.sort(key=lambda pair: (pair[0], _parse_stamp(pair[1].value.get(order)) or datetime.min.replace(tzinfo=UTC)), reverse=True)
+    oldest = datetime.min.replace(tzinfo=UTC)
+    candidates.sort(
+        key=lambda pair: (pair[0], _parse_stamp(pair[1].value.get(order)) or oldest), reverse=True
+    )
     return [item for _, item in candidates[:limit]]
+
+
+def _within(moment: datetime | None, start: datetime | None, end: datetime | None) -> bool:
+    if start is None and end is None:
+        return True
+    if moment is None:
+        return False
+    return (start is None or moment >= start) and (end is None or moment < end)
 
 
 async def _scan(store: BaseStore, ns: tuple, max_items: int) -> list[Item]:

@@ -8,6 +8,7 @@ LangGraph's injected `runtime: ToolRuntime` (hidden from the model), and the sto
 from __future__ import annotations
 
 from collections.abc import Awaitable
+from datetime import UTC
 from typing import Any, Literal, TypeVar
 
 from langgraph.prebuilt import ToolRuntime
@@ -18,9 +19,10 @@ from tools.errors import ToolError, ToolInputError
 
 T = TypeVar("T")
 
-Category = Literal["preference", "fact", "skill", "relationship", "goal", "other"]
-MemoryType = Literal["episodic", "semantic", "chat", "all"]
-Role = Literal["user", "assistant"]
+# Enums in the tools' JSON schema, taken from store/memory.py's lists (one source of truth).
+Category = Literal[memory.CATEGORIES]  # type: ignore[valid-type]
+MemoryType = Literal[(*memory.TEXT_KINDS, "all")]  # type: ignore[valid-type]
+Role = Literal[memory.ROLES]  # type: ignore[valid-type]
 MAX_TOP_K = 20
 MAX_LIMIT = 50
 
@@ -125,7 +127,9 @@ async def keyword_search(
     store, user_id = _scope(runtime)
     _bounded(limit, "limit", MAX_LIMIT)
     results = await _call(memory.keyword_search(store, user_id, keywords, memory_type, limit))
-    return {"keywords": keywords, "memory_type": memory_type, "results": results, "count": len(results)}
+    return {
+        "keywords": keywords, "memory_type": memory_type, "results": results, "count": len(results)
+    }
 
 
 async def time_filter(
@@ -162,8 +166,8 @@ async def time_filter(
         memory.time_filter(store, user_id, start_date, end_date, days_ago, limit)
     )
     return {
-        "start": start.isoformat() if start else None,
-        "end": end.isoformat() if end else None,
+        "start": start.astimezone(UTC).isoformat() if start else None,
+        "end": end.astimezone(UTC).isoformat() if end else None,
         "results": results,
         "count": len(results),
     }

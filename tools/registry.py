@@ -16,6 +16,7 @@ from tools.calculator import calculator
 from tools.clock import current_time
 from tools.errors import ToolInputError
 from tools.knowledge import KNOWLEDGE_TOOLS
+from tools.memory import MEMORY_TOOLS
 from tools.mcp import load_mcp_tools
 from tools.weather import weather
 from tools.web_read import web_read
@@ -28,6 +29,7 @@ BUILTIN_FUNCTIONS: tuple[Callable, ...] = (
     web_search,
     web_read,
     *KNOWLEDGE_TOOLS,
+    *MEMORY_TOOLS,
 )
 
 

@@ -1,6 +1,6 @@
 """The `react` graph: model <-> tools loop, bounded by `max_steps`.
 
-call_model --(tool calls)--> tools --> call_model ... --(answer)--> END
+call_model --(tool calls)--> tools --> call_model ... --(answer)--> finish_turn --> END
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from graphs.react.state import InputState, State
 from graphs.runtime.context import Context
 from graphs.runtime.events import emit
 from graphs.runtime.history import needs_summary, summarize
+from graphs.runtime.memory_schedule import last_turn, record_turn, schedule_extraction
 from graphs.runtime.models import ainvoke_with_retries, load_chat_model
 from graphs.runtime.tool_runner import run_tool_calls
 from tools.registry import select_tools
@@ -102,17 +103,30 @@ async def call_tools(state: State, runtime: Runtime[Context], config: RunnableCo
     )
 
 
+async def finish_turn(state: State, runtime: Runtime[Context], config: RunnableConfig) -> dict:
+    """Record the turn in the user's chat history and schedule memory extraction."""
+    if not runtime.context.remember or runtime.store is None:
+        return {}
+    turn = last_turn(state["messages"])
+    thread_id = config.get("configurable", {}).get("thread_id")
+    await record_turn(runtime.store, runtime.context.user_id, turn, thread_id)
+    await schedule_extraction(runtime, turn, thread_id)
+    return {}
+
+
 def route_after_model(state: State) -> str:
     """Tools if the model asked for them, else the turn is over."""
     last = state["messages"][-1]
-    return "tools" if isinstance(last, AIMessage) and last.tool_calls else END
+    return "tools" if isinstance(last, AIMessage) and last.tool_calls else "finish_turn"
 
 
 builder = StateGraph(State, input_schema=InputState, context_schema=Context)
 builder.add_node("call_model", call_model)
 builder.add_node("tools", call_tools)
+builder.add_node("finish_turn", finish_turn)
 builder.add_edge(START, "call_model")
-builder.add_conditional_edges("call_model", route_after_model, ["tools", END])
+builder.add_conditional_edges("call_model", route_after_model, ["tools", "finish_turn"])
 builder.add_edge("tools", "call_model")
+builder.add_edge("finish_turn", END)
 
 graph = builder.compile(name="react")

@@ -77,6 +77,14 @@ class Context:
         },
     )
 
+    remember: bool = field(
+        default_factory=lambda: (os.environ.get("AGENT_REMEMBER") or "true").lower() in ("1", "true", "yes"),
+        metadata={
+            "description": "Record each turn in the user's chat history and extract long-term "
+            "memories from it in the background (needs a store). Env: AGENT_REMEMBER (default true)."
+        },
+    )
+
     def __post_init__(self) -> None:
         if self.max_steps < 1:
             raise ValueError("max_steps must be at least 1")

@@ -1,5 +1,5 @@
-"""Write a conversation turn into long-term memory: the raw chat messages, plus the episodic
-memories, semantic facts and profile fields an LLM extracts from the turn.
+"""Turn a conversation turn into long-term memory: the episodic memories, semantic facts and
+profile fields an LLM extracts from it.
 
 Extraction uses `model.with_structured_output(MemoryExtraction)`; saving goes through
 store/memory.py, so near-duplicates update existing memories instead of piling up. Nothing is
@@ -136,21 +136,22 @@ def _last(messages: Sequence[BaseMessage], kind: type[BaseMessage]) -> BaseMessa
     return None
 
 
-async def write_turn_memories(
+async def extract_and_save(
     store: BaseStore,
     user_id: str,
     messages: Sequence[BaseMessage],
     model: BaseChatModel,
     thread_id: str | None,
 ) -> dict:
-    """Record the turn's last user and assistant messages and save what the model extracts.
+    """Save what the model extracts from the latest turn of `messages` (dedupe applies).
 
-    Returns counts: {"chat_messages", "created", "updated", "profile_fields"}. The model is
-    asked first; if it fails, nothing is written.
+    The chat messages themselves are recorded when the turn ends
+    (graphs/runtime/memory_schedule.py), not here. Returns counts: {"created", "updated",
+    "profile_fields"}. The model is asked first; if it fails, nothing is written.
     """
     memory.namespace(user_id, "chat")  # validates user_id before any model call
     turn = _turn(messages)
-    human, answer = _last(turn, HumanMessage), _last(turn, AIMessage)
+    human = _last(turn, HumanMessage)
     existing: list[dict] = []
     if human is not None:
         for kind in memory.MEMORY_KINDS:
@@ -166,11 +167,7 @@ async def write_turn_memories(
     if any(not text.strip() or len(text) > limit for _, text, _, _ in saves):
         raise ValueError(f"extracted memory text is empty or longer than {limit} characters")
 
-    counts = {"chat_messages": 0, "created": 0, "updated": 0, "profile_fields": 0}
-    for role, message in (("user", human), ("assistant", answer)):
-        if message is not None:
-            await memory.record_chat_message(store, user_id, role, message.text, thread_id)
-            counts["chat_messages"] += 1
+    counts = {"created": 0, "updated": 0, "profile_fields": 0}
     for kind, text, category, importance in saves:
         saved = await memory.save_memory(
             store, user_id, kind, text, category=category, importance=importance,

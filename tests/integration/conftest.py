@@ -144,6 +144,8 @@ def server_env(openai_server, **extra: str) -> dict[str, str]:
         "OPENAI_API_KEY": "test-key",
         "AGENT_MODEL": "openai:scripted",
         "AGENT_RETRY_BASE_DELAY": "0.01",
+        # Memory extraction runs are scheduled but stay pending unless a test asks otherwise.
+        "MEMORY_EXTRACTION_DELAY": "3600",
         "LANGGRAPH_CLI_NO_ANALYTICS": "1",
         "LANGGRAPH_NO_VERSION_CHECK": "true",
         "LANGSMITH_TRACING": "false",

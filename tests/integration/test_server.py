@@ -60,7 +60,7 @@ async def test_streams_tokens_custom_events_and_updates(dev_server, openai_serve
     assert set(finished) == {"c1", "c2"} and "42" in finished["c1"]["result_preview"]
     assert [e["step"] for e in custom if e["event"] == "step"] == [1, 2]
     nodes = [name for update in events["updates"] for name in update]
-    assert nodes == ["call_model", "tools", "call_model"]
+    assert nodes == ["call_model", "tools", "call_model", "finish_turn"]
     # the model really received both tool results through the OpenAI client path
     last_request = [r for r in openai_server.requests() if k in str(r.get("messages"))][-1]
     tool_results = [m for m in last_request["messages"] if m["role"] == "tool"]
@@ -182,3 +182,32 @@ async def test_a_model_without_its_key_fails_the_run_at_once_with_a_clear_error(
     assert errors and "ANTHROPIC_API_KEY" in str(errors[0])
     runs = await client.runs.list(thread["thread_id"])
     assert runs[0]["status"] == "error"
+
+
+async def test_turns_are_recorded_and_extraction_is_scheduled_as_a_debounced_background_run(
+    dev_server, openai_server
+):
+    from graphs.runtime.memory_schedule import memory_thread_id
+
+    client = get_client(url=dev_server.url)
+    k = key()
+    user_id = f"user-{k}"
+    openai_server.script(k, ["Hello Ada.", "Noted, Lisbon."])
+    thread = await client.threads.create()
+    tid = thread["thread_id"]
+    await client.runs.wait(tid, "react", input=user(f"{k} I am Ada"), context={"user_id": user_id})
+    memory_thread = memory_thread_id(user_id, tid)
+    first = await client.runs.list(memory_thread)
+    assert [(r["assistant_id"], r["status"]) for r in first] == [(first[0]["assistant_id"], "pending")]
+    await client.runs.wait(tid, "react", input=user("I live in Lisbon"), context={"user_id": user_id})
+    second = await client.runs.list(memory_thread)
+    # the newer turn rolled back the pending extraction: one pending run, the new one
+    assert [r["status"] for r in second] == ["pending"]
+    assert second[0]["run_id"] != first[0]["run_id"]
+    assistant = await client.assistants.get(second[0]["assistant_id"])
+    assert assistant["graph_id"] == "memory_writer"
+    chat = await client.store.search_items(["memories", user_id, "chat"], limit=10)
+    texts = sorted(item["value"]["text"] for item in chat["items"])
+    assert texts == sorted([f"{k} I am Ada", "Hello Ada.", "I live in Lisbon", "Noted, Lisbon."])
+    other = await client.store.search_items(["memories", f"other-{k}"], limit=10)
+    assert other["items"] == []

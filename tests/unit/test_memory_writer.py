@@ -7,7 +7,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.store.memory import InMemoryStore
 
-from graphs.runtime.memory_writer import MemoryExtraction, extract_memories, write_turn_memories
+from graphs.runtime.memory_writer import MemoryExtraction, extract_memories, extract_and_save
 from store import memory
 from store.embeddings import get_embeddings
 from tests.fakes import ScriptedChatModel
@@ -57,7 +57,7 @@ async def test_extract_memories_parses_the_structured_call_and_shows_known_memor
     assert "Hi! I'm Alice" not in prompt and "sunny" not in prompt  # only the latest turn
 
 
-async def test_write_turn_records_chat_saves_memories_and_merges_profile(store):
+async def test_extraction_saves_memories_and_merges_profile(store):
     await memory.save_memory(store, "alice", "semantic", "The user eats vegetarian food",
                              category="preference", importance=0.4)
     await memory.update_profile(store, "alice", {"name": "Alice", "city": "Berlin"})
@@ -70,16 +70,12 @@ async def test_write_turn_records_chat_saves_memories_and_merges_profile(store):
         profile_updates={"city": "Munich"},
     )])
 
-    counts = await write_turn_memories(store, "alice", TURN, model, "thread-1")
+    counts = await extract_and_save(store, "alice", TURN, model, "thread-1")
 
-    assert counts == {"chat_messages": 2, "created": 2, "updated": 1, "profile_fields": 1}
+    assert counts == {"created": 2, "updated": 1, "profile_fields": 1}
     assert "The user eats vegetarian food" in model.calls[0].messages[-1].text
-    chat = await store.asearch(memory.namespace("alice", "chat"), limit=10)
-    assert sorted((c.value["role"], c.value["text"]) for c in chat) == [
-        ("assistant", "Welcome to Munich! Try the Viktualienmarkt."),
-        ("user", "I moved to Munich last week and I'm now vegetarian."),
-    ]
-    assert {c.value["thread_id"] for c in chat} == {"thread-1"}
+    # chat messages are recorded when the turn ends, not by extraction
+    assert await store.asearch(memory.namespace("alice", "chat"), limit=10) == []
     semantic = await store.asearch(memory.namespace("alice", "semantic"), limit=10)
     assert len(semantic) == 2
     assert {s.value["source"] for s in semantic} == {"extraction"}
@@ -92,18 +88,19 @@ async def test_write_turn_records_chat_saves_memories_and_merges_profile(store):
 async def test_nothing_is_written_when_extraction_fails(store):
     failing = ScriptedChatModel(responses=[RuntimeError("model down")])
     with pytest.raises(RuntimeError, match="model down"):
-        await write_turn_memories(store, "alice", TURN, failing, "t1")
+        await extract_and_save(store, "alice", TURN, failing, "t1")
     invalid = ScriptedChatModel(responses=[extraction(
         semantic=[{"text": "The user likes chess", "category": "hobby", "importance": 0.5}])])
     with pytest.raises(Exception, match="category"):
-        await write_turn_memories(store, "alice", TURN, invalid, "t1")
+        await extract_and_save(store, "alice", TURN, invalid, "t1")
     assert await store.alist_namespaces(prefix=("memories",)) == []
 
 
-async def test_a_turn_without_memories_still_records_the_chat(store):
+async def test_a_turn_without_memories_writes_nothing(store):
     model = ScriptedChatModel(responses=["Nothing to remember."])  # no structured call at all
-    counts = await write_turn_memories(store, "bob", [HumanMessage("What's 2+2?"),
+    counts = await extract_and_save(store, "bob", [HumanMessage("What's 2+2?"),
                                                       AIMessage("4")], model, None)
-    assert counts == {"chat_messages": 2, "created": 0, "updated": 0, "profile_fields": 0}
+    assert counts == {"created": 0, "updated": 0, "profile_fields": 0}
+    assert await store.alist_namespaces(prefix=("memories", "bob")) == []
     with pytest.raises(ValueError, match="user_id"):
-        await write_turn_memories(store, "", TURN, model, None)
+        await extract_and_save(store, "", TURN, model, None)

@@ -21,6 +21,8 @@ MCP_SERVER = Path(__file__).resolve().parents[1] / "mcp_server.py"
 BUILTINS = {
     "calculator", "current_time", "weather", "web_search", "web_read",
     "knowledge_base_search", "list_knowledge_bases",
+    "search_episodic_memory", "search_semantic_memory", "keyword_search", "time_filter",
+    "get_user_profile", "get_recent_activity", "search_chat_history", "save_memory",
 }
 
 

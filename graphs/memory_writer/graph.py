@@ -1,0 +1,40 @@
+"""The `memory_writer` graph: turn a finished conversation turn into long-term memories.
+
+The `react` graph schedules one run of it per turn (graphs/runtime/memory_schedule.py): delayed,
+on a thread per user and conversation, with `multitask_strategy="rollback"`, so a newer turn
+cancels an extraction that has not finished yet (debounce).
+"""
+
+from __future__ import annotations
+
+from langchain_core.messages import convert_to_messages
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+
+from graphs.memory_writer.state import State
+from graphs.runtime.context import Context
+from graphs.runtime.memory_writer import extract_and_save
+from graphs.runtime.models import load_chat_model
+
+
+async def extract(state: State, runtime: Runtime[Context]) -> dict:
+    """Extract episodic/semantic memories and profile updates from the turn and save them."""
+    if runtime.store is None:
+        raise RuntimeError("memory_writer needs a store (langgraph.json `store`)")
+    model = load_chat_model(runtime.context.model, temperature=0)
+    counts = await extract_and_save(
+        runtime.store,
+        runtime.context.user_id,
+        convert_to_messages(state.get("messages") or []),
+        model,
+        state.get("thread_id"),
+    )
+    return {"result": counts}
+
+
+builder = StateGraph(State, context_schema=Context)
+builder.add_node("extract", extract)
+builder.add_edge(START, "extract")
+builder.add_edge("extract", END)
+
+graph = builder.compile(name="memory_writer")

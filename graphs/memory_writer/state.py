@@ -1,0 +1,16 @@
+"""State of the `memory_writer` graph."""
+
+from __future__ import annotations
+
+from typing_extensions import TypedDict
+
+
+class State(TypedDict, total=False):
+    """One turn to learn from. Each run replaces it (no reducer): the thread only debounces."""
+
+    messages: list[dict]
+    """The turn as `{"role": "user"|"assistant", "content": str}` dicts."""
+    thread_id: str | None
+    """The conversation thread the turn came from."""
+    result: dict
+    """Counts written: created, updated, profile_fields."""

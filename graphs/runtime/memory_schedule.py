@@ -1,0 +1,101 @@
+"""After a turn: record the chat messages now, extract memories later in the background.
+
+Extraction is debounced per user and conversation and a newer turn supersedes a pending one:
+- inside the LangGraph server, as a run of the `memory_writer` graph created through the
+  in-process SDK client with `after_seconds` and `multitask_strategy="rollback"` on a thread of
+  its own (a background run: it survives this run and shows in the server's run list);
+- elsewhere (a graph compiled in-process), as an asyncio task that a newer turn cancels.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import uuid
+from collections.abc import Sequence
+
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, convert_to_messages
+from langgraph.runtime import Runtime
+from langgraph.store.base import BaseStore
+
+from graphs.runtime.context import Context
+from store import memory
+
+logger = logging.getLogger(__name__)
+
+MEMORY_WRITER_GRAPH = "memory_writer"
+_local_tasks: dict[str, asyncio.Task] = {}
+
+
+def extraction_delay() -> float:
+    """Seconds to wait for a newer turn before extracting (`MEMORY_EXTRACTION_DELAY`, default 20)."""
+    return float(os.environ.get("MEMORY_EXTRACTION_DELAY") or 20)
+
+
+def last_turn(messages: Sequence[AnyMessage]) -> list[dict]:
+    """The last user message and the final answer after it, as role/content dicts."""
+    turn: list[dict] = []
+    for message in reversed(messages):
+        if isinstance(message, AIMessage) and not turn and message.text.strip():
+            turn.append({"role": "assistant", "content": message.text})
+        elif isinstance(message, HumanMessage):
+            turn.append({"role": "user", "content": message.text})
+            break
+    return list(reversed(turn))
+
+
+async def record_turn(store: BaseStore, user_id: str, turn: list[dict], thread_id: str | None) -> None:
+    """Append the turn's messages to the user's chat history (for `search_chat_history`)."""
+    for message in turn:
+        if message["content"].strip():
+            await memory.record_chat_message(store, user_id, message["role"], message["content"], thread_id)
+
+
+def memory_thread_id(user_id: str, thread_id: str | None) -> str:
+    """The thread that debounces extraction for one user's conversation."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"memory-writer:{user_id}:{thread_id or '-'}"))
+
+
+async def schedule_extraction(runtime: Runtime[Context], turn: list[dict], thread_id: str | None) -> None:
+    """Extract memories from `turn` after the debounce delay, superseding a pending extraction."""
+    context = runtime.context
+    key = memory_thread_id(context.user_id, thread_id)
+    delay = extraction_delay()
+    if runtime.server_info is not None:
+        from langgraph_sdk import get_client
+
+        await get_client().runs.create(
+            key,
+            MEMORY_WRITER_GRAPH,
+            input={"messages": turn, "thread_id": thread_id},
+            context={"user_id": context.user_id, "model": context.model},
+            multitask_strategy="rollback",
+            if_not_exists="create",
+            after_seconds=int(delay),
+        )
+        return
+    from graphs.runtime.memory_writer import extract_and_save
+    from graphs.runtime.models import load_chat_model
+
+    async def run_later() -> None:
+        await asyncio.sleep(delay)
+        try:
+            model = load_chat_model(context.model, temperature=0)
+            await extract_and_save(
+                runtime.store, context.user_id, convert_to_messages(turn), model, thread_id
+            )
+        except Exception:  # noqa: BLE001 - background work: log, never break the conversation
+            logger.exception("memory extraction failed for thread %s", thread_id)
+
+    if previous := _local_tasks.get(key):
+        previous.cancel()
+    task = asyncio.create_task(run_later())
+    _local_tasks[key] = task
+    task.add_done_callback(lambda done: _local_tasks.pop(key, None) if _local_tasks.get(key) is done else None)
+
+
+async def wait_for_local_extractions() -> None:
+    """Wait for pending in-process extractions (tests, and clean shutdown of scripts)."""
+    while _local_tasks:
+        await asyncio.gather(*list(_local_tasks.values()), return_exceptions=True)

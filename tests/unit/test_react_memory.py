@@ -1,0 +1,78 @@
+"""The react graph records each turn and extracts memories in the background, debounced."""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.memory import InMemoryStore
+
+from graphs.react.graph import builder
+from graphs.runtime.context import Context
+from graphs.runtime.memory_schedule import wait_for_local_extractions
+from graphs.runtime.models import register_model_provider
+from store import memory
+from store.embeddings import get_embeddings
+from tests.fakes import ScriptedChatModel
+
+
+def extraction(text: str) -> dict:
+    return {"tool_calls": [{"name": "MemoryExtraction", "args": {
+        "episodic": [], "semantic": [{"text": text, "category": "preference", "importance": 0.8}],
+        "profile_updates": {},
+    }}]}
+
+
+@pytest.fixture
+def setup(monkeypatch):
+    monkeypatch.setenv("MEMORY_EXTRACTION_DELAY", "0.3")
+    store = InMemoryStore(index={"dims": 384, "embed": get_embeddings(), "fields": ["text"]})
+    graph = builder.compile(checkpointer=InMemorySaver(), store=store)
+    slot = {}
+    register_model_provider("scripted", lambda name, **kw: slot["model"])
+    return graph, store, slot
+
+
+async def turn(graph, text, user="alice", thread="t1", **context):
+    return await graph.ainvoke(
+        {"messages": [HumanMessage(text)]},
+        {"configurable": {"thread_id": thread}},
+        context=Context(model="scripted:x", user_id=user, tools=["calculator"], **context),
+    )
+
+
+async def test_turn_is_recorded_and_memories_extracted_after_the_delay(setup):
+    graph, store, slot = setup
+    slot["model"] = model = ScriptedChatModel(responses=["Noted!", extraction("The user loves green tea")])
+    await turn(graph, "I love green tea.")
+    chat = await store.asearch(memory.namespace("alice", "chat"), limit=10)
+    assert sorted(c.value["text"] for c in chat) == ["I love green tea.", "Noted!"]
+    assert await store.asearch(memory.namespace("alice", "semantic")) == []  # not yet: debounced
+    await wait_for_local_extractions()
+    saved = await store.asearch(memory.namespace("alice", "semantic"))
+    assert [s.value["text"] for s in saved] == ["The user loves green tea"]
+    assert len(model.calls) == 2
+    assert await store.asearch(memory.namespace("bob", "semantic")) == []
+
+
+async def test_a_newer_turn_supersedes_a_pending_extraction(setup):
+    graph, store, slot = setup
+    slot["model"] = model = ScriptedChatModel(
+        responses=["First.", "Second.", extraction("The user moved to Lisbon")]
+    )
+    await turn(graph, "I live in Porto.")
+    await turn(graph, "Actually I moved to Lisbon.")
+    await wait_for_local_extractions()
+    assert len(model.calls) == 3  # two answers, one extraction
+    assert "Lisbon" in model.calls[-1].messages[-1].text
+    assert model.remaining == 0
+    chat = await store.asearch(memory.namespace("alice", "chat"), limit=10)
+    assert len(chat) == 4  # every message is still recorded
+
+
+async def test_remember_off_writes_nothing(setup):
+    graph, store, slot = setup
+    slot["model"] = ScriptedChatModel(responses=["ok"])
+    await turn(graph, "secret", remember=False)
+    await wait_for_local_extractions()
+    assert await store.alist_namespaces(prefix=("memories",)) == []
