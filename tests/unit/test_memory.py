@@ -12,10 +12,8 @@ from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
-from langgraph.store.memory import InMemoryStore
 
 from store import memory
-from store.embeddings import get_embeddings
 from store.memory import (
     MemoryConfig,
     access_boost,
@@ -27,16 +25,6 @@ from tools.errors import ToolError, ToolInputError
 from tools.memory import MEMORY_TOOLS
 
 NOW = datetime(2025, 7, 1, 12, 0, tzinfo=UTC)
-
-
-@pytest.fixture(scope="module")
-def embeddings():
-    return get_embeddings()
-
-
-@pytest.fixture
-def store(embeddings):
-    return InMemoryStore(index={"dims": 384, "embed": embeddings, "fields": ["text"]})
 
 
 @pytest.fixture

@@ -5,22 +5,10 @@ from __future__ import annotations
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-from langgraph.store.memory import InMemoryStore
 
 from graphs.runtime.memory_writer import MemoryExtraction, extract_memories, extract_and_save
 from store import memory
-from store.embeddings import get_embeddings
 from tests.fakes import ScriptedChatModel
-
-
-@pytest.fixture(scope="module")
-def embeddings():
-    return get_embeddings()
-
-
-@pytest.fixture
-def store(embeddings):
-    return InMemoryStore(index={"dims": 384, "embed": embeddings, "fields": ["text"]})
 
 
 def extraction(**args) -> dict:

@@ -5,14 +5,12 @@ from __future__ import annotations
 import pytest
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.store.memory import InMemoryStore
 
 from graphs.react.graph import builder
 from graphs.runtime.context import Context
 from graphs.runtime.memory_schedule import wait_for_local_extractions
 from graphs.runtime.models import register_model_provider
 from store import memory
-from store.embeddings import get_embeddings
 from tests.fakes import ScriptedChatModel
 
 
@@ -24,9 +22,8 @@ def extraction(text: str) -> dict:
 
 
 @pytest.fixture
-def setup(monkeypatch):
+def setup(monkeypatch, store):
     monkeypatch.setenv("MEMORY_EXTRACTION_DELAY", "0.3")
-    store = InMemoryStore(index={"dims": 384, "embed": get_embeddings(), "fields": ["text"]})
     graph = builder.compile(checkpointer=InMemorySaver(), store=store)
     slot = {}
     register_model_provider("scripted", lambda name, **kw: slot["model"])
