@@ -54,6 +54,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from scripts.free_port import free_port
 from tests.fakes import (
     REASONING_KEY,
     approx_tokens,
@@ -477,13 +478,6 @@ class ScriptedOpenAIServer:
     def close(self) -> None:
         """Close the HTTP client."""
         self._http.close()
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that is free right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _uvicorn_server(embedding_dim: int, port: int, host: str = "127.0.0.1") -> uvicorn.Server:

@@ -43,6 +43,11 @@ TWO_CALLS = {
         {"name": "shout", "args": {"text": "a longer argument string"}},
     ],
 }
+# What both doubles must aggregate TWO_CALLS into (ids assigned in order).
+EXPECTED_TWO_CALLS = [
+    {"name": "add", "args": {"a": 2, "b": 40}, "id": "call_1", "type": "tool_call"},
+    {"name": "shout", "args": {"text": "a longer argument string"}, "id": "call_2", "type": "tool_call"},
+]
 
 
 def aggregate(chunks: list[AIMessageChunk]) -> AIMessageChunk:
@@ -73,15 +78,7 @@ def test_stream_of_two_parallel_tool_calls_aggregates_to_tool_calls():
         (1, "shout", "call_2"),
     ]
     total = aggregate(chunks)
-    assert total.tool_calls == [
-        {"name": "add", "args": {"a": 2, "b": 40}, "id": "call_1", "type": "tool_call"},
-        {
-            "name": "shout",
-            "args": {"text": "a longer argument string"},
-            "id": "call_2",
-            "type": "tool_call",
-        },
-    ]
+    assert total.tool_calls == EXPECTED_TWO_CALLS
     assert total.additional_kwargs["reasoning_content"] == "I need both tools at once"
     assert total.content_blocks[0] == {
         "type": "reasoning",
@@ -282,15 +279,7 @@ def test_openai_client_aggregates_two_parallel_streamed_tool_calls(server):
     chunks = list(model.stream([HumanMessage("use both")]))
     assert len([c for c in chunks if c.tool_call_chunks]) > 4
     total = aggregate(chunks)
-    assert total.tool_calls == [
-        {"name": "add", "args": {"a": 2, "b": 40}, "id": "call_1", "type": "tool_call"},
-        {
-            "name": "shout",
-            "args": {"text": "a longer argument string"},
-            "id": "call_2",
-            "type": "tool_call",
-        },
-    ]
+    assert total.tool_calls == EXPECTED_TWO_CALLS
     assert total.response_metadata["finish_reason"] == "tool_calls"
     [record] = server.requests()
     assert [t["function"]["name"] for t in record["tools"]] == ["add", "shout"]

@@ -12,17 +12,12 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import ToolMessage
 
+from scripts.free_port import free_port
 from tools.errors import ToolError, TransientToolError
 from tools.mcp import load_mcp_tools, mcp_servers_config, reset_mcp_cache
 
 SERVER_SCRIPT = Path(__file__).resolve().parent.parent / "mcp_server.py"
 STDIO_SERVER = {"transport": "stdio", "command": sys.executable, "args": [str(SERVER_SCRIPT)]}
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
