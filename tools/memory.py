@@ -1,6 +1,7 @@
 """Memory tools: search and save the current user's long-term memories.
 
-The user is never a model argument: every tool reads `user_id` from the run's context through
+The user is never a model argument: every tool acts for `tools.identity.run_user_id(runtime)`
+(the authenticated user, or the run context's `user_id` where that is trusted), read through
 LangGraph's injected `runtime: ToolRuntime` (hidden from the model), and the store from
 `runtime.store`. Storage, dedupe and scoring live in store/memory.py.
 """
@@ -16,6 +17,7 @@ from langgraph.store.base import BaseStore
 
 from store import memory
 from tools.errors import ToolError, ToolInputError
+from tools.identity import run_user_id
 
 T = TypeVar("T")
 
@@ -28,7 +30,7 @@ MAX_LIMIT = 50
 
 
 def _scope(runtime: ToolRuntime[Any, Any]) -> tuple[BaseStore, str]:
-    user_id = getattr(runtime.context, "user_id", None)
+    user_id = run_user_id(runtime)
     if not isinstance(user_id, str) or not user_id.strip():
         raise ToolError("Memory is unavailable: this run has no user_id in its context.")
     if runtime.store is None:

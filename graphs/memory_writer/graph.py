@@ -15,6 +15,7 @@ from graphs.memory_writer.state import State
 from graphs.runtime.context import Context
 from graphs.runtime.memory_writer import extract_and_save
 from graphs.runtime.models import load_chat_model
+from tools.identity import run_user_id
 
 
 async def extract(state: State, runtime: Runtime[Context]) -> dict:
@@ -24,7 +25,7 @@ async def extract(state: State, runtime: Runtime[Context]) -> dict:
     model = load_chat_model(runtime.context.model, temperature=0)
     counts = await extract_and_save(
         runtime.store,
-        runtime.context.user_id,
+        run_user_id(runtime),
         convert_to_messages(state.get("messages") or []),
         model,
         state.get("thread_id"),

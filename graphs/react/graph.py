@@ -20,6 +20,7 @@ from graphs.runtime.history import needs_summary, summarize
 from graphs.runtime.memory_schedule import last_turn, record_turn, schedule_extraction
 from graphs.runtime.models import ainvoke_with_retries, load_chat_model
 from graphs.runtime.tool_runner import run_tool_calls
+from tools.identity import run_user_id
 from tools.registry import select_tools
 
 
@@ -109,8 +110,9 @@ async def finish_turn(state: State, runtime: Runtime[Context], config: RunnableC
         return {}
     turn = last_turn(state["messages"])
     thread_id = config.get("configurable", {}).get("thread_id")
-    await record_turn(runtime.store, runtime.context.user_id, turn, thread_id)
-    await schedule_extraction(runtime, turn, thread_id)
+    user_id = run_user_id(runtime)
+    await record_turn(runtime.store, user_id, turn, thread_id)
+    await schedule_extraction(runtime, user_id, turn, thread_id)
     return {}
 
 

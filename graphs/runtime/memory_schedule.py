@@ -57,10 +57,13 @@ def memory_thread_id(user_id: str, thread_id: str | None) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"memory-writer:{user_id}:{thread_id or '-'}"))
 
 
-async def schedule_extraction(runtime: Runtime[Context], turn: list[dict], thread_id: str | None) -> None:
-    """Extract memories from `turn` after the debounce delay, superseding a pending extraction."""
+async def schedule_extraction(
+    runtime: Runtime[Context], user_id: str, turn: list[dict], thread_id: str | None
+) -> None:
+    """Extract `user_id`'s memories from `turn` after the debounce delay, superseding a pending
+    extraction."""
     context = runtime.context
-    key = memory_thread_id(context.user_id, thread_id)
+    key = memory_thread_id(user_id, thread_id)
     delay = extraction_delay()
     if runtime.server_info is not None:
         from langgraph_sdk import get_client
@@ -69,7 +72,7 @@ async def schedule_extraction(runtime: Runtime[Context], turn: list[dict], threa
             key,
             MEMORY_WRITER_GRAPH,
             input={"messages": turn, "thread_id": thread_id},
-            context={"user_id": context.user_id, "model": context.model},
+            context={"user_id": user_id, "model": context.model},
             multitask_strategy="rollback",
             if_not_exists="create",
             after_seconds=int(delay),
@@ -83,7 +86,7 @@ async def schedule_extraction(runtime: Runtime[Context], turn: list[dict], threa
         try:
             model = load_chat_model(context.model, temperature=0)
             await extract_and_save(
-                runtime.store, context.user_id, convert_to_messages(turn), model, thread_id
+                runtime.store, user_id, convert_to_messages(turn), model, thread_id
             )
         except Exception:  # noqa: BLE001 - background work: log, never break the conversation
             logger.exception("memory extraction failed for thread %s", thread_id)

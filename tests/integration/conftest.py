@@ -76,7 +76,7 @@ def absolute_config(workdir: Path, config_name: str = "langgraph.json") -> Path:
 
     config["dependencies"] = [str(ROOT) if d == "." else absolute(d) for d in config["dependencies"]]
     config["graphs"] = {name: absolute(path) for name, path in config["graphs"].items()}
-    for key in ("checkpointer", "store"):
+    for key in ("checkpointer", "store", "auth"):
         if "path" in config.get(key, {}):
             config[key]["path"] = absolute(config[key]["path"])
     if "embed" in config.get("store", {}).get("index", {}):
@@ -84,6 +84,11 @@ def absolute_config(workdir: Path, config_name: str = "langgraph.json") -> Path:
     target = workdir / "langgraph.json"
     target.write_text(json.dumps(config, indent=2))
     return target
+
+
+# The API keys of the session's dev server (server/auth.py): two users and an administrator.
+API_KEYS = {"alice": "key-alice-7f3c", "bob": "key-bob-91d2", "ops": "key-ops-c0de"}
+ADMIN_USER = "ops"
 
 
 class DevServer:
@@ -131,6 +136,12 @@ class DevServer:
                 self.process.kill()
                 self.process.wait()
 
+    def client(self, user: str | None = ADMIN_USER):
+        """A langgraph-sdk client authenticated as `user` (API_KEYS), or without a key (None)."""
+        from langgraph_sdk import get_client
+
+        return get_client(url=self.url, api_key=API_KEYS[user] if user else None)
+
     def log(self) -> str:
         """The server's output so far (last 8000 characters)."""
         return self.log_path.read_text(errors="replace")[-8000:]
@@ -158,7 +169,11 @@ def server_env(openai_server, **extra: str) -> dict[str, str]:
 def dev_server(pg_uri, openai_server, tmp_path_factory):
     """One `langgraph dev` for the session, on the test Postgres and the scripted model server."""
     workdir = tmp_path_factory.mktemp("langgraph-dev")
-    env = server_env(openai_server, POSTGRES_URI=pg_uri, POSTGRES_SCHEMA="it_server")
+    env = server_env(
+        openai_server, POSTGRES_URI=pg_uri, POSTGRES_SCHEMA="it_server",
+        AGENT_API_KEYS=",".join(f"{user}={key}" for user, key in API_KEYS.items()),
+        AGENT_ADMIN_USERS=ADMIN_USER,
+    )
     server = DevServer(workdir, env)
     server.start()
     yield server

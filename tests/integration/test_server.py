@@ -6,7 +6,6 @@ import asyncio
 import uuid
 
 import pytest
-from langgraph_sdk import get_client
 
 from tests.integration.conftest import sql
 
@@ -32,7 +31,7 @@ async def wait_status(client, thread_id, run_id, wanted: set[str], timeout: floa
 
 
 async def test_streams_tokens_custom_events_and_updates(dev_server, openai_server):
-    client = get_client(url=dev_server.url)
+    client = dev_server.client()
     k = key()
     openai_server.script(k, [
         {"content": "", "tool_calls": [
@@ -68,7 +67,7 @@ async def test_streams_tokens_custom_events_and_updates(dev_server, openai_serve
 
 
 async def test_background_run_status_and_join(dev_server, openai_server):
-    client = get_client(url=dev_server.url)
+    client = dev_server.client()
     k = key()
     openai_server.script(k, [
         {"content": "first answer", "delay": 1.5},
@@ -89,7 +88,7 @@ async def test_background_run_status_and_join(dev_server, openai_server):
 
 @pytest.mark.parametrize("action", ["interrupt", "rollback"])
 async def test_cancelled_run_leaves_thread_usable(dev_server, openai_server, pg_uri, action):
-    client = get_client(url=dev_server.url)
+    client = dev_server.client()
     k = key()
     openai_server.script(k, [
         {"content": "answer one"},
@@ -119,7 +118,7 @@ async def test_cancelled_run_leaves_thread_usable(dev_server, openai_server, pg_
 
 
 async def test_thread_state_history_and_rows_in_postgres(dev_server, openai_server, pg_uri):
-    client = get_client(url=dev_server.url)
+    client = dev_server.client()
     k = key()
     openai_server.script(k, ["hello there", "still here"])
     thread = await client.threads.create()
@@ -137,7 +136,7 @@ async def test_thread_state_history_and_rows_in_postgres(dev_server, openai_serv
 
 
 async def test_store_put_and_semantic_search_through_the_api(dev_server, pg_uri):
-    client = get_client(url=dev_server.url)
+    client = dev_server.client()
     ns = ["docs", key()]
     await client.store.put_item(ns, "cats", {"text": "Cats purr and chase mice around the house."})
     await client.store.put_item(ns, "stocks", {"text": "The stock market fell as bond yields rose."})
@@ -154,7 +153,7 @@ async def test_store_put_and_semantic_search_through_the_api(dev_server, pg_uri)
 
 
 async def test_restart_keeps_thread_state(dev_server, openai_server):
-    client = get_client(url=dev_server.url)
+    client = dev_server.client()
     k = key()
     openai_server.script(k, ["remembered answer", "after restart"])
     thread = await client.threads.create()
@@ -162,7 +161,7 @@ async def test_restart_keeps_thread_state(dev_server, openai_server):
     await client.runs.wait(tid, "react", input=user(f"{k} remember this"))
     dev_server.stop()
     dev_server.start()
-    client = get_client(url=dev_server.url)
+    client = dev_server.client()
     state = await client.threads.get_state(tid)
     assert state["values"]["messages"][-1]["content"] == "remembered answer"
     final = await client.runs.wait(tid, "react", input=user("and now?"))
@@ -170,7 +169,7 @@ async def test_restart_keeps_thread_state(dev_server, openai_server):
 
 
 async def test_a_model_without_its_key_fails_the_run_at_once_with_a_clear_error(dev_server):
-    client = get_client(url=dev_server.url)
+    client = dev_server.client()
     thread = await client.threads.create()
     events = []
     async for part in client.runs.stream(
@@ -189,7 +188,7 @@ async def test_turns_are_recorded_and_extraction_is_scheduled_as_a_debounced_bac
 ):
     from graphs.runtime.memory_schedule import memory_thread_id
 
-    client = get_client(url=dev_server.url)
+    client = dev_server.client()
     k = key()
     user_id = f"user-{k}"
     openai_server.script(k, ["Hello Ada.", "Noted, Lisbon."])

@@ -1,0 +1,185 @@
+"""Who may call the server and what they may see (`langgraph.json` `auth.path`).
+
+Authentication: API keys from `AGENT_API_KEYS` (`user_id=key,user_id=key`), sent as
+`Authorization: Bearer <key>` or `x-api-key: <key>` (what `get_client(api_key=...)` sends).
+Users listed in `AGENT_ADMIN_USERS` get the `admin` permission. With no keys configured,
+`langgraph dev` is open (every request is an administrator, a warning is logged) and any other
+server (LangGraph Platform) refuses every request but Studio's.
+
+Authorization, for everyone but administrators and LangGraph Studio's user:
+- threads and crons: stamped with `metadata.owner` on creation; every read, search, update,
+  delete and run is filtered to the caller's own;
+- assistants: anyone may read and search them; changes only to one's own;
+- store: the caller's memories (`("memories", <user>, ...)`) in full, knowledge bases
+  (`("kb", ...)`, `("kb_registry",)`, `("kb_docs", ...)`) read-only; anything else is refused.
+Inside runs, tools act for the authenticated user whatever the run's context says
+(tools/identity.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+import os
+from functools import lru_cache
+from typing import Any
+
+from langgraph_sdk import Auth
+
+from store import knowledge, memory
+from tools.identity import ADMIN, acts_for_any_user
+
+logger = logging.getLogger(__name__)
+
+OPEN_USER = "anonymous"
+KB_ROOTS = (
+    knowledge.CHUNK_NAMESPACE_ROOT,
+    knowledge.DOCUMENT_NAMESPACE_ROOT,
+    *knowledge.REGISTRY_NAMESPACE,
+)
+STORE_READS = ("get", "search", "list_namespaces")
+
+auth = Auth()
+
+
+def _digest(key: str) -> bytes:
+    return hashlib.sha256(key.encode()).digest()
+
+
+@lru_cache(maxsize=4)
+def _parse_keys(spec: str, admins: str) -> dict[bytes, tuple[str, bool]]:
+    admin_users = {name.strip() for name in admins.split(",") if name.strip()}
+    keys: dict[bytes, tuple[str, bool]] = {}
+    for entry in filter(None, (part.strip() for part in spec.split(","))):
+        user_id, separator, key = entry.partition("=")
+        user_id, key = user_id.strip(), key.strip()
+        if not separator or not user_id or not key:
+            # Never echo the entry: it holds a secret.
+            raise ValueError("AGENT_API_KEYS must be comma-separated 'user_id=key' pairs")
+        keys[_digest(key)] = (user_id, user_id in admin_users)
+    return keys
+
+
+def api_keys() -> dict[bytes, tuple[str, bool]]:
+    """sha256(key) -> (user_id, is_admin), from AGENT_API_KEYS and AGENT_ADMIN_USERS."""
+    return _parse_keys(os.environ.get("AGENT_API_KEYS", ""), os.environ.get("AGENT_ADMIN_USERS", ""))
+
+
+def _presented_key(authorization: str | None, headers: dict[bytes, bytes] | None) -> str | None:
+    if authorization:
+        scheme, _, token = authorization.strip().partition(" ")
+        if scheme.lower() == "bearer" and token.strip():
+            return token.strip()
+    raw = (headers or {}).get(b"x-api-key")
+    return raw.decode(errors="replace").strip() or None if raw else None
+
+
+@lru_cache(maxsize=1)
+def _warn_open() -> None:
+    logger.warning(
+        "AGENT_API_KEYS is not set: the server accepts every request as an administrator. "
+        "Set it (and AGENT_ADMIN_USERS) before exposing the server."
+    )
+
+
+@auth.authenticate
+async def authenticate(
+    authorization: str | None, headers: dict[bytes, bytes] | None
+) -> Auth.types.MinimalUserDict:
+    """Map the request's API key to its user; without configured keys, an open administrator."""
+    keys = api_keys()
+    if not keys:
+        if os.environ.get("LANGSMITH_LANGGRAPH_API_VARIANT") != "local_dev":
+            raise Auth.exceptions.HTTPException(
+                status_code=401,
+                detail="This server has no API keys configured (AGENT_API_KEYS): access refused.",
+            )
+        _warn_open()
+        return {"identity": OPEN_USER, "permissions": [ADMIN]}
+    presented = _presented_key(authorization, headers)
+    if presented is None:
+        raise Auth.exceptions.HTTPException(
+            status_code=401,
+            detail="Missing API key: send 'Authorization: Bearer <key>' or 'x-api-key: <key>'.",
+        )
+    digest = _digest(presented)
+    match = None
+    for known, user in keys.items():
+        if hmac.compare_digest(known, digest):
+            match = user
+    if match is None:
+        raise Auth.exceptions.HTTPException(status_code=401, detail="Invalid API key.")
+    user_id, admin = match
+    return {"identity": user_id, "permissions": [ADMIN] if admin else []}
+
+
+def _memory_prefix(user_id: str) -> tuple[str, ...]:
+    return memory.namespace(user_id, memory.KINDS[0])[:2]
+
+
+def _owner_filter(ctx: Auth.types.AuthContext) -> dict[str, str] | None:
+    return None if acts_for_any_user(ctx.user) else {"owner": ctx.user.identity}
+
+
+def _stamp_owner(ctx: Auth.types.AuthContext, value: dict) -> None:
+    metadata = value.get("metadata")
+    if not isinstance(metadata, dict):
+        metadata = value["metadata"] = {}
+    if acts_for_any_user(ctx.user):
+        metadata.setdefault("owner", ctx.user.identity)
+    else:
+        metadata["owner"] = ctx.user.identity
+
+
+@auth.on.threads.create
+@auth.on.crons.create
+@auth.on.assistants.create
+async def on_create(ctx: Auth.types.AuthContext, value: dict) -> dict[str, str] | None:
+    """Stamp the creator as owner; only an owner's existing item may be returned instead."""
+    _stamp_owner(ctx, value)
+    return _owner_filter(ctx)
+
+
+@auth.on.threads
+@auth.on.crons
+async def owner_only(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str] | None:
+    """Threads (and their runs) and crons: only the owner's."""
+    return _owner_filter(ctx)
+
+
+@auth.on.assistants.read
+@auth.on.assistants.search
+async def assistants_are_shared(ctx: Auth.types.AuthContext, value: Any) -> None:
+    """Every user may read and search assistants (the graphs' own ones carry no owner)."""
+    return None
+
+
+@auth.on.assistants
+async def assistant_changes(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str] | None:
+    """Updating or deleting an assistant: only one's own."""
+    return _owner_filter(ctx)
+
+
+@auth.on.store()
+async def store_scope(ctx: Auth.types.AuthContext, value: dict) -> None:
+    """Own memories in full, knowledge bases read-only, nothing else."""
+    if acts_for_any_user(ctx.user):
+        return None
+    namespace = tuple(value.get("namespace") or ())
+    if namespace[:2] == _memory_prefix(ctx.user.identity):
+        return None
+    if namespace[:1] and namespace[0] in KB_ROOTS:
+        if ctx.action in STORE_READS:
+            return None
+        raise Auth.exceptions.HTTPException(
+            status_code=403, detail="Knowledge bases are read-only for this user."
+        )
+    raise Auth.exceptions.HTTPException(
+        status_code=403,
+        detail=(
+            f"Namespace {list(namespace)} is not yours: use "
+            f"{list(_memory_prefix(ctx.user.identity))} (your memories) or "
+            f"['{knowledge.CHUNK_NAMESPACE_ROOT}', <name>] (knowledge bases, read-only)."
+        ),
+    )

@@ -1,0 +1,170 @@
+"""Authentication and per-user isolation through a real `langgraph dev` (server/auth.py).
+
+The session's dev server has API keys for alice, bob and the administrator ops
+(tests/integration/conftest.py API_KEYS). Memory tools run end to end: the scripted model calls
+them, the react graph executes them on the embedded Postgres store.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import httpx
+import pytest
+from langgraph_sdk.errors import ConflictError, NotFoundError, PermissionDeniedError
+
+from tests.integration.conftest import API_KEYS
+
+pytestmark = pytest.mark.integration
+
+
+def key() -> str:
+    return f"a{uuid.uuid4().hex[:10]}"
+
+
+def user(text: str) -> dict:
+    return {"messages": [{"role": "user", "content": text}]}
+
+
+def tool_results(state: dict) -> dict[str, dict]:
+    """tool_call_id -> parsed JSON content of the thread's tool messages."""
+    return {
+        m["tool_call_id"]: json.loads(m["content"])
+        for m in state["values"]["messages"]
+        if m["type"] == "tool"
+    }
+
+
+def test_requests_need_a_valid_key(dev_server):
+    threads = f"{dev_server.url}/threads/search"
+    missing = httpx.post(threads, json={})
+    assert missing.status_code == 401 and "Missing API key" in missing.text
+    wrong = httpx.post(threads, json={}, headers={"x-api-key": "not-a-key"})
+    assert wrong.status_code == 401 and "Invalid API key" in wrong.text
+    bearer = httpx.post(threads, json={}, headers={"Authorization": f"Bearer {API_KEYS['bob']}"})
+    assert bearer.status_code == 200
+    assert "not-a-key" not in dev_server.log() and API_KEYS["bob"] not in dev_server.log()
+
+
+async def test_threads_are_private_to_their_owner(dev_server, openai_server):
+    alice, bob, admin = dev_server.client("alice"), dev_server.client("bob"), dev_server.client()
+    k = key()
+    openai_server.script(k, ["hello alice"])
+    thread = await alice.threads.create(metadata={"owner": "bob", "topic": k})
+    tid = thread["thread_id"]
+    assert thread["metadata"]["owner"] == "alice"  # the owner is stamped, not taken from the caller
+    await alice.runs.wait(tid, "react", input=user(f"{k} hi"))
+
+    with pytest.raises(NotFoundError):
+        await bob.threads.get(tid)
+    with pytest.raises(NotFoundError):
+        await bob.threads.get_state(tid)
+    with pytest.raises(NotFoundError):
+        await bob.runs.create(tid, "react", input=user("let me in"))
+    with pytest.raises(NotFoundError):
+        await bob.threads.delete(tid)
+    with pytest.raises((ConflictError, NotFoundError)):
+        await bob.threads.create(thread_id=tid, if_exists="do_nothing")
+    assert await bob.threads.search(metadata={"topic": k}) == []
+    assert [t["thread_id"] for t in await alice.threads.search(metadata={"topic": k})] == [tid]
+    assert [t["thread_id"] for t in await admin.threads.search(metadata={"topic": k})] == [tid]
+    state = await alice.threads.get_state(tid)
+    assert state["values"]["messages"][-1]["content"] == "hello alice"
+
+
+async def test_store_api_gives_each_user_their_own_memories_only(dev_server):
+    alice, bob = dev_server.client("alice"), dev_server.client("bob")
+    k = key()
+    text = f"Alice goes sailing on the lake every summer weekend ({k})"
+    await alice.store.put_item(["memories", "alice", "semantic"], k, {"text": text})
+    found = await alice.store.search_items(["memories", "alice"], query="sailing a boat", limit=5)
+    assert found["items"][0]["key"] == k
+
+    refused = [
+        bob.store.get_item(["memories", "alice", "semantic"], k),
+        bob.store.search_items(["memories", "alice"], query="likes"),
+        bob.store.search_items(["memories"], query="likes"),
+        bob.store.search_items([], query="likes"),
+        bob.store.list_namespaces(),
+        bob.store.list_namespaces(prefix=["memories"]),
+        bob.store.put_item(["memories", "alice", "semantic"], "x", {"text": "Alice owes Bob"}),
+        bob.store.delete_item(["memories", "alice", "semantic"], k),
+        bob.store.put_item(["kb", "edu"], "x", {"text": "planted"}),
+        bob.store.put_item(["scratch"], "x", {"text": "anything"}),
+    ]
+    for call in refused:
+        with pytest.raises(PermissionDeniedError):
+            await call
+    # Alice's memory is intact, bob's own space and the knowledge bases are readable to him
+    assert (await alice.store.get_item(["memories", "alice", "semantic"], k))["value"]["text"]
+    await bob.store.put_item(["memories", "bob", "semantic"], k, {"text": "Bob likes chess"})
+    mine = await bob.store.list_namespaces(prefix=["memories", "bob"])
+    assert mine["namespaces"] == [["memories", "bob", "semantic"]]
+    assert (await bob.store.search_items(["kb", "edu"], query="anything"))["items"] == []
+
+
+async def test_memory_tools_act_for_the_authenticated_user_not_the_context(
+    dev_server, openai_server
+):
+    alice, bob = dev_server.client("alice"), dev_server.client("bob")
+    k = key()
+    fact = f"The user drinks green tea every morning ({k})"
+    openai_server.script(f"{k} remember", [
+        {"tool_calls": [{"name": "save_memory", "id": "save", "args": {
+            "text": fact, "kind": "semantic", "category": "preference", "importance": 0.8}}]},
+        "I will remember that.",
+    ])
+    recall = [
+        {"tool_calls": [
+            {"name": "search_semantic_memory", "id": "find", "args": {"query": "morning drink tea"}},
+            {"name": "search_chat_history", "id": "chat", "args": {"query": "green tea"}},
+        ]},
+        "Here is what I found.",
+    ]
+    openai_server.script(f"{k} recall", recall)
+    openai_server.script(f"{k} bob recall", recall)
+    # alice saves while claiming to be bob in the context: the memory is still alice's
+    thread = await alice.threads.create()
+    await alice.runs.wait(
+        thread["thread_id"], "react", input=user(f"{k} remember: I drink green tea"),
+        context={"user_id": "bob"},
+    )
+    saved = tool_results(await alice.threads.get_state(thread["thread_id"]))["save"]
+    assert saved["action"] == "created" and saved["text"] == fact
+
+    # a new conversation of alice's finds it, and her recorded chat turn
+    second = await alice.threads.create()
+    await alice.runs.wait(second["thread_id"], "react", input=user(f"{k} recall what I drink"))
+    results = tool_results(await alice.threads.get_state(second["thread_id"]))
+    assert [r["id"] for r in results["find"]["results"]][:1] == [saved["id"]]
+    assert any("I drink green tea" in r["text"] for r in results["chat"]["results"])
+
+    # bob asks the same, claiming to be alice: he sees none of it
+    third = await bob.threads.create()
+    await bob.runs.wait(
+        third["thread_id"], "react", input=user(f"{k} bob recall what I drink"),
+        context={"user_id": "alice"},
+    )
+    leaked = tool_results(await bob.threads.get_state(third["thread_id"]))
+    assert all(k not in r["text"] for r in leaked["find"]["results"])
+    assert all(k not in r["text"] for r in leaked["chat"]["results"])
+
+    # the store API agrees: alice's memory is where the tools put it
+    item = await alice.store.get_item(["memories", "alice", "semantic"], saved["id"])
+    assert item["value"]["text"] == fact and item["value"]["category"] == "preference"
+
+
+async def test_the_administrator_acts_for_the_user_named_in_the_context(dev_server, openai_server):
+    admin, carol_view = dev_server.client(), dev_server.client()
+    k = key()
+    openai_server.script(k, [
+        {"tool_calls": [{"name": "save_memory", "id": "s", "args": {"text": f"Carol plays cello {k}"}}]},
+        "Noted.",
+    ])
+    thread = await admin.threads.create()
+    await admin.runs.wait(
+        thread["thread_id"], "react", input=user(f"{k} note it"), context={"user_id": "carol"}
+    )
+    found = await carol_view.store.search_items(["memories", "carol", "semantic"], query="cello")
+    assert any(k in item["value"]["text"] for item in found["items"])

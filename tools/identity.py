@@ -1,0 +1,33 @@
+"""Whose data a run may touch: the authenticated user, or the context's `user_id` when trusted.
+
+On a LangGraph server with the auth handler of `server/auth.py`, every run carries the user the
+request was authenticated as (`runtime.server_info.user`). A regular user's runs act for that
+user only, whatever `user_id` the caller put in the run's context: that field cannot be used to
+read or write someone else's memories. Administrators (permission `ADMIN`), LangGraph Studio's
+own user, and runs without an authenticated user (no auth configured, the server's in-process
+calls such as the scheduled `memory_writer` runs, tests) act for the context's `user_id`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph_sdk.auth import is_studio_user
+
+ADMIN = "admin"
+
+
+def acts_for_any_user(user: Any) -> bool:
+    """True for users that may act for any `user_id`: administrators and Studio's user."""
+    if is_studio_user(user) or getattr(user, "kind", None) == "StudioUser":
+        return True
+    return ADMIN in (getattr(user, "permissions", None) or ())
+
+
+def run_user_id(runtime: Any) -> str:
+    """The user id a run (a node's `Runtime` or a tool's `ToolRuntime`) acts for."""
+    server_info = getattr(runtime, "server_info", None)
+    user = server_info.user if server_info is not None else None
+    if user is not None and user.identity and not acts_for_any_user(user):
+        return user.identity
+    return getattr(runtime.context, "user_id", None) or ""
