@@ -110,10 +110,25 @@ async def test_memory_tools_act_for_the_authenticated_user_not_the_context(
     alice, bob = dev_server.client("alice"), dev_server.client("bob")
     k = key()
     fact = f"The user drinks green tea every morning ({k})"
+    event = f"The user ran a half marathon in Lisbon last Sunday ({k})"
     openai_server.script(f"{k} remember", [
-        {"tool_calls": [{"name": "save_memory", "id": "save", "args": {
-            "text": fact, "kind": "semantic", "category": "preference", "importance": 0.8}}]},
+        {"tool_calls": [
+            {"name": "save_memory", "id": "save", "args": {
+                "text": fact, "kind": "semantic", "category": "preference", "importance": 0.8}},
+            {"name": "save_memory", "id": "event", "args": {"text": event, "kind": "episodic"}},
+        ]},
         "I will remember that.",
+    ])
+    openai_server.script(f"{k} browse", [
+        {"tool_calls": [
+            {"name": "search_episodic_memory", "id": "episodic", "args": {"query": "running race"}},
+            {"name": "keyword_search", "id": "keyword", "args": {
+                "keywords": ["green tea", k], "memory_type": "semantic"}},
+            {"name": "time_filter", "id": "time", "args": {"days_ago": 1, "limit": 50}},
+            {"name": "get_user_profile", "id": "profile", "args": {"categories": ["preference"]}},
+            {"name": "get_recent_activity", "id": "recent", "args": {"limit": 50}},
+        ]},
+        "That is what I know about you.",
     ])
     recall = [
         {"tool_calls": [
@@ -130,8 +145,10 @@ async def test_memory_tools_act_for_the_authenticated_user_not_the_context(
         thread["thread_id"], "react", input=user(f"{k} remember: I drink green tea"),
         context={"user_id": "bob"},
     )
-    saved = tool_results(await alice.threads.get_state(thread["thread_id"]))["save"]
+    first = tool_results(await alice.threads.get_state(thread["thread_id"]))
+    saved, saved_event = first["save"], first["event"]
     assert saved["action"] == "created" and saved["text"] == fact
+    assert saved_event["action"] == "created" and saved_event["kind"] == "episodic"
 
     # a new conversation of alice's finds it, and her recorded chat turn
     second = await alice.threads.create()
@@ -139,6 +156,17 @@ async def test_memory_tools_act_for_the_authenticated_user_not_the_context(
     results = tool_results(await alice.threads.get_state(second["thread_id"]))
     assert [r["id"] for r in results["find"]["results"]][:1] == [saved["id"]]
     assert any("I drink green tea" in r["text"] for r in results["chat"]["results"])
+
+    # every other memory tool finds what the run saved, on the server's Postgres store
+    browse = await alice.threads.create()
+    await alice.runs.wait(browse["thread_id"], "react", input=user(f"{k} browse my memories"))
+    found = tool_results(await alice.threads.get_state(browse["thread_id"]))
+    assert found["episodic"]["results"][0]["id"] == saved_event["id"]
+    assert found["keyword"]["results"][0]["id"] == saved["id"]
+    assert found["keyword"]["results"][0]["matched_keywords"] == ["green tea", k]
+    assert {saved["id"], saved_event["id"]} <= {r["id"] for r in found["time"]["results"]}
+    assert saved["id"] in [f["id"] for f in found["profile"]["facts"]["preference"]]
+    assert {saved["id"], saved_event["id"]} <= {r["id"] for r in found["recent"]["results"]}
 
     # bob asks the same, claiming to be alice: he sees none of it
     third = await bob.threads.create()

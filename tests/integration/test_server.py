@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import subprocess
+import sys
 import uuid
+from pathlib import Path
 
 import pytest
 
 from tests.integration.conftest import sql
 
 pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+KB_DATA = ROOT / "tests" / "data" / "kb"
 
 
 def key() -> str:
@@ -210,3 +218,53 @@ async def test_turns_are_recorded_and_extraction_is_scheduled_as_a_debounced_bac
     assert texts == sorted([f"{k} I am Ada", "Hello Ada.", "I live in Lisbon", "Noted, Lisbon."])
     other = await client.store.search_items(["memories", f"other-{k}"], limit=10)
     assert other["items"] == []
+
+
+def tool_messages(state: dict) -> dict[str, dict]:
+    """tool_call_id -> {"status", "content"} of the thread's tool messages (JSON content parsed)."""
+    found = {}
+    for m in state["values"]["messages"]:
+        if m["type"] == "tool":
+            try:
+                content = json.loads(m["content"])
+            except ValueError:
+                content = m["content"]
+            found[m["tool_call_id"]] = {"status": m.get("status"), "content": content}
+    return found
+
+
+async def test_knowledge_base_ingested_by_the_cli_is_searched_by_the_agent(
+    dev_server, openai_server, pg_uri
+):
+    kb = f"kb_{uuid.uuid4().hex[:8]}"
+    env = {**os.environ, "POSTGRES_URI": pg_uri, "POSTGRES_SCHEMA": "it_server"}
+    ingest = subprocess.run(
+        [sys.executable, "-m", "store.cli", "ingest", kb, str(KB_DATA)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=180,
+    )
+    assert ingest.returncode == 0, ingest.stderr
+    k = key()
+    openai_server.script(k, [
+        {"tool_calls": [
+            {"name": "list_knowledge_bases", "id": "list", "args": {}},
+            {"name": "knowledge_base_search", "id": "kw", "args": {
+                "query": "what does fault ZX-4480 mean", "kb": kb, "strategy": "keyword", "top_k": 3}},
+            {"name": "knowledge_base_search", "id": "hy", "args": {
+                "query": "how do I request holidays", "kb": kb, "top_k": 3}},
+            {"name": "knowledge_base_search", "id": "bad", "args": {"query": "anything", "kb": "no_such_kb"}},
+        ]},
+        "Fault ZX-4480 is explained in the irrigation guide [1].",
+    ])
+    bob = dev_server.client("bob")  # a regular user: knowledge bases are shared, read-only
+    thread = await bob.threads.create()
+    await bob.runs.wait(thread["thread_id"], "react", input=user(f"{k} what is ZX-4480?"))
+    results = tool_messages(await bob.threads.get_state(thread["thread_id"]))
+    assert kb in [entry["name"] for entry in results["list"]["content"]]
+    keyword = results["kw"]["content"]
+    assert keyword["retrieval_results"][0]["title"] == "Greenhouse Irrigation Guide"
+    assert "ZX-4480" in keyword["context"] and keyword["reference"][0]["source"].endswith("greenhouse.md")
+    hybrid = results["hy"]["content"]["retrieval_results"]
+    assert any("HR-2209" in r["content"] for r in hybrid)
+    assert results["bad"]["status"] == "error"
+    assert "Unknown knowledge base 'no_such_kb'" in results["bad"]["content"]
+    assert kb in results["bad"]["content"]  # the error lists the knowledge bases that exist
