@@ -268,3 +268,29 @@ async def test_knowledge_base_ingested_by_the_cli_is_searched_by_the_agent(
     assert results["bad"]["status"] == "error"
     assert "Unknown knowledge base 'no_such_kb'" in results["bad"]["content"]
     assert kb in results["bad"]["content"]  # the error lists the knowledge bases that exist
+
+
+async def test_memory_writer_run_extracts_and_saves_through_the_server(dev_server, openai_server):
+    admin = dev_server.client()
+    k = key()
+    user_id = f"dave-{k}"
+    openai_server.script(k, [json.dumps({
+        "episodic": [{"text": f"The user adopted a dog named Biscuit ({k})", "importance": 0.7}],
+        "semantic": [{"text": "The user is allergic to peanuts", "category": "fact", "importance": 0.9}],
+        "profile_updates": {"name": "Dave"},
+    })])
+    thread = await admin.threads.create()
+    turn = [
+        {"role": "user", "content": f"{k} I'm Dave, I adopted a dog called Biscuit. Peanuts make me ill."},
+        {"role": "assistant", "content": "Congratulations on Biscuit!"},
+    ]
+    result = await admin.runs.wait(
+        thread["thread_id"], "memory_writer", input={"messages": turn, "thread_id": "conv-1"},
+        context={"user_id": user_id},
+    )
+    assert result["result"] == {"created": 2, "updated": 0, "profile_fields": 1}
+    found = await admin.store.search_items(["memories", user_id, "semantic"], query="food allergy")
+    assert found["items"][0]["value"]["text"] == "The user is allergic to peanuts"
+    assert found["items"][0]["value"]["source"] == "extraction"
+    profile = await admin.store.get_item(["memories", user_id, "profile"], "profile")
+    assert profile["value"]["fields"] == {"name": "Dave"}
