@@ -1,10 +1,12 @@
-"""Manage knowledge bases from the shell, on the configured store (POSTGRES_URI, else the embedded
+"""Manage knowledge bases and users' memories from the shell, on the configured store (POSTGRES_URI, else the embedded
 Postgres, started if needed).
 
     python -m store.cli ingest <kb> <path-or-url>... [--description TEXT]
     python -m store.cli list
     python -m store.cli search <kb> <query> [--strategy hybrid|dense|keyword] [--top-k 5]
     python -m store.cli delete <kb>
+    python -m store.cli delete-memory <user_id> <memory_id>
+    python -m store.cli forget-user <user_id>
 
 Every command takes `--json` for machine-readable output. URLs are fetched with the SSRF-safe
 fetch of tools.net (public http(s) only; set WEB_ALLOW_LOOPBACK=1 to allow 127.0.0.1/::1);
@@ -81,6 +83,20 @@ async def cmd_delete(store, args) -> dict:
     return await knowledge.delete_kb(store, args.kb)
 
 
+async def cmd_delete_memory(store, args) -> dict:
+    """Delete one memory of a user by id."""
+    from store import memory
+
+    return await memory.delete_memory(store, args.user_id, args.memory_id)
+
+
+async def cmd_forget_user(store, args) -> dict:
+    """Delete every memory, profile and chat message of a user."""
+    from store import memory
+
+    return {"user_id": args.user_id, "deleted": await memory.forget_user(store, args.user_id)}
+
+
 def render_ingest(result: dict) -> str:
     lines = [
         f"{d['status']:<9} {d['chunks']:>5} chunks  {d['format']:<8} {d['source']}  ({d['title']})"
@@ -123,11 +139,23 @@ def render_delete(result: dict) -> str:
     return f"deleted knowledge base {result['name']}: {result['documents']} documents, {result['chunks']} chunks"
 
 
+def render_delete_memory(result: dict) -> str:
+    if not result["deleted"]:
+        return f"no memory {result['id']} for this user"
+    return f"deleted {result['kind']} memory {result['id']}"
+
+
+def render_forget_user(result: dict) -> str:
+    return f"forgot user {result['user_id']}: {result['deleted']} items deleted"
+
+
 COMMANDS = {
     "ingest": (cmd_ingest, render_ingest),
     "list": (cmd_list, render_list),
     "search": (cmd_search, render_search),
     "delete": (cmd_delete, render_delete),
+    "delete-memory": (cmd_delete_memory, render_delete_memory),
+    "forget-user": (cmd_forget_user, render_forget_user),
 }
 
 
@@ -135,7 +163,7 @@ def parser() -> argparse.ArgumentParser:
     """The command-line interface."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--json", action="store_true", help="print JSON instead of text")
-    top = argparse.ArgumentParser(prog="python -m store.cli", description="Manage knowledge bases.")
+    top = argparse.ArgumentParser(prog="python -m store.cli", description="Manage knowledge bases and users' memories.")
     sub = top.add_subparsers(dest="command", required=True)
     ingest = sub.add_parser("ingest", parents=[common], help="ingest files, folders or URLs (creates the kb)")
     ingest.add_argument("kb")
@@ -149,6 +177,11 @@ def parser() -> argparse.ArgumentParser:
     search.add_argument("--top-k", type=int, default=5)
     delete = sub.add_parser("delete", parents=[common], help="delete a knowledge base")
     delete.add_argument("kb")
+    delete_memory = sub.add_parser("delete-memory", parents=[common], help="delete one memory of a user")
+    delete_memory.add_argument("user_id")
+    delete_memory.add_argument("memory_id")
+    forget = sub.add_parser("forget-user", parents=[common], help="delete all memories and chat history of a user")
+    forget.add_argument("user_id")
     return top
 
 

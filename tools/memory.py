@@ -268,6 +268,22 @@ async def save_memory(
     )
 
 
+async def delete_memory(memory_id: str, *, runtime: ToolRuntime[Any, Any]) -> dict:
+    """Forget one of the user's memories, e.g. when they ask you to forget something or it is wrong.
+
+    Find its id first with one of the search tools. Only the current user's memories can be
+    deleted.
+
+    Args:
+        memory_id: The "id" of the memory, as a search result gave it.
+
+    Returns:
+        {"id", "deleted": true or false (no such memory of this user), "kind"}.
+    """
+    store, user_id = _scope(runtime)
+    return await _call(memory.delete_memory(store, user_id, memory_id))
+
+
 MEMORY_TOOLS: tuple[Any, ...] = (
     search_episodic_memory,
     search_semantic_memory,
@@ -277,4 +293,5 @@ MEMORY_TOOLS: tuple[Any, ...] = (
     get_recent_activity,
     search_chat_history,
     save_memory,
+    delete_memory,
 )

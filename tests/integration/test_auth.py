@@ -138,7 +138,6 @@ async def test_memory_tools_act_for_the_authenticated_user_not_the_context(
         "Here is what I found.",
     ]
     openai_server.script(f"{k} recall", recall)
-    openai_server.script(f"{k} bob recall", recall)
     # alice saves while claiming to be bob in the context: the memory is still alice's
     thread = await alice.threads.create()
     await alice.runs.wait(
@@ -168,7 +167,10 @@ async def test_memory_tools_act_for_the_authenticated_user_not_the_context(
     assert saved["id"] in [f["id"] for f in found["profile"]["facts"]["preference"]]
     assert {saved["id"], saved_event["id"]} <= {r["id"] for r in found["recent"]["results"]}
 
-    # bob asks the same, claiming to be alice: he sees none of it
+    # bob asks the same, claiming to be alice: he sees none of it and cannot delete it
+    bob_calls = [*recall[0]["tool_calls"], {
+        "name": "delete_memory", "id": "delete", "args": {"memory_id": saved["id"]}}]
+    openai_server.script(f"{k} bob recall", [{"tool_calls": bob_calls}, "Nothing found."])
     third = await bob.threads.create()
     await bob.runs.wait(
         third["thread_id"], "react", input=user(f"{k} bob recall what I drink"),
@@ -177,10 +179,22 @@ async def test_memory_tools_act_for_the_authenticated_user_not_the_context(
     leaked = tool_results(await bob.threads.get_state(third["thread_id"]))
     assert all(k not in r["text"] for r in leaked["find"]["results"])
     assert all(k not in r["text"] for r in leaked["chat"]["results"])
+    assert leaked["delete"] == {"id": saved["id"], "deleted": False, "kind": None}
 
     # the store API agrees: alice's memory is where the tools put it
     item = await alice.store.get_item(["memories", "alice", "semantic"], saved["id"])
     assert item["value"]["text"] == fact and item["value"]["category"] == "preference"
+
+    # alice asks to forget it: gone
+    openai_server.script(f"{k} forget", [
+        {"tool_calls": [{"name": "delete_memory", "id": "forget", "args": {"memory_id": saved["id"]}}]},
+        "Forgotten.",
+    ])
+    fourth = await alice.threads.create()
+    await alice.runs.wait(fourth["thread_id"], "react", input=user(f"{k} forget my tea habit"))
+    forgot = tool_results(await alice.threads.get_state(fourth["thread_id"]))["forget"]
+    assert forgot == {"id": saved["id"], "deleted": True, "kind": "semantic"}
+    assert await alice.store.get_item(["memories", "alice", "semantic"], saved["id"]) is None
 
 
 async def test_the_administrator_acts_for_the_user_named_in_the_context(dev_server, openai_server):

@@ -1,4 +1,5 @@
-"""Knowledge bases on the real Postgres store: full-text BM25, hybrid, re-ingest, the CLI and the tool."""
+"""Knowledge bases on the real Postgres store: full-text BM25, hybrid, re-ingest, the CLI (knowledge
+bases and memory deletion) and the tool."""
 
 from __future__ import annotations
 
@@ -200,3 +201,32 @@ def test_cli_ingests_lists_searches_and_reports_errors(pg_schema, pg_uri, page_s
 
     missing = cli("search", "nope", "anything", env=env)
     assert missing.returncode == 1 and "Existing knowledge bases: demo" in missing.stderr
+
+
+async def test_cli_deletes_one_memory_and_forgets_a_user(pg_schema, pg_uri):
+    from store import memory
+
+    async with store() as pg_store:
+        kept = await memory.save_memory(pg_store, "erin", "semantic", "Erin keeps bees", category="fact")
+        dropped = await memory.save_memory(pg_store, "erin", "episodic", "Erin visited Oslo in May")
+        await memory.record_chat_message(pg_store, "erin", "user", "I keep bees", "t1")
+        other = await memory.save_memory(pg_store, "erin.x", "semantic", "Someone else keeps bees")
+    env = {**os.environ, "POSTGRES_URI": pg_uri, "POSTGRES_SCHEMA": pg_schema}
+
+    deleted = cli("delete-memory", "erin", dropped["id"], env=env)
+    assert deleted.returncode == 0, deleted.stderr
+    assert deleted.stdout.strip() == f"deleted episodic memory {dropped['id']}"
+    # another user's memory id is not this user's to delete
+    foreign = cli("delete-memory", "erin", other["id"], "--json", env=env)
+    assert json.loads(foreign.stdout) == {"id": other["id"], "deleted": False, "kind": None}
+
+    rows = "SELECT key FROM {}.store WHERE prefix LIKE %s ORDER BY key".format(pg_schema)
+    remaining = [r[0] for r in sql(pg_uri, rows, ("memories.erin.%",))]
+    assert len(remaining) == 2 and kept["id"] in remaining  # the fact and the chat message
+    forgot = cli("forget-user", "erin", env=env)
+    assert forgot.returncode == 0 and forgot.stdout.strip() == "forgot user erin: 2 items deleted"
+    assert sql(pg_uri, rows, ("memories.erin.%",)) == []
+    assert [r[0] for r in sql(pg_uri, rows, ("memories.erin%2Ex.%",))] == [other["id"]]
+
+    bad = cli("forget-user", "", env=env)
+    assert bad.returncode == 1 and "user_id must be a non-empty string" in bad.stderr

@@ -23,6 +23,7 @@ BUILTINS = {
     "knowledge_base_search", "list_knowledge_bases",
     "search_episodic_memory", "search_semantic_memory", "keyword_search", "time_filter",
     "get_user_profile", "get_recent_activity", "search_chat_history", "save_memory",
+    "delete_memory",
 }
 
 
