@@ -71,8 +71,8 @@ def _presented_key(authorization: str | None, headers: dict[bytes, bytes] | None
         scheme, _, token = authorization.strip().partition(" ")
         if scheme.lower() == "bearer" and token.strip():
             return token.strip()
-    raw = (headers or {}).get(b"x-api-key")
-    return raw.decode(errors="replace").strip() or None if raw else None
+    raw = (headers or {}).get(b"x-api-key", b"").decode(errors="replace").strip()
+    return raw or None
 
 
 @lru_cache(maxsize=1)
