@@ -183,3 +183,7 @@ async def store_scope(ctx: Auth.types.AuthContext, value: dict) -> None:
             f"['{knowledge.CHUNK_NAMESPACE_ROOT}', <name>] (knowledge bases, read-only)."
         ),
     )
+
+
+# A malformed AGENT_API_KEYS stops the server at start-up rather than failing every request.
+api_keys()
