@@ -268,6 +268,10 @@ async def test_knowledge_base_ingested_by_the_cli_is_searched_by_the_agent(
     assert results["bad"]["status"] == "error"
     assert "Unknown knowledge base 'no_such_kb'" in results["bad"]["content"]
     assert kb in results["bad"]["content"]  # the error lists the knowledge bases that exist
+    registry = await bob.store.search_items(["kb_registry"], limit=100)
+    assert kb in [item["key"] for item in registry["items"]]
+    chunks = await bob.store.search_items(["kb", kb], query="irrigation fault codes", limit=3)
+    assert chunks["items"] and all(item["namespace"] == ["kb", kb] for item in chunks["items"])
 
 
 async def test_memory_writer_run_extracts_and_saves_through_the_server(dev_server, openai_server):
