@@ -1,6 +1,7 @@
 """Memory benchmark on the embedded Postgres + pgvector: search latency by size, retrieval quality.
 
-    python -m bench.memory_bench                          # sizes 1000,10000 + quality (~1.5 min)
+    python -m bench.memory_bench                          # sizes 1000,10000 + quality (~4 min)
+    python -m bench.memory_bench --skip-latency --seeds 7,11  # quality only, two seeds
     python -m bench.memory_bench --sizes 1000,10000,100000
     python -m bench.memory_bench --embed-all              # embed every row with the real model
 
@@ -17,11 +18,12 @@ run. A multi-tenant check adds a 1k-memory user next to the largest one and repo
 the requested results a search returns and whether the HNSW index was used, with the store as
 configured (iterative HNSW scans on) and with `hnsw.iterative_scan=off`.
 
-Quality: bench/memory_dataset.py's conversation is loaded through `save_memory` (dedupe on) and
-`record_chat_message` with their simulated timestamps; each question is answered with
-`recall(scoring="weighted")` and `recall(scoring="plain")` on the same data, printing recall@5,
-recall@10, MRR and, for facts that changed, how often the outdated version ranks first.
-Recalls here do not record access, so questions do not influence each other.
+Quality: for each data set seed (`--seeds`), bench/memory_dataset.py's conversation is loaded
+through `save_memory` (dedupe on) and `record_chat_message` with their simulated timestamps; each
+question is answered with `recall(scoring="weighted")` and `recall(scoring="plain")` on the same
+data, printing recall@5, recall@10, MRR and, for facts that changed, how often the outdated
+version ranks first; then the means over the seeds. Recalls here do not record access, so
+questions do not influence each other.
 
 Only the bench_memory_* schemas are touched, and dropped at the end unless `--keep`. An embedded server the bench had to start is
 stopped at the end; one that was already running is left alone.
@@ -303,10 +305,41 @@ def _print_latency(rows: list[dict], top_k: int, queries: int) -> None:
 
 
 async def quality_benchmark(args, uri: str) -> dict:
+    """Retrieval quality of plain and weighted recall on each data set seed, then the means."""
+    per_seed = {seed: await _quality_for_seed(args, uri, seed) for seed in args.seeds}
+    means = {
+        name: {
+            metric: statistics.mean(per_seed[seed][name][metric] for seed in args.seeds)
+            for metric in ("recall@5", "recall@10", "mrr")
+        }
+        | {
+            metric: sum(per_seed[seed][name][metric] for seed in args.seeds)
+            for metric in ("stale_first", "stale_questions")
+        }
+        for name in per_seed[args.seeds[0]]
+        if "/" in name
+    }
+    seeds = ", ".join(str(seed) for seed in args.seeds)
+    print(f"\nretrieval quality, mean over seeds {seeds} (outdated: summed)")
+    _print_quality(means)
+    return {"seeds": {str(seed): figures for seed, figures in per_seed.items()}, "mean": means}
+
+
+def _print_quality(scores: dict) -> None:
+    print(f"{'searched':>9} | {'scoring':>8} | {'recall@5':>8} | {'recall@10':>9} | {'MRR':>5} | "
+          f"{'outdated fact ranked first':>26}")
+    for name, s in scores.items():
+        target, scoring = name.split("/")
+        stale = f"{s['stale_first']}/{s['stale_questions']}" if target == "memories" else "-"
+        print(f"{target:>9} | {scoring:>8} | {s['recall@5']:>8.3f} | {s['recall@10']:>9.3f} | "
+              f"{s['mrr']:>5.3f} | {stale:>26}")
+
+
+async def _quality_for_seed(args, uri: str, seed: int) -> dict:
     schema = f"{SCHEMA_PREFIX}_quality"
     await _reset_schema(uri, schema)
     os.environ["POSTGRES_SCHEMA"] = schema
-    dataset = build_dataset(seed=args.seed, sessions=args.sessions, weeks=args.weeks)
+    dataset = build_dataset(seed=seed, sessions=args.sessions, weeks=args.weeks)
     now = datetime.now(UTC)
     stored_id: dict[str, str] = {}
     turn_id: dict[str, str] = {}
@@ -333,20 +366,16 @@ async def quality_benchmark(args, uri: str) -> dict:
         scores = {}
         for target in ("memories", "chat"):
             for scoring in ("plain", "weighted"):
-                scores[(target, scoring)] = await _evaluate(
+                scores[f"{target}/{scoring}"] = await _evaluate(
                     pg_store, dataset, target, scoring, stored_id, turn_id, now
                 )
     distinct = len(set(stored_id.values()))
-    print(f"\nretrieval quality: {len(dataset.turns)} turns in {args.sessions} sessions over "
-          f"{args.weeks} weeks, {len(dataset.memories)} extracted memories ({distinct} after dedupe), "
-          f"{len(dataset.questions)} questions; loaded in {load_seconds:.0f} s")
-    print(f"{'searched':>9} | {'scoring':>8} | {'recall@5':>8} | {'recall@10':>9} | {'MRR':>5} | "
-          f"{'outdated fact ranked first':>26}")
-    for (target, scoring), s in scores.items():
-        stale = f"{s['stale_first']}/{s['stale_questions']}" if target == "memories" else "-"
-        print(f"{target:>9} | {scoring:>8} | {s['recall@5']:>8.3f} | {s['recall@10']:>9.3f} | "
-              f"{s['mrr']:>5.3f} | {stale:>26}")
-    return {f"{t}/{s}": v for (t, s), v in scores.items()} | {"load_seconds": load_seconds}
+    print(f"\nretrieval quality, seed {seed}: {len(dataset.turns)} turns in {args.sessions} "
+          f"sessions over {args.weeks} weeks, {len(dataset.memories)} extracted memories "
+          f"({distinct} after dedupe), {len(dataset.questions)} questions; loaded in "
+          f"{load_seconds:.0f} s")
+    _print_quality(scores)
+    return scores | {"load_seconds": load_seconds}
 
 
 async def _evaluate(pg_store, dataset, target, scoring, stored_id, turn_id, now) -> dict:
@@ -395,7 +424,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--no-tenant-check", dest="tenant_check", action="store_false")
     parser.add_argument("--skip-latency", action="store_true")
     parser.add_argument("--skip-quality", action="store_true")
-    parser.add_argument("--seed", type=int, default=7, help="data set seed (default 7)")
+    parser.add_argument("--seeds", default="7,11,23,42,101",
+                        type=lambda s: [int(x) for x in s.split(",") if x.strip()],
+                        help="data set seeds for the quality benchmark (default 7,11,23,42,101)")
     parser.add_argument("--sessions", type=int, default=48)
     parser.add_argument("--weeks", type=int, default=16)
     parser.add_argument("--keep", action="store_true",

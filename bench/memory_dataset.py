@@ -7,7 +7,8 @@ that resemble the user's own (distractors), and small talk. Alongside the turns 
 memory records a perfect extractor would write (kind, category, importance, text) and questions
 whose evidence (memory records and chat turns) is known, plus the outdated records for facts that
 changed. Timestamps are ages in days before "now", so the bench can place them relative to the
-clock it runs on.
+clock it runs on. The seed decides when each statement is made, the small talk, and which of three
+phrasings each question uses (`QUESTION_PHRASINGS`); the statements are the same in every seed.
 
 `synthetic_memories(n, seed)` gives n varied memory texts for the latency benchmark.
 """
@@ -252,9 +253,100 @@ ANSWERS = (
 )
 
 
+QUESTION_PHRASINGS = {  # other ways to ask each question; the data set seed picks one
+    "Which city is the user living in these days?": (
+        "In which city does the user live?", "What city is the user based in?"),
+    "Where is the user's home now?": (
+        "Where does the user live at the moment?", "Where has the user made their home?"),
+    "What is the user's current job?": (
+        "What does the user do for work?", "What is the user's job title now?"),
+    "Which company employs the user now?": (
+        "Where does the user work these days?", "Who is the user's employer?"),
+    "What diet does the user follow?": (
+        "Does the user eat meat?", "What are the user's eating habits?"),
+    "Can I suggest a cheese dish to the user?": (
+        "Would the user eat a cheese pizza?",
+        "Is it fine to cook with butter and cheese for the user?"),
+    "How does the user take their coffee?": (
+        "What coffee does the user usually order?", "What is the user's regular coffee drink?"),
+    "When does the user go to the gym?": (
+        "On which days does the user work out?", "What is the user's workout schedule?"),
+    "What running goal does the user have?": (
+        "Which race is the user training for?", "What does the user want to achieve in running?"),
+    "How does the user get around?": (
+        "How does the user commute?", "What does the user use for transport?"),
+    "What book is the user reading at the moment?": (
+        "Which novel is the user reading now?", "What is the user currently reading?"),
+    "Does the user have any drug allergies?": (
+        "Is the user allergic to any medication?", "Which medicine must the user avoid?"),
+    "What does the user's partner do for a living?": (
+        "What is Sam's job?", "What is the profession of the user's partner?"),
+    "Where does the user's sister live?": (
+        "In which city does Lena live?", "Where is the user's sister based?"),
+    "Which language is the user studying?": (
+        "What language is the user learning?", "Which exam is the user preparing for?"),
+    "What instrument can the user play?": (
+        "Does the user play any music?", "Which instrument has the user played since childhood?"),
+    "What kind of food does the user like most?": (
+        "What is the user's favourite cuisine?", "Which food does the user love?"),
+    "When is the user's birthday?": (
+        "What is the user's date of birth?",
+        "On which day does the user celebrate their birthday?"),
+    "Which day does the user work remotely?": (
+        "When does the user work from home?", "Which weekday is the user's home office day?"),
+    "Which band did the user see in concert?": (
+        "What concert did the user go to?", "Which band did the user see live?"),
+    "What did the dentist tell the user?": (
+        "What did the user hear at the dentist?", "Does the user need dental treatment?"),
+    "Where did the user spend the Easter holidays?": (
+        "Who did the user visit at Easter?", "What did the user do over Easter?"),
+    "What happened to the user's car on the motorway?": (
+        "Did the user have car trouble?", "Why did the user's car need towing?"),
+    "Which mountain did the user climb?": (
+        "What peak did the user hike up?", "Where did the user go hiking?"),
+    "What new class did the user sign up for?": (
+        "Which course did the user join?", "What hobby class does the user attend?"),
+    "What did the user present at the offsite?": (
+        "What talk did the user give at work?", "What model did the user present to the team?"),
+    "When was the user ill, and with what?": (
+        "Was the user sick recently?", "What illness did the user have?"),
+    "What is the name of the user's dog?": (
+        "What is the user's dog called?", "Does the user have a pet?"),
+    "How fast did the user run the 10k?": (
+        "What was the user's 10k time?", "How did the user's first race go?"),
+    "What furniture did the user buy recently?": (
+        "What did the user buy for the home office?", "Did the user get a new desk?"),
+    "How did the user celebrate the anniversary?": (
+        "Where did the user and Sam go for their anniversary?",
+        "What did the user do on their anniversary?"),
+    "Did the user have any job interviews?": (
+        "Where did the user interview for a job?", "Which company interviewed the user?"),
+    "What did the user lose on public transport?": (
+        "Did the user lose anything on the U-Bahn?",
+        "What did the user get back from lost and found?"),
+    "Whose wedding did the user speak at?": (
+        "Where did the user give a wedding speech?", "Which family wedding did the user attend?"),
+    "How did the user hurt their hand?": (
+        "What kitchen accident did the user have?", "Did the user injure themselves cooking?"),
+    "What went wrong in the user's new flat?": (
+        "Did the user have problems with the new apartment?",
+        "What damage was there in the user's flat?"),
+    "Why did the dog go to the vet?": (
+        "What did Pixel get at the vet?", "When did the user take the dog to the vet?"),
+}
+
+
 def build_dataset(seed: int = 7, sessions: int = 48, weeks: int = 16) -> Dataset:
-    """Generate the conversation, memory records and questions (same seed, same data)."""
+    """Generate the conversation, memory records and questions (same seed, same data).
+
+    The seed places the statements in time and picks the small talk, and, independently (so
+    the conversation of a seed does not depend on it), the phrasing of each question."""
     rng = random.Random(seed)
+    phrasing = random.Random(f"questions-{seed}")
+
+    def ask(question: str) -> str:
+        return phrasing.choice((question, *QUESTION_PHRASINGS[question]))
+
     span = weeks * 7.0
     session_age = [span * (1 - i / sessions) - rng.uniform(0, 0.4) for i in range(sessions)]
 
@@ -321,12 +413,12 @@ def build_dataset(seed: int = 7, sessions: int = 48, weeks: int = 16) -> Dataset
         stale = tuple(record for record, _ in records[:-1])
         for number, question in enumerate(slot.questions):
             data.questions.append(Question(
-                f"q-{slot.topic}-{number}", question, "semantic", (current_record,),
+                f"q-{slot.topic}-{number}", ask(question), "semantic", (current_record,),
                 (current_turn,), stale, slot.topic,
             ))
     for (said, _text, _importance, question), record, turn in event_records:
         data.questions.append(Question(
-            f"q-event-{len(data.questions)}", question, "episodic", (record,), (turn,), (), "event",
+            f"q-event-{len(data.questions)}", ask(question), "episodic", (record,), (turn,), (), "event",
         ))
     return data
 

@@ -114,10 +114,6 @@ async def authenticate(
     return {"identity": user_id, "permissions": [ADMIN] if admin else []}
 
 
-def _memory_prefix(user_id: str) -> tuple[str, ...]:
-    return memory.namespace(user_id, memory.KINDS[0])[:2]
-
-
 def _owner_filter(ctx: Auth.types.AuthContext) -> dict[str, str] | None:
     return None if acts_for_any_user(ctx.user) else {"owner": ctx.user.identity}
 
@@ -167,7 +163,7 @@ async def store_scope(ctx: Auth.types.AuthContext, value: dict) -> None:
     if acts_for_any_user(ctx.user):
         return None
     namespace = tuple(value.get("namespace") or ())
-    if namespace[:2] == _memory_prefix(ctx.user.identity):
+    if namespace[:2] == memory.user_prefix(ctx.user.identity):
         return None
     if namespace[:1] and namespace[0] in KB_ROOTS:
         if ctx.action in STORE_READS:
@@ -179,7 +175,7 @@ async def store_scope(ctx: Auth.types.AuthContext, value: dict) -> None:
         status_code=403,
         detail=(
             f"Namespace {list(namespace)} is not yours: use "
-            f"{list(_memory_prefix(ctx.user.identity))} (your memories) or "
+            f"{list(memory.user_prefix(ctx.user.identity))} (your memories) or "
             f"['{knowledge.CHUNK_NAMESPACE_ROOT}', <name>] (knowledge bases, read-only)."
         ),
     )

@@ -7,15 +7,24 @@ user id with `%` and `.` percent-encoded (LangGraph namespace labels cannot hold
 different ids never share a namespace. Only the value's `"text"` is embedded (`index=["text"]`).
 
 `recall(..., scoring="weighted")` re-ranks a candidate pool from the vector index
-(`top_k * MEMORY_CANDIDATE_FACTOR`) with the formula of the design this follows:
+(`top_k * MEMORY_CANDIDATE_FACTOR`) with the four ingredients of the design this follows:
 
-    score = w_sim * similarity + w_imp * importance + w_rec * 0.5 ** (age_days / half_life)
+    score = w_sim * relevance + w_imp * importance + w_rec * freshness
             + w_acc * min(access_count * step, cap)
 
-where `age_days` counts from the memory's last content update. `scoring="plain"` keeps the store's
-own `asearch` order. Recalls bump `access_count` / `last_accessed_at` with `index=False` puts:
-both AsyncPostgresStore (upsert of the row only, `store_vectors` untouched) and InMemoryStore keep
-the existing vector on such an update; the text is unchanged, so the vector is still right.
+`relevance` is the store's similarity divided by the best candidate's, so the similarity term
+spans [0, 1] like the others instead of the narrow band raw cosine scores occupy. `freshness`
+is the time decay `0.5 ** (days / half_life)`, by kind: an episodic event decays with its age
+(from its last content update); a semantic fact does not age by itself but decays by how much
+older it is than the newest memory of the same category whose similarity is within
+MEMORY_SUPERSEDE_MARGIN of its own among the candidates (a newer statement of the same thing
+wins, a lone durable fact keeps 1.0); chat turns decay with their age only when
+MEMORY_CHAT_HALF_LIFE_DAYS is set. Candidates with the same text are returned once (the best
+scored). `scoring="plain"` keeps the store's own `asearch` order.
+
+Recalls bump `access_count` / `last_accessed_at` with `index=False` puts: both AsyncPostgresStore
+(upsert of the row only, `store_vectors` untouched) and InMemoryStore keep the existing vector on
+such an update; the text is unchanged, so the vector is still right.
 
 Keyword, time-range, recent-activity listings and `forget_user` need predicates the store's
 `asearch` filter cannot express (substring match, timestamp ranges, ordering by our timestamps).
@@ -73,6 +82,8 @@ class MemoryConfig:
 
     dedupe_threshold: float = 0.9
     half_life_days: float = 30.0
+    chat_half_life_days: float = 0.0
+    supersede_margin: float = 0.1
     ttl_days: float | None = None
     max_text_chars: int = 8000
     weight_similarity: float = 0.6
@@ -88,6 +99,8 @@ class MemoryConfig:
 _ENV_FIELDS = {
     "MEMORY_DEDUPE_THRESHOLD": ("dedupe_threshold", float),
     "MEMORY_HALF_LIFE_DAYS": ("half_life_days", float),
+    "MEMORY_CHAT_HALF_LIFE_DAYS": ("chat_half_life_days", float),
+    "MEMORY_SUPERSEDE_MARGIN": ("supersede_margin", float),
     "MEMORY_TTL_DAYS": ("ttl_days", float),
     "MEMORY_MAX_TEXT_CHARS": ("max_text_chars", int),
     "MEMORY_WEIGHT_SIMILARITY": ("weight_similarity", float),
@@ -102,7 +115,8 @@ _ENV_FIELDS = {
 
 
 def memory_config() -> MemoryConfig:
-    """Read the MEMORY_* variables (unset or empty: the default; MEMORY_TTL_DAYS 0: no TTL)."""
+    """Read the MEMORY_* variables (unset or empty: the default; MEMORY_TTL_DAYS 0: no TTL;
+    MEMORY_CHAT_HALF_LIFE_DAYS 0: chat turns do not decay)."""
     values: dict[str, Any] = {}
     for env, (name, kind) in _ENV_FIELDS.items():
         raw = os.environ.get(env, "").strip()
@@ -141,16 +155,76 @@ def access_boost(access_count: int, config: MemoryConfig) -> float:
     return min(max(access_count, 0) * config.access_step, config.access_cap)
 
 
+def relevance(similarity: float, best_similarity: float) -> float:
+    """Similarity relative to the best candidate's: 1.0 for the best, 0 for similarity <= 0."""
+    return max(similarity, 0.0) / best_similarity if best_similarity > 0 else 0.0
+
+
+def freshness(kind: str, age_days: float, outdated_days: float, config: MemoryConfig) -> float:
+    """Time decay by kind: an event fades with its age; a semantic fact with `outdated_days`,
+    how much older it is than the newest comparable fact (0 while it is the newest); a chat
+    turn with its age only when MEMORY_CHAT_HALF_LIFE_DAYS is set."""
+    if kind == "semantic":
+        return recency_factor(outdated_days, config.half_life_days)
+    if kind == "chat":
+        half_life = config.chat_half_life_days
+        return recency_factor(age_days, half_life) if half_life else 1.0
+    return recency_factor(age_days, config.half_life_days)
+
+
 def weighted_score(
-    similarity: float, importance: float, age_days: float, access_count: int, config: MemoryConfig
+    relevance: float, importance: float, freshness: float, access_count: int, config: MemoryConfig
 ) -> float:
-    """The weighted recall score: similarity, importance, time decay and access frequency."""
+    """The weighted recall score: relevance, importance, freshness and access frequency."""
     return (
-        config.weight_similarity * similarity
+        config.weight_similarity * relevance
         + config.weight_importance * importance
-        + config.weight_recency * recency_factor(age_days, config.half_life_days)
+        + config.weight_recency * freshness
         + config.weight_access * access_boost(access_count, config)
     )
+
+
+def rank_weighted(
+    hits: list[Item], kind: str, config: MemoryConfig, now: datetime
+) -> list[tuple[Item, float]]:
+    """The candidates ordered by `weighted_score`, best first, each text once."""
+    best = max((hit.score or 0.0 for hit in hits), default=0.0)
+    scored = []
+    for hit in hits:
+        outdated = _outdated_days(hit, hits, config, now) if kind == "semantic" else 0.0
+        score = weighted_score(
+            relevance(hit.score or 0.0, best),
+            float(hit.value.get("importance", 0.5)),
+            freshness(kind, _age_days(hit.value, now), outdated, config),
+            int(hit.value.get("access_count", 0)),
+            config,
+        )
+        scored.append((score, hit.score or 0.0, _written_at(hit.value, now), hit))
+    scored.sort(key=lambda entry: entry[:3], reverse=True)
+    seen: set[str] = set()
+    ranked = []
+    for score, _, _, hit in scored:
+        if hit.value.get("text") not in seen:
+            seen.add(hit.value.get("text"))
+            ranked.append((hit, score))
+    return ranked
+
+
+def _outdated_days(hit: Item, hits: list[Item], config: MemoryConfig, now: datetime) -> float:
+    """How much older `hit` is than the newest comparable candidate: same category, similarity
+    at least its own minus MEMORY_SUPERSEDE_MARGIN (0 when it is the newest)."""
+    floor = (hit.score or 0.0) - config.supersede_margin
+    written = _written_at(hit.value, now)
+    newest = max(
+        (
+            _written_at(other.value, now)
+            for other in hits
+            if other.value.get("category") == hit.value.get("category")
+            and (other.score or 0.0) >= floor
+        ),
+        default=written,
+    )
+    return max((newest - written).total_seconds() / 86400, 0.0)
 
 
 # ---------------------------------------------------------------- time and validation
@@ -168,9 +242,12 @@ def _parse_stamp(text: str | None) -> datetime | None:
     return datetime.fromisoformat(text) if text else None
 
 
+def _written_at(value: dict, now: datetime) -> datetime:
+    return _parse_stamp(value.get("updated_at") or value.get("created_at")) or now
+
+
 def _age_days(value: dict, now: datetime) -> float:
-    written = _parse_stamp(value.get("updated_at") or value.get("created_at")) or now
-    return (now - written).total_seconds() / 86400
+    return (now - _written_at(value, now)).total_seconds() / 86400
 
 
 def _expired(value: dict, now: datetime) -> bool:
@@ -186,9 +263,14 @@ def _user_label(user_id: Any) -> str:
     return user_id.replace("%", "%25").replace(".", "%2E")
 
 
+def user_prefix(user_id: str) -> tuple[str, str]:
+    """The namespace prefix under which all of one user's memories live."""
+    return (ROOT, _user_label(user_id))
+
+
 def namespace(user_id: str, kind: str) -> tuple[str, str, str]:
     """The store namespace of one user's memories of one kind."""
-    return (ROOT, _user_label(user_id), _choice(kind, KINDS, "kind"))
+    return (*user_prefix(user_id), _choice(kind, KINDS, "kind"))
 
 
 def _choice(value: Any, allowed: Sequence[str], name: str) -> str:
@@ -256,8 +338,13 @@ def _result(item: Item, score: float | None, **extra: Any) -> dict:
 # ---------------------------------------------------------------- writes
 
 
-def _ttl_minutes(store: BaseStore, config: MemoryConfig) -> float | None:
-    return config.ttl_days * 1440 if config.ttl_days and store.supports_ttl else None
+def _ttl_minutes(store: BaseStore, value: dict, config: MemoryConfig) -> float | None:
+    # The row's expiry follows the value's `expires_at` by the real clock, so a write with an
+    # overridden `now` (imports, replays) expires in the store when the value says it does.
+    expires = _parse_stamp(value.get("expires_at"))
+    if not (config.ttl_days and store.supports_ttl and expires):
+        return None
+    return (expires - _now()).total_seconds() / 60
 
 
 def _with_expiry(value: dict, config: MemoryConfig, now: datetime) -> dict:
@@ -272,7 +359,7 @@ def _put_op(
     # index=False keeps the stored vector (Postgres upserts the row only); used when the
     # text did not change.
     index = ["text"] if reindex else False
-    return PutOp(ns, key, value, index=index, ttl=_ttl_minutes(store, config))
+    return PutOp(ns, key, value, index=index, ttl=_ttl_minutes(store, value, config))
 
 
 async def save_memory(
@@ -465,17 +552,17 @@ async def delete_memory(store: BaseStore, user_id: str, memory_id: str) -> dict:
 
 async def forget_user(store: BaseStore, user_id: str) -> int:
     """Delete every memory, profile and chat message of the user; returns how many items."""
-    label = _user_label(user_id)
+    prefix = user_prefix(user_id)
     if isinstance(store, AsyncPostgresStore):
-        pattern = f"{_escape_like(f'{ROOT}.{label}')}.%"
+        joined = ".".join(prefix)
         async with _pg_cursor(store) as cur:
             await cur.execute(
                 "DELETE FROM store WHERE prefix = %s OR prefix LIKE %s",
-                (f"{ROOT}.{label}", pattern),
+                (joined, f"{_escape_like(joined)}.%"),
             )
             return cur.rowcount
     deleted = 0
-    for ns in await store.alist_namespaces(prefix=(ROOT, label), limit=1000):
+    for ns in await store.alist_namespaces(prefix=prefix, limit=1000):
         while items := await store.asearch(ns, limit=SCAN_PAGE, refresh_ttl=False):
             await store.abatch([PutOp(item.namespace, item.key, None) for item in items])
             deleted += len(items)
@@ -500,10 +587,11 @@ async def recall(
 ) -> list[dict]:
     """Semantic search over one kind of the user's memories (episodic, semantic or chat).
 
-    `scoring="weighted"` re-ranks `top_k * MEMORY_CANDIDATE_FACTOR` vector candidates by
-    `weighted_score`; `"plain"` keeps the store's similarity order. Each result carries `score`
-    (the ranking score) and `similarity` (the store's). With `record_access`, the returned
-    memories get `access_count + 1` and `last_accessed_at` = now (the vector is kept).
+    `scoring="weighted"` re-ranks `top_k * MEMORY_CANDIDATE_FACTOR` vector candidates with
+    `rank_weighted`; `"plain"` keeps the store's similarity order (duplicates included). Each
+    result carries `score` (the ranking score) and `similarity` (the store's). With
+    `record_access`, the returned memories get `access_count + 1` and `last_accessed_at` = now
+    (the vector is kept).
     """
     config = memory_config()
     ns = namespace(user_id, _choice(kind, TEXT_KINDS, "kind"))
@@ -526,22 +614,10 @@ async def recall(
         ns, query=query, filter=wanted or None, limit=pool, refresh_ttl=False
     )
     hits = [hit for hit in hits if not _expired(hit.value, now)]
-    ranked = [(hit, hit.score or 0.0) for hit in hits]
     if scoring == "weighted":
-        ranked = [
-            (
-                hit,
-                weighted_score(
-                    similarity,
-                    float(hit.value.get("importance", 0.5)),
-                    _age_days(hit.value, now),
-                    int(hit.value.get("access_count", 0)),
-                    config,
-                ),
-            )
-            for hit, similarity in ranked
-        ]
-        ranked.sort(key=lambda pair: pair[1], reverse=True)
+        ranked = rank_weighted(hits, kind, config, now)
+    else:
+        ranked = [(hit, hit.score or 0.0) for hit in hits]
     ranked = ranked[:top_k]
     if record_access and ranked:
         ranked = await _record_access(store, ranked, config, now)

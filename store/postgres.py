@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import os
 import re
 import sys
@@ -197,19 +198,48 @@ async def checkpointer() -> AsyncIterator[PostgresSaver]:
         yield saver
 
 
+def store_ttl_config() -> dict:
+    """The store's TTL settings: no default TTL (only items written with `ttl=` expire, so
+    knowledge-base chunks never do), no refresh on read (store/memory.py rewrites a memory's
+    expiry itself when it is recalled), expired rows hidden from reads until swept, and the
+    sweep interval from `STORE_TTL_SWEEP_MINUTES` (default 60; 0 = no background sweeper)."""
+    raw = os.environ.get("STORE_TTL_SWEEP_MINUTES", "").strip() or "60"
+    try:
+        minutes = float(raw)
+    except ValueError:
+        minutes = math.nan
+    if not (math.isfinite(minutes) and minutes >= 0):
+        raise ValueError(f"STORE_TTL_SWEEP_MINUTES={raw!r} must be a number of minutes >= 0")
+    return {
+        "default_ttl": None,
+        "refresh_on_read": False,
+        "omit_expired": True,
+        "sweep_interval_minutes": minutes or None,
+    }
+
+
 @asynccontextmanager
 async def store() -> AsyncIterator[AsyncPostgresStore]:
     """The long-term store `langgraph.json` names (`store.path`), with a pgvector HNSW index.
 
     `store.index` in langgraph.json is ignored when a custom store is set, so the index is
-    configured here from `EMBEDDINGS_MODEL`.
+    configured here from `EMBEDDINGS_MODEL`. Expired items are deleted when the store opens and
+    then every `STORE_TTL_SWEEP_MINUTES` by a background task, stopped on exit (see
+    `store_ttl_config`).
     """
     index = store_index_config()
+    ttl = store_ttl_config()
     async with open_pool() as pool:
-        pg_store = AsyncPostgresStore(conn=pool, index=index)
+        pg_store = AsyncPostgresStore(conn=pool, index=index, ttl=ttl)
         await check_index_dims(pg_store, index["dims"])
         await pg_store.setup()
-        yield pg_store
+        if ttl["sweep_interval_minutes"]:
+            await pg_store.sweep_ttl()  # a server restarted often would otherwise never sweep
+            await pg_store.start_ttl_sweeper()
+        try:
+            yield pg_store
+        finally:
+            await pg_store.stop_ttl_sweeper()
 
 
 def main(argv: list[str]) -> int:

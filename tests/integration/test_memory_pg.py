@@ -1,8 +1,10 @@
 """Long-term memory on the real AsyncPostgresStore (embedded Postgres + pgvector HNSW):
-persistence, dedupe, access bookkeeping that keeps vectors, SQL listings, TTL and user isolation."""
+persistence, dedupe, access bookkeeping that keeps vectors, SQL listings, TTL (written, swept by
+the store factory's sweeper) and user isolation."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -13,7 +15,7 @@ from langchain_core.tools import tool
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
 
-from store import memory
+from store import knowledge, memory
 from store.postgres import store
 from tests.integration.conftest import sql
 from tools.memory import MEMORY_TOOLS
@@ -121,6 +123,73 @@ async def test_ttl_is_written_to_the_row_and_kept_across_access(pg_schema, pg_ur
     )
     assert ttl == [(2880, True)]
     assert [h["id"] for h in hits] == [saved["id"]] and stale["id"] != saved["id"]
+
+
+def row_keys(pg_uri, schema) -> set[str]:
+    return {row[1] for row in rows(pg_uri, schema)}
+
+
+def sweeper_tasks() -> list[asyncio.Task]:
+    return [t for t in asyncio.all_tasks() if t.get_name() == "ttl_sweeper" and not t.done()]
+
+
+async def test_a_sweep_deletes_expired_memories_only(pg_schema, pg_uri, monkeypatch):
+    monkeypatch.setenv("MEMORY_TTL_DAYS", "2")
+    monkeypatch.setenv("STORE_TTL_SWEEP_MINUTES", "0")  # no background sweeper: sweep by hand
+    async with store() as s:
+        assert sweeper_tasks() == []
+        live = await memory.save_memory(s, "u", "semantic", "The user keeps bees",
+                                        category="skill")
+        expired = await memory.save_memory(s, "u", "episodic", "The user repainted the fence",
+                                           now=datetime.now(UTC) - timedelta(days=3))
+        await knowledge.create_kb(s, "handbook")
+        await knowledge.ingest_text(s, "handbook", "Bees need water in summer.", "bees.txt")
+        ns = memory.namespace("u", "semantic")
+        await s.aget(ns, live["id"])  # a store read does not extend the expiry (no refresh)
+        await s.asearch(ns, query="bees")
+        kept = await s.asearch(memory.namespace("u", "episodic"), query="fence")
+        before = row_keys(pg_uri, pg_schema)
+        swept = await s.sweep_ttl()
+    assert kept == []  # expired but not yet swept: hidden from the store's own reads
+    assert expired["id"] in before and swept == 1
+    after = row_keys(pg_uri, pg_schema)
+    assert after == before - {expired["id"]}
+    kb_rows = sql(pg_uri, f"SELECT prefix, expires_at FROM {pg_schema}.store "
+                          "WHERE prefix LIKE 'kb%%'")
+    assert {prefix for prefix, _ in kb_rows} == {"kb.handbook", "kb_docs.handbook", "kb_registry"}
+    assert all(expires is None for _, expires in kb_rows)  # knowledge bases never expire
+    expiry = sql(pg_uri, f"SELECT expires_at - NOW() FROM {pg_schema}.store WHERE key = %s",
+                 (live["id"],))[0][0]
+    assert timedelta(hours=47) < expiry <= timedelta(days=2)
+
+
+async def test_the_store_factory_sweeps_while_open(pg_schema, pg_uri, monkeypatch):
+    monkeypatch.setenv("MEMORY_TTL_DAYS", "2")
+    three_days_ago = datetime.now(UTC) - timedelta(days=3)
+    monkeypatch.setenv("STORE_TTL_SWEEP_MINUTES", "0")
+    async with store() as s:
+        first = await memory.save_memory(s, "u", "episodic", "The user lost a glove",
+                                         now=three_days_ago)
+    assert first["id"] in row_keys(pg_uri, pg_schema)
+
+    monkeypatch.delenv("STORE_TTL_SWEEP_MINUTES")  # the default: every 60 minutes
+    async with store() as s:
+        running = sweeper_tasks()
+        assert len(running) == 1 and s.ttl_config["sweep_interval_minutes"] == 60
+        assert first["id"] not in row_keys(pg_uri, pg_schema)  # swept when the store opened
+    assert running[0].done() and sweeper_tasks() == []
+
+    monkeypatch.setenv("STORE_TTL_SWEEP_MINUTES", "0.002")  # every 0.12 s
+    async with store() as s:
+        second = await memory.save_memory(s, "u", "episodic", "The user lost a scarf",
+                                          now=three_days_ago)
+        live = await memory.save_memory(s, "u", "episodic", "The user found a hat")
+        for _ in range(200):  # the background task deletes it; bounded wait, no timing assert
+            if second["id"] not in row_keys(pg_uri, pg_schema):
+                break
+            await asyncio.sleep(0.05)
+        assert second["id"] not in row_keys(pg_uri, pg_schema)
+        assert live["id"] in row_keys(pg_uri, pg_schema)
 
 
 @dataclass

@@ -17,8 +17,10 @@ from store import memory
 from store.memory import (
     MemoryConfig,
     access_boost,
+    freshness,
     memory_config,
     recency_factor,
+    relevance,
     weighted_score,
 )
 from tools.errors import ToolError, ToolInputError
@@ -54,14 +56,31 @@ def test_recency_halves_at_the_half_life():
 
 def test_weighted_score_follows_the_formula_and_its_weights():
     config = MemoryConfig()
-    base = weighted_score(0.8, 0.5, 30, 0, config)
+    base = weighted_score(0.8, 0.5, 0.5, 0, config)
     assert base == pytest.approx(0.6 * 0.8 + 0.2 * 0.5 + 0.1 * 0.5 + 0.1 * 0)
-    assert weighted_score(0.8, 0.9, 30, 0, config) - base == pytest.approx(0.2 * 0.4)
-    assert weighted_score(0.8, 0.5, 30, 3, config) - base == pytest.approx(0.1 * 0.3)
+    assert weighted_score(0.8, 0.9, 0.5, 0, config) - base == pytest.approx(0.2 * 0.4)
+    assert weighted_score(0.8, 0.5, 0.5, 3, config) - base == pytest.approx(0.1 * 0.3)
     assert access_boost(5, config) == access_boost(50, config) == pytest.approx(0.5)
     heavy_recency = MemoryConfig(weight_similarity=0.0, weight_importance=0.0, weight_recency=1.0,
-                                 weight_access=0.0, half_life_days=10)
-    assert weighted_score(0.9, 0.9, 10, 9, heavy_recency) == pytest.approx(0.5)
+                                 weight_access=0.0)
+    assert weighted_score(0.9, 0.9, 0.25, 9, heavy_recency) == pytest.approx(0.25)
+
+
+def test_relevance_is_similarity_relative_to_the_best_candidate():
+    assert relevance(0.6, 0.6) == 1.0
+    assert relevance(0.3, 0.6) == pytest.approx(0.5)
+    assert relevance(-0.1, 0.6) == 0.0
+    assert relevance(0.2, 0.0) == 0.0
+
+
+def test_freshness_decays_by_kind():
+    config = MemoryConfig()
+    assert freshness("episodic", 30, 0, config) == pytest.approx(0.5)
+    assert freshness("semantic", 300, 0, config) == 1.0  # a durable fact does not age
+    assert freshness("semantic", 300, 30, config) == pytest.approx(0.5)  # 30 days outdated
+    assert freshness("chat", 300, 0, config) == 1.0
+    chat_decay = MemoryConfig(chat_half_life_days=10)
+    assert freshness("chat", 10, 0, chat_decay) == pytest.approx(0.5)
 
 
 def test_config_reads_the_environment_at_call_time(monkeypatch):
@@ -93,21 +112,94 @@ async def test_weighted_and_plain_order_differ_when_importance_and_age_disagree(
     assert [r["id"] for r in plain] == [old["id"], new["id"]]
     assert [r["id"] for r in weighted] == [new["id"], old["id"]]
     assert plain[0]["score"] == plain[0]["similarity"]
-    top = weighted[0]
-    expected = weighted_score(top["similarity"], 0.9, 1, 0, MemoryConfig())
+    top, best = weighted[0], weighted[1]["similarity"]
+    expected = weighted_score(relevance(top["similarity"], best), 0.9, recency_factor(1, 30), 0,
+                              MemoryConfig())
     assert top["score"] == pytest.approx(expected)
 
 
+async def test_a_newer_statement_of_a_fact_supersedes_the_older_one(store, monkeypatch):
+    berlin = await memory.save_memory(store, "u", "semantic", "The user lives in Berlin.",
+                                      category="fact", now=ago(200))
+    munich = await memory.save_memory(store, "u", "semantic", "The user lives in Munich.",
+                                      category="fact", now=ago(20))
+    friend = await memory.save_memory(store, "u", "semantic",
+                                      "The user's friend Priya lives in Munich.",
+                                      category="relationship", now=ago(1))
+    query = "Which city does the user live in?"
+
+    def ask(scoring="weighted"):
+        return memory.recall(store, "u", query, "semantic", scoring=scoring, now=NOW,
+                             record_access=False)
+
+    plain, weighted = await ask("plain"), await ask()
+    assert [r["id"] for r in plain] == [berlin["id"], munich["id"], friend["id"]]
+    assert weighted[0]["id"] == munich["id"]
+    scores = {r["id"]: r["score"] for r in weighted}
+    best = plain[0]["similarity"]
+    # Munich is the newest comparable fact: full freshness; Berlin is 180 days older than it.
+    assert scores[munich["id"]] == pytest.approx(
+        weighted_score(relevance(plain[1]["similarity"], best), 0.5, 1.0, 0, MemoryConfig()))
+    assert scores[berlin["id"]] == pytest.approx(
+        weighted_score(1.0, 0.5, recency_factor(180, 30), 0, MemoryConfig()))
+    gap = plain[0]["similarity"] - plain[1]["similarity"]
+    assert 0.03 < gap < 0.1  # within the default MEMORY_SUPERSEDE_MARGIN
+    monkeypatch.setenv("MEMORY_SUPERSEDE_MARGIN", "0.03")  # Munich no longer counts as comparable
+    assert [r["id"] for r in await ask()] == [berlin["id"], munich["id"], friend["id"]]
+
+
+async def test_a_durable_fact_does_not_lose_to_age_alone(store):
+    allergy = await memory.save_memory(store, "u", "semantic", "The user is allergic to penicillin.",
+                                       category="fact", importance=0.9, now=ago(300))
+    await memory.save_memory(store, "u", "semantic", "The user took an aspirin for a headache.",
+                             category="fact", importance=0.9, now=ago(1))
+    results = await memory.recall(store, "u", "Does the user have any drug allergies?",
+                                  "semantic", now=NOW, record_access=False)
+    assert results[0]["id"] == allergy["id"]
+    assert results[0]["score"] == pytest.approx(weighted_score(1.0, 0.9, 1.0, 0, MemoryConfig()))
+
+
+async def test_chat_recall_returns_each_text_once_and_decays_only_when_configured(
+    store, monkeypatch
+):
+    concerts = [
+        await memory.record_chat_message(store, "u", "user", "Went to a concert after work.", "t",
+                                         now=ago(days))
+        for days in (50, 5, 20)
+    ]
+    radiohead = await memory.record_chat_message(store, "u", "user",
+                                                 "I saw Radiohead live with Sam.", "t", now=ago(60))
+    query = "Which band did the user see?"
+
+    def ask(scoring="weighted"):
+        return memory.recall(store, "u", query, "chat", top_k=2, scoring=scoring, now=NOW,
+                             record_access=False)
+
+    plain = await ask("plain")
+    assert {r["id"] for r in plain} <= {c["id"] for c in concerts}  # the store's duplicates
+    weighted = await ask()
+    assert [r["id"] for r in weighted] == [concerts[1]["id"], radiohead["id"]]  # newest copy
+    best = weighted[0]["similarity"]
+    share = relevance(weighted[1]["similarity"], best)
+    assert weighted[1]["score"] == pytest.approx(weighted_score(share, 0.5, 1.0, 0, MemoryConfig()))
+    monkeypatch.setenv("MEMORY_CHAT_HALF_LIFE_DAYS", "10")
+    decayed = await ask()
+    assert decayed[1]["score"] == pytest.approx(
+        weighted_score(share, 0.5, recency_factor(60, 10), 0, MemoryConfig()))
+
+
 async def test_half_life_setting_changes_the_ranking(store, monkeypatch):
-    await memory.save_memory(store, "u", "semantic", "The user likes green tea",
-                             category="preference", now=ago(40))
-    await memory.save_memory(store, "u", "semantic", "The user likes black coffee",
-                             category="preference", now=ago(0))
+    await memory.save_memory(store, "u", "episodic", "The user drank green tea at a tea house",
+                             now=ago(40))
+    await memory.save_memory(store, "u", "episodic", "The user had black coffee at a cafe",
+                             now=ago(0))
     monkeypatch.setenv("MEMORY_WEIGHT_SIMILARITY", "0")
     monkeypatch.setenv("MEMORY_WEIGHT_IMPORTANCE", "0")
     monkeypatch.setenv("MEMORY_HALF_LIFE_DAYS", "20")
-    results = await memory.recall(store, "u", "green tea", "semantic", now=NOW, record_access=False)
-    assert [r["text"] for r in results] == ["The user likes black coffee", "The user likes green tea"]
+    results = await memory.recall(store, "u", "green tea", "episodic", now=NOW,
+                                  record_access=False)
+    assert [r["text"] for r in results] == ["The user had black coffee at a cafe",
+                                            "The user drank green tea at a tea house"]
     assert results[1]["score"] == pytest.approx(0.1 * 0.25)
 
 
@@ -354,7 +446,8 @@ def test_tool_schemas_hide_runtime_and_user():
         assert all(spec.get("description") for spec in built.args.values()), built.name
     assert names == [
         "search_episodic_memory", "search_semantic_memory", "keyword_search", "time_filter",
-        "get_user_profile", "get_recent_activity", "search_chat_history", "save_memory"]
+        "get_user_profile", "get_recent_activity", "search_chat_history", "save_memory",
+        "delete_memory"]
 
 
 async def test_tools_save_and_search_for_the_context_user_only(store, frozen_now):
