@@ -7,8 +7,8 @@ Users listed in `AGENT_ADMIN_USERS` get the `admin` permission. With no keys con
 server (LangGraph Platform) refuses every request but Studio's.
 
 Authorization, for everyone but administrators and LangGraph Studio's user:
-- threads and crons: stamped with `metadata.owner` on creation; every read, search, update,
-  delete and run is filtered to the caller's own;
+- threads and crons: stamped with `metadata.owner` on creation (threads a run creates too);
+  every read, search, update, delete and run is filtered to the caller's own;
 - assistants: anyone may read and search them; changes only to one's own;
 - store: the caller's memories (`("memories", <user>, ...)`) in full, knowledge bases
   (`("kb", ...)`, `("kb_registry",)`, `("kb_docs", ...)`) read-only; anything else is refused.
@@ -133,6 +133,18 @@ def _stamp_owner(ctx: Auth.types.AuthContext, value: dict) -> None:
 @auth.on.assistants.create
 async def on_create(ctx: Auth.types.AuthContext, value: dict) -> dict[str, str] | None:
     """Stamp the creator as owner; only an owner's existing item may be returned instead."""
+    _stamp_owner(ctx, value)
+    return _owner_filter(ctx)
+
+
+@auth.on.threads.create_run
+async def on_run(ctx: Auth.types.AuthContext, value: dict) -> dict[str, str] | None:
+    """Runs only on one's own threads. The run's metadata is stamped too: the server copies it
+    onto a thread the run creates (stateless runs, `if_not_exists="create"`)."""
+    if acts_for_any_user(ctx.user):
+        # Not stamped: run metadata is also merged into an existing thread's, and an
+        # administrator's run must not take a user's thread over.
+        return None
     _stamp_owner(ctx, value)
     return _owner_filter(ctx)
 

@@ -1,5 +1,5 @@
-"""Manage knowledge bases and users' memories from the shell, on the configured store (POSTGRES_URI, else the embedded
-Postgres, started if needed).
+"""Manage knowledge bases and users' memories from the shell, on the configured store
+(POSTGRES_URI, else the embedded Postgres, started if needed).
 
     python -m store.cli ingest <kb> <path-or-url>... [--description TEXT]
     python -m store.cli list
@@ -21,7 +21,7 @@ import json
 import sys
 import textwrap
 
-from store import knowledge
+from store import knowledge, memory
 
 URL_MAX_BYTES = 20 * 1024 * 1024
 URL_TIMEOUT_SECONDS = 30.0
@@ -85,15 +85,11 @@ async def cmd_delete(store, args) -> dict:
 
 async def cmd_delete_memory(store, args) -> dict:
     """Delete one memory of a user by id."""
-    from store import memory
-
     return await memory.delete_memory(store, args.user_id, args.memory_id)
 
 
 async def cmd_forget_user(store, args) -> dict:
     """Delete every memory, profile and chat message of a user."""
-    from store import memory
-
     return {"user_id": args.user_id, "deleted": await memory.forget_user(store, args.user_id)}
 
 

@@ -90,6 +90,13 @@ async def test_creation_stamps_the_owner_and_reads_are_filtered_to_it():
     assert empty["metadata"] == {"owner": "alice"}
     for action in ("read", "search", "update", "delete", "create_run"):
         assert await server_auth.owner_only(ctx(BOB, "threads", action), {}) == {"owner": "bob"}
+    # a run is stamped too (the server copies it onto a thread the run creates)
+    run = {"metadata": {"owner": "alice"}}
+    assert await server_auth.on_run(ctx(BOB, "threads", "create_run"), run) == {"owner": "bob"}
+    assert run["metadata"]["owner"] == "bob"
+    admin_run = {"metadata": {}}
+    assert await server_auth.on_run(ctx(OPS, "threads", "create_run"), admin_run) is None
+    assert admin_run["metadata"] == {}
     # administrators see everything and may create on someone's behalf
     assert await server_auth.owner_only(ctx(OPS, "threads", "search"), {}) is None
     delegated = {"metadata": {"owner": "carol"}}
