@@ -21,6 +21,7 @@ from store.postgres import ensure_embedded_postgres, stop_embedded_postgres
 from tests.openai_server import run_openai_server
 
 ROOT = Path(__file__).resolve().parents[2]
+KB_DATA = ROOT / "tests" / "data" / "kb"
 LANGGRAPH = Path(sys.executable).with_name("langgraph")
 START_TIMEOUT_S = 120
 
@@ -54,6 +55,41 @@ def sql(uri: str, query: str, params: tuple = ()) -> list[tuple]:
     with psycopg.connect(uri, autocommit=True) as conn:
         cursor = conn.execute(query, params)
         return cursor.fetchall() if cursor.description else []
+
+
+def cli(*args: str, env: dict) -> subprocess.CompletedProcess:
+    """Run `python -m store.cli` with `args` in the project folder."""
+    return subprocess.run(
+        [sys.executable, "-m", "store.cli", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=180
+    )
+
+
+def key() -> str:
+    """A unique marker: the scripted server picks the script whose key is in the first user message."""
+    return f"k{uuid.uuid4().hex[:10]}"
+
+
+def user(text: str) -> dict:
+    """A run input with one user message."""
+    return {"messages": [{"role": "user", "content": text}]}
+
+
+def tool_messages(state: dict) -> dict[str, dict]:
+    """tool_call_id -> {"status", "content"} of a thread state's tool messages (JSON content parsed)."""
+    found = {}
+    for m in state["values"]["messages"]:
+        if m["type"] == "tool":
+            try:
+                content = json.loads(m["content"])
+            except ValueError:
+                content = m["content"]
+            found[m["tool_call_id"]] = {"status": m.get("status"), "content": content}
+    return found
+
+
+def tool_results(state: dict) -> dict:
+    """tool_call_id -> content of a thread state's tool messages (JSON parsed)."""
+    return {call_id: message["content"] for call_id, message in tool_messages(state).items()}
 
 
 @pytest.fixture(scope="session")

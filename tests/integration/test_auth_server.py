@@ -7,33 +7,15 @@ them, the react graph executes them on the embedded Postgres store.
 
 from __future__ import annotations
 
-import json
 import uuid
 
 import httpx
 import pytest
 from langgraph_sdk.errors import ConflictError, NotFoundError, PermissionDeniedError
 
-from tests.integration.conftest import API_KEYS
+from tests.integration.conftest import API_KEYS, key, tool_results, user
 
 pytestmark = pytest.mark.integration
-
-
-def key() -> str:
-    return f"a{uuid.uuid4().hex[:10]}"
-
-
-def user(text: str) -> dict:
-    return {"messages": [{"role": "user", "content": text}]}
-
-
-def tool_results(state: dict) -> dict[str, dict]:
-    """tool_call_id -> parsed JSON content of the thread's tool messages."""
-    return {
-        m["tool_call_id"]: json.loads(m["content"])
-        for m in state["values"]["messages"]
-        if m["type"] == "tool"
-    }
 
 
 def test_requests_need_a_valid_key(dev_server):

@@ -8,10 +8,7 @@ import http.server
 import json
 import math
 import os
-import subprocess
-import sys
 import threading
-from pathlib import Path
 
 import psycopg
 import pytest
@@ -22,13 +19,11 @@ from langgraph.prebuilt import ToolNode
 from store import knowledge
 from store.knowledge import KBUnknownError
 from store.postgres import store
-from tests.integration.conftest import sql
+from tests.integration.conftest import KB_DATA, cli, sql
 from tools.knowledge import KNOWLEDGE_TOOLS
 
 pytestmark = pytest.mark.integration
 
-ROOT = Path(__file__).resolve().parents[2]
-KB_DATA = ROOT / "tests" / "data" / "kb"
 
 
 def count_chunks(pg_uri: str, schema: str, kb: str, source: str | None = None) -> tuple[int, int]:
@@ -171,12 +166,6 @@ def page_server():
     yield f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
     server.server_close()
-
-
-def cli(*args: str, env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "store.cli", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=180
-    )
 
 
 def test_cli_ingests_lists_searches_and_reports_errors(pg_schema, pg_uri, page_server):

@@ -5,28 +5,14 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import subprocess
-import sys
 import uuid
-from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import sql
+from tests.integration.conftest import KB_DATA, cli, key, sql, tool_messages, user
 
 pytestmark = pytest.mark.integration
 
-ROOT = Path(__file__).resolve().parents[2]
-KB_DATA = ROOT / "tests" / "data" / "kb"
-
-
-def key() -> str:
-    """A unique marker: the scripted server picks the script whose key is in the first user message."""
-    return f"k{uuid.uuid4().hex[:10]}"
-
-
-def user(text: str) -> dict:
-    return {"messages": [{"role": "user", "content": text}]}
 
 
 async def wait_status(client, thread_id, run_id, wanted: set[str], timeout: float = 30) -> str:
@@ -220,28 +206,12 @@ async def test_turns_are_recorded_and_extraction_is_scheduled_as_a_debounced_bac
     assert other["items"] == []
 
 
-def tool_messages(state: dict) -> dict[str, dict]:
-    """tool_call_id -> {"status", "content"} of the thread's tool messages (JSON content parsed)."""
-    found = {}
-    for m in state["values"]["messages"]:
-        if m["type"] == "tool":
-            try:
-                content = json.loads(m["content"])
-            except ValueError:
-                content = m["content"]
-            found[m["tool_call_id"]] = {"status": m.get("status"), "content": content}
-    return found
-
-
 async def test_knowledge_base_ingested_by_the_cli_is_searched_by_the_agent(
     dev_server, openai_server, pg_uri
 ):
     kb = f"kb_{uuid.uuid4().hex[:8]}"
     env = {**os.environ, "POSTGRES_URI": pg_uri, "POSTGRES_SCHEMA": "it_server"}
-    ingest = subprocess.run(
-        [sys.executable, "-m", "store.cli", "ingest", kb, str(KB_DATA)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=180,
-    )
+    ingest = cli("ingest", kb, str(KB_DATA), env=env)
     assert ingest.returncode == 0, ingest.stderr
     k = key()
     openai_server.script(k, [
