@@ -27,12 +27,14 @@ from typing import Any
 
 from langgraph_sdk import Auth
 
+from graphs.runtime.state import check_input_messages
 from store import knowledge, memory
 from tools.identity import ADMIN, acts_for_any_user
 
 logger = logging.getLogger(__name__)
 
 OPEN_USER = "anonymous"
+STUDIO_USER = "langgraph-studio-user"
 KB_ROOTS = (
     knowledge.CHUNK_NAMESPACE_ROOT,
     knowledge.DOCUMENT_NAMESPACE_ROOT,
@@ -71,8 +73,18 @@ def _presented_key(authorization: str | None, headers: dict[bytes, bytes] | None
         scheme, _, token = authorization.strip().partition(" ")
         if scheme.lower() == "bearer" and token.strip():
             return token.strip()
-    raw = (headers or {}).get(b"x-api-key", b"").decode(errors="replace").strip()
-    return raw or None
+    return _header(headers, b"x-api-key") or None
+
+
+def _header(headers: dict[bytes, bytes] | None, name: bytes) -> str:
+    return (headers or {}).get(name, b"").decode(errors="replace").strip()
+
+
+def trust_studio_header() -> bool:
+    """`AGENT_TRUST_STUDIO_HEADER`: on `langgraph dev` with keys configured, treat requests that
+    carry Studio's `x-auth-scheme: langsmith` header as an administrator. Off by default: anyone
+    who can reach the server can send that header."""
+    return os.environ.get("AGENT_TRUST_STUDIO_HEADER", "").strip().lower() in ("1", "true", "yes", "on")
 
 
 @lru_cache(maxsize=1)
@@ -89,8 +101,11 @@ async def authenticate(
 ) -> Auth.types.MinimalUserDict:
     """Map the request's API key to its user; without configured keys, an open administrator."""
     keys = api_keys()
+    local_dev = os.environ.get("LANGSMITH_LANGGRAPH_API_VARIANT") == "local_dev"
+    if keys and local_dev and trust_studio_header() and _header(headers, b"x-auth-scheme") == "langsmith":
+        return {"identity": STUDIO_USER, "permissions": [ADMIN]}
     if not keys:
-        if os.environ.get("LANGSMITH_LANGGRAPH_API_VARIANT") != "local_dev":
+        if not local_dev:
             raise Auth.exceptions.HTTPException(
                 status_code=401,
                 detail="This server has no API keys configured (AGENT_API_KEYS): access refused.",
@@ -137,10 +152,46 @@ async def on_create(ctx: Auth.types.AuthContext, value: dict) -> dict[str, str] 
     return _owner_filter(ctx)
 
 
+@auth.on.threads.update
+@auth.on.crons.update
+@auth.on.assistants.update
+async def on_update(ctx: Auth.types.AuthContext, value: dict) -> dict[str, str] | None:
+    """Changes only to one's own items, and never of their owner: a regular user who could
+    re-label a thread as someone else's would plant messages (and queued runs) in their list.
+    When an administrator hands a thread over, the runs still queued or running on it (its
+    previous owner's) are cancelled: none of them runs on the new owner's thread."""
+    metadata = value.get("metadata")
+    if acts_for_any_user(ctx.user):
+        if ctx.resource == "threads" and isinstance(metadata, dict) and "owner" in metadata:
+            await _cancel_open_runs(str(value["thread_id"]))
+        return None
+    if isinstance(metadata, dict) and metadata.get("owner", ctx.user.identity) != ctx.user.identity:
+        raise Auth.exceptions.HTTPException(
+            status_code=403, detail="metadata.owner cannot be changed: only an administrator may hand an item over."
+        )
+    return _owner_filter(ctx)
+
+
+async def _cancel_open_runs(thread_id: str) -> None:
+    from langgraph_sdk import get_client
+
+    client = get_client()  # the server's in-process client
+    for run in await client.runs.list(thread_id, limit=1000):
+        if run["status"] in ("pending", "running"):
+            await client.runs.cancel(thread_id, run["run_id"], action="interrupt")
+
+
 @auth.on.threads.create_run
 async def on_run(ctx: Auth.types.AuthContext, value: dict) -> dict[str, str] | None:
-    """Runs only on one's own threads. The run's metadata is stamped too: the server copies it
-    onto a thread the run creates (stateless runs, `if_not_exists="create"`)."""
+    """Runs only on one's own threads, with input messages that keep the thread valid. The
+    run's metadata is stamped too: the server copies it onto a thread the run creates
+    (stateless runs, `if_not_exists="create"`)."""
+    run_input = (value.get("kwargs") or {}).get("input")
+    if isinstance(run_input, dict):
+        try:
+            check_input_messages(run_input.get("messages"))
+        except ValueError as exc:
+            raise Auth.exceptions.HTTPException(status_code=422, detail=str(exc)) from None
     if acts_for_any_user(ctx.user):
         # Not stamped: run metadata is also merged into an existing thread's, and an
         # administrator's run must not take a user's thread over.

@@ -40,6 +40,8 @@ from typing import Any
 
 from langgraph.store.base import BaseStore, GetOp, PutOp
 
+from store.clean import strip_nul
+
 REGISTRY_NAMESPACE = ("kb_registry",)
 CHUNK_NAMESPACE_ROOT = "kb"
 DOCUMENT_NAMESPACE_ROOT = "kb_docs"
@@ -350,7 +352,7 @@ def _fingerprint(values: list[dict]) -> str:
 
 
 def _chunk_values(kb: str, document: PreparedDocument) -> list[dict]:
-    return [
+    return strip_nul([
         {
             "kb": kb,
             "source": document.source,
@@ -362,7 +364,7 @@ def _chunk_values(kb: str, document: PreparedDocument) -> list[dict]:
             "content": chunk.content,
         }
         for chunk in document.chunks
-    ]
+    ])
 
 
 async def _write_documents(store: BaseStore, kb: str, documents: list[PreparedDocument]) -> list[dict]:

@@ -52,6 +52,8 @@ from langgraph.store.postgres.aio import AsyncPostgresStore
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
+from store.clean import strip_nul
+
 ROOT = "memories"
 KINDS = ("episodic", "semantic", "profile", "chat")
 MEMORY_KINDS = ("episodic", "semantic")
@@ -359,7 +361,7 @@ def _put_op(
     # index=False keeps the stored vector (Postgres upserts the row only); used when the
     # text did not change.
     index = ["text"] if reindex else False
-    return PutOp(ns, key, value, index=index, ttl=_ttl_minutes(store, value, config))
+    return PutOp(ns, key, strip_nul(value), index=index, ttl=_ttl_minutes(store, value, config))
 
 
 async def save_memory(

@@ -88,6 +88,18 @@ def _schema() -> str:
     return schema
 
 
+def pool_timeout() -> float:
+    """`POSTGRES_POOL_TIMEOUT`: seconds a request waits for a database connection (default 5)."""
+    raw = os.environ.get("POSTGRES_POOL_TIMEOUT", "").strip() or "5"
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and 0 < seconds <= 300):
+        raise ValueError(f"POSTGRES_POOL_TIMEOUT={raw!r} must be a number of seconds in 0..300")
+    return seconds
+
+
 @asynccontextmanager
 async def open_pool(uri: str | None = None, max_size: int = 10) -> AsyncIterator[AsyncConnectionPool]:
     """An open psycopg pool on our schema, with the settings LangGraph's Postgres classes need."""
@@ -96,12 +108,21 @@ async def open_pool(uri: str | None = None, max_size: int = 10) -> AsyncIterator
     async with await _connect_once(uri) as conn:
         await conn.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
         await conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    wait = pool_timeout()
     pool = AsyncConnectionPool(
         conninfo=uri,
         min_size=1,
         max_size=max_size,
         open=False,
+        # Survive a Postgres restart: a connection is checked before each use (stale ones are
+        # replaced at once), a request waits at most `wait` seconds for one, and reconnection
+        # attempts stop backing off after `wait` seconds, so the first request after Postgres
+        # is back connects straight away.
+        check=AsyncConnectionPool.check_connection,
+        timeout=wait,
+        reconnect_timeout=wait,
         kwargs={
+            "connect_timeout": max(2, round(wait)),
             "autocommit": True,
             "prepare_threshold": 0,
             "row_factory": dict_row,

@@ -428,6 +428,8 @@ class ScriptedOpenAIApp:
             yield event({"role": "assistant", "content": ""})
             for delta in deltas:
                 await asyncio.sleep(per_token)
+                if "content" in delta:  # wall time the first text token left (bench/server.py)
+                    record.setdefault("first_content_sent_at", time.time())
                 yield event(delta)
                 record["chunks_sent"] += 1
             yield event({}, "tool_calls" if answer.tool_calls else "stop")

@@ -31,3 +31,32 @@ def run_user_id(runtime: Any) -> str:
     if user is not None and user.identity and not acts_for_any_user(user):
         return user.identity
     return getattr(runtime.context, "user_id", None) or ""
+
+
+class ThreadOwnerMismatch(RuntimeError):
+    """A run acts for a user who does not own the thread it runs on (the thread changed hands
+    after the run was queued). A RuntimeError so the server shows its message to the client."""
+
+
+async def check_thread_owner(config: Any) -> None:
+    """Refuse to go on when a regular user's run runs on a thread someone else now owns.
+
+    A run carries the user who created it; an administrator may hand a thread to another user
+    while that run waits in the queue. Every model call and tool batch checks the thread's
+    current owner (an in-process call to the server), so such a run never reads the new
+    owner's messages or acts on them. Runs without an authenticated regular user are not checked.
+    """
+    configurable = (config or {}).get("configurable") or {}
+    user = configurable.get("langgraph_auth_user")
+    thread_id = configurable.get("thread_id")
+    if user is None or not thread_id or acts_for_any_user(user):
+        return
+    from langgraph_sdk import get_client
+
+    thread = await get_client().threads.get(thread_id)
+    owner = (thread.get("metadata") or {}).get("owner")
+    if owner is not None and owner != user.identity:
+        raise ThreadOwnerMismatch(
+            f"Run refused: thread {thread_id} now belongs to another user; runs queued by its "
+            "previous owner do not run on it."
+        )

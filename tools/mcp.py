@@ -64,6 +64,11 @@ class _ServerLoad:
 _loads: dict[str, _ServerLoad] = {}
 
 
+def mcp_configured() -> bool:
+    """Whether any MCP server is configured (`MCP_SERVERS` or `MCP_SERVERS_FILE` set); no I/O."""
+    return bool(os.environ.get("MCP_SERVERS", "").strip() or os.environ.get("MCP_SERVERS_FILE", "").strip())
+
+
 def mcp_servers_config() -> dict[str, dict]:
     """The configured MCP servers: `MCP_SERVERS` (JSON) if set, else the JSON file named by
     `MCP_SERVERS_FILE`, else none. Raises ValueError when the configuration is not a JSON object."""

@@ -17,7 +17,7 @@ from tools.clock import current_time
 from tools.errors import ToolInputError
 from tools.knowledge import KNOWLEDGE_TOOLS
 from tools.memory import MEMORY_TOOLS
-from tools.mcp import load_mcp_tools
+from tools.mcp import load_mcp_tools, mcp_configured
 from tools.weather import weather
 from tools.web_read import web_read
 from tools.web_search import web_search
@@ -42,6 +42,17 @@ def builtin_tools() -> dict[str, BaseTool]:
         built_tool = tool(function, parse_docstring=True, error_on_invalid_docstring=False)
         built[built_tool.name] = built_tool
     return built
+
+
+def check_tool_names(names: list[str]) -> None:
+    """ValueError naming unknown tools, checked without I/O: every name must be a built-in
+    tool unless MCP servers are configured (their tools are known only once listed, and
+    `select_tools` checks them when the run starts)."""
+    unknown = [name for name in names if name not in builtin_tools()]
+    if unknown and not mcp_configured():
+        raise ValueError(
+            f"unknown tool(s) {', '.join(unknown)}; available: {', '.join(sorted(builtin_tools()))}"
+        )
 
 
 async def available_tools() -> tuple[dict[str, BaseTool], list[dict]]:

@@ -5,6 +5,7 @@ call_model --(tool calls)--> tools --> call_model ... --(answer)--> finish_turn 
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from datetime import datetime, timezone
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
@@ -20,7 +21,7 @@ from graphs.runtime.history import needs_summary, summarize
 from graphs.runtime.memory_schedule import last_turn, record_turn, schedule_extraction
 from graphs.runtime.models import ainvoke_with_retries, load_chat_model
 from graphs.runtime.tool_runner import run_tool_calls
-from tools.identity import run_user_id
+from tools.identity import check_thread_owner, run_user_id
 from tools.registry import select_tools
 
 
@@ -55,11 +56,18 @@ async def call_model(state: State, runtime: Runtime[Context], config: RunnableCo
     last_step = step >= context.max_steps
     emit("step", step=step, max_steps=context.max_steps)
 
-    model = load_chat_model(context.model, temperature=context.temperature)
+    model = load_chat_model(context.model, temperature=context.temperature, timeout=context.model_timeout)
     update: dict = {"steps": step}
     summary = state.get("summary", "")
     if needs_summary(messages, context.context_window_tokens):
-        result = await summarize(model, messages, summary, context.context_window_tokens)
+
+        def summary_call(prompt: list) -> Awaitable[AIMessage]:
+            return ainvoke_with_retries(
+                model, prompt, {"tags": ["langsmith:nostream", "summarize"]},
+                retries=context.model_retries, step=step, timeout=context.model_timeout,
+            )
+
+        result = await summarize(summary_call, messages, summary, context.context_window_tokens)
         if result is not None:
             summary, removals, kept = result
             messages = messages[len(messages) - kept :]
@@ -70,7 +78,7 @@ async def call_model(state: State, runtime: Runtime[Context], config: RunnableCo
     bound = model.bind_tools(tools) if tools else model
     prompt = [SystemMessage(_system_prompt(context, summary, last_step)), *messages]
     response = await ainvoke_with_retries(
-        bound, prompt, config, retries=context.model_retries, step=step
+        bound, prompt, config, retries=context.model_retries, step=step, timeout=context.model_timeout
     )
 
     if reasoning := _reasoning_text(response):
@@ -108,6 +116,7 @@ async def finish_turn(state: State, runtime: Runtime[Context], config: RunnableC
     """Record the turn in the user's chat history and schedule memory extraction."""
     if not runtime.context.remember or runtime.store is None:
         return {}
+    await check_thread_owner(config)
     turn = last_turn(state["messages"])
     thread_id = config.get("configurable", {}).get("thread_id")
     user_id = run_user_id(runtime)

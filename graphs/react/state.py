@@ -5,15 +5,9 @@ from __future__ import annotations
 import operator
 from typing import Annotated
 
-from langchain_core.messages import AnyMessage
-from langgraph.graph.message import add_messages
-from typing_extensions import TypedDict
+from graphs.runtime.state import MessagesInput
 
-
-class InputState(TypedDict):
-    """What a caller sends: new messages, appended to the thread."""
-
-    messages: Annotated[list[AnyMessage], add_messages]
+InputState = MessagesInput
 
 
 class State(InputState, total=False):

@@ -23,6 +23,42 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "history_summarized": ("summarized_messages", "kept_messages"),
     "model_retrying": ("step", "attempt", "error", "delay_s"),
     "model_error": ("step", "error", "error_type"),
+    # router
+    "route_decided": (
+        "requested_kb_prefix", "routed_kb_prefix", "kb_prefix", "confidence", "method", "reason",
+        "worker_name", "route",
+    ),
+    "progress": ("stage", "completed", "total", "agent_type", "retrieval_count", "error"),
+    "worker_failed": ("worker_name", "agent_type", "error", "error_type"),
+    "router_error": ("stage", "error"),
+    "conversation_cleared": ("removed_messages",),
+    "feedback_recorded": ("run_id", "score", "sink"),
+    # plan_execute
+    "plan_created": ("steps", "attempts"),
+    "plan_invalid": ("stage", "attempt", "error"),
+    "plan_failed": ("error", "attempts"),
+    "plan_reviewed": ("action", "steps"),
+    "plan_step_started": ("step_id", "description", "tool", "wave"),
+    "plan_step_recovered": ("step_id", "recovery", "attempts", "error"),
+    "plan_step_completed": ("step_id", "status", "duration_ms", "attempts", "result_preview"),
+    "plan_step_failed": ("step_id", "error", "attempts", "duration_ms"),
+    "plan_step_skipped": ("step_id", "status", "reason"),
+    "replan": ("replan", "action", "reason", "steps", "failed_steps"),
+    "synthesis_started": ("status", "failed_steps"),
+    # deep_research
+    "clarification_requested": ("question",),
+    "research_brief": ("brief",),
+    "research_plan": ("sub_questions", "queries", "dropped"),
+    "research_round": ("round", "wave", "sub_questions", "pending"),
+    "researcher_started": ("researcher_id", "round", "question", "queries"),
+    "researcher_finished": (
+        "researcher_id", "round", "question", "status", "sources_found", "sources_read", "error",
+    ),
+    "research_reflection": ("round", "gaps", "dropped"),
+    "notes_truncated": ("stage", "reason", "tokens_before", "tokens_after"),
+    "report_writing": ("sources", "notes", "notes_tokens"),
+    "citations_checked": ("cited", "removed", "invented_urls", "invalid_numbers"),
+    "research_failed": ("error", "failures"),
 }
 
 _PREVIEW_CHARS = 500

@@ -7,8 +7,10 @@ an AI message, never before a tool result.
 
 from __future__ import annotations
 
-from langchain_core.language_models import BaseChatModel
+from collections.abc import Awaitable, Callable
+
 from langchain_core.messages import (
+    AIMessage,
     AnyMessage,
     HumanMessage,
     RemoveMessage,
@@ -23,6 +25,56 @@ Keep user facts, goals and preferences, decisions made, tool results that still 
 
 {previous}Conversation:
 {conversation}"""
+
+
+CANCELLED_TOOL_RESULT = (
+    "Tool call cancelled: no result was recorded (the run was interrupted or stopped before "
+    "this call finished)."
+)
+
+
+def repair_tool_history(messages: list[AnyMessage]) -> list[AnyMessage]:
+    """The messages with every tool call answered and every tool result attached to its call.
+
+    A run interrupted while its tools ran (or stopped by a recursion limit) leaves an AI message
+    whose tool calls have no results; OpenAI-compatible servers reject such a history. Each
+    missing result becomes an error ToolMessage saying the call was cancelled, placed after the
+    results that do exist; a tool result whose call is nowhere before it is dropped. Returns the
+    list unchanged (the same object) when nothing needed repair.
+    """
+    repaired: list[AnyMessage] = []
+    pending: dict[str, str] = {}
+    changed = False
+
+    def close_pending() -> None:
+        nonlocal changed
+        for call_id, name in pending.items():
+            repaired.append(
+                ToolMessage(CANCELLED_TOOL_RESULT, tool_call_id=call_id, name=name, status="error")
+            )
+            changed = True
+        pending.clear()
+
+    answered: set[str] = set()
+    for message in messages:
+        if isinstance(message, ToolMessage):
+            if message.tool_call_id in pending:
+                pending.pop(message.tool_call_id)
+                answered.add(message.tool_call_id)
+                repaired.append(message)
+            else:
+                changed = True  # an orphan result (or a second one for the same call)
+            continue
+        close_pending()
+        repaired.append(message)
+        if isinstance(message, AIMessage):
+            pending = {
+                call["id"]: call["name"]
+                for call in message.tool_calls
+                if call.get("id") and call["id"] not in answered
+            }
+    close_pending()
+    return repaired if changed else messages
 
 
 def cut_index(messages: list[AnyMessage], keep_tokens: int) -> int:
@@ -51,18 +103,26 @@ def needs_summary(messages: list[AnyMessage], budget_tokens: int) -> bool:
 
 
 async def summarize(
-    model: BaseChatModel, messages: list[AnyMessage], previous_summary: str, budget_tokens: int
+    invoke: Callable[[list[AnyMessage]], Awaitable[AIMessage]],
+    messages: list[AnyMessage],
+    previous_summary: str,
+    budget_tokens: int,
 ) -> tuple[str, list[RemoveMessage], int] | None:
-    """Summarize the older messages; return (summary, removals, kept count), or None if nothing to cut."""
+    """Summarize the older messages with `invoke` (a model call); return (summary, removals,
+    kept count), or None if nothing to cut. The text sent is capped at the budget: a huge tool
+    result is cut, so the summary call itself always fits the model's window."""
     cut = cut_index(messages, budget_tokens // 2)
     if cut <= 0:
         return None
     old = messages[:cut]
     previous = f"Earlier summary:\n{previous_summary}\n\n" if previous_summary else ""
-    prompt = SUMMARY_PROMPT.format(previous=previous, conversation=get_buffer_string(old))
-    response = await model.ainvoke(
-        [SystemMessage("You write faithful, compact conversation summaries."), HumanMessage(prompt)],
-        config={"tags": ["langsmith:nostream", "summarize"]},
+    conversation = get_buffer_string(old)
+    limit = budget_tokens * 3  # ~4 characters a token; leaves room for the prompt and the answer
+    if len(conversation) > limit:
+        conversation = conversation[: limit // 2] + "\n[... cut ...]\n" + conversation[-limit // 2 :]
+    prompt = SUMMARY_PROMPT.format(previous=previous, conversation=conversation)
+    response = await invoke(
+        [SystemMessage("You write faithful, compact conversation summaries."), HumanMessage(prompt)]
     )
     removals = [RemoveMessage(id=m.id) for m in old if m.id]
     return response.text, removals, len(messages) - cut

@@ -8,10 +8,10 @@ with a message naming what to set.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Callable
-
-import asyncio
+from typing import Any
 
 from langchain.chat_models import init_chat_model
 from langchain_core.language_models import BaseChatModel
@@ -21,11 +21,27 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_openai import ChatOpenAI
 
 from graphs.runtime.events import emit
+from graphs.runtime.history import repair_tool_history
 from graphs.runtime.retry import backoff_delay
+from tools.identity import check_thread_owner
 
 
 class ModelConfigError(RuntimeError):
     """The requested model cannot be used (no key, unknown provider, missing integration)."""
+
+
+class ModelCallError(RuntimeError):
+    """A model call failed for good (after its retries). Its message is safe to show clients:
+    the LangGraph server passes RuntimeError messages on in the run's `error` event."""
+
+
+# Providers `load_chat_model` accepts: OpenAI (and OpenAI-compatible servers) plus the providers
+# `init_chat_model` integrates (each needs its integration package installed).
+KNOWN_PROVIDERS = (
+    "openai", "anthropic", "azure_openai", "azure_ai", "google_genai", "google_vertexai",
+    "bedrock", "bedrock_converse", "cohere", "fireworks", "together", "mistralai",
+    "huggingface", "groq", "ollama", "deepseek", "xai", "perplexity", "ibm", "nvidia", "upstage",
+)
 
 
 _KEY_VARIABLES = {
@@ -71,18 +87,32 @@ def register_model_provider(name: str, factory: Callable[..., BaseChatModel]) ->
     _PROVIDERS[name] = factory
 
 
-def load_chat_model(spec: str, *, temperature: float = 0.0) -> BaseChatModel:
+def check_model_spec(spec: str) -> tuple[str, str]:
+    """Split 'provider:model' into its parts; ValueError when malformed or the provider is unknown."""
+    provider, sep, name = spec.partition(":")
+    if not sep or not provider.strip() or not name.strip():
+        raise ValueError(f"{spec!r} must look like 'provider:model', e.g. 'openai:gpt-4o-mini'")
+    if provider not in KNOWN_PROVIDERS and provider not in _PROVIDERS:
+        known = ", ".join(sorted({*KNOWN_PROVIDERS, *_PROVIDERS}))
+        raise ValueError(f"unknown model provider {provider!r}; known: {known}")
+    return provider, name
+
+
+def load_chat_model(spec: str, *, temperature: float = 0.0, timeout: float | None = None) -> BaseChatModel:
     """Build the chat model for `spec` ('provider:model'); raise ModelConfigError if unusable.
 
     The provider client's own retries are off: `ainvoke_with_retries` retries every provider
-    the same way and reports each retry as an event.
+    the same way and reports each retry as an event. `timeout` bounds each HTTP request.
     """
-    provider, sep, name = spec.partition(":")
-    if not sep or not provider or not name:
-        raise ModelConfigError(f"model {spec!r} must look like 'provider:model', e.g. 'openai:gpt-4o-mini'")
+    try:
+        provider, name = check_model_spec(spec)
+    except ValueError as exc:
+        raise ModelConfigError(f"model {exc}") from None
     if provider in _PROVIDERS:
         return _PROVIDERS[provider](name, temperature=temperature)
     kwargs: dict = {"temperature": temperature, "max_retries": 0}
+    if timeout is not None:
+        kwargs["timeout"] = timeout
     if provider == "openai":
         base_url = os.environ.get("OPENAI_BASE_URL") or None
         api_key = os.environ.get("OPENAI_API_KEY")
@@ -131,26 +161,46 @@ def is_transient_model_error(exc: BaseException) -> bool:
     return isinstance(status, int) and (status in (408, 409, 429) or status >= 500)
 
 
-async def ainvoke_with_retries(
-    model: Runnable, messages: list[AnyMessage], config: RunnableConfig | None, *, retries: int, step: int
-) -> AIMessage:
-    """Call the model, retrying transient API errors with exponential backoff.
+def _error_text(exc: BaseException, timeout: float | None) -> str:
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) and not str(exc) and timeout:
+        return f"no answer within {timeout:g} s"
+    return (str(exc) or type(exc).__name__)[:1000]
 
+
+async def ainvoke_with_retries(
+    model: Runnable,
+    messages: list[AnyMessage],
+    config: RunnableConfig | None,
+    *,
+    retries: int,
+    step: int,
+    timeout: float | None = None,
+) -> Any:
+    """Call the model, each attempt bounded by `timeout` seconds, retrying transient API errors
+    (and timeouts) at most `retries` times with exponential backoff (at most 8 s apart).
+
+    Every graph calls its models through here. Before the call, the history is repaired so no
+    tool call goes out without its result (a run interrupted while tools ran leaves such calls).
     Each retry is reported as a `model_retrying` event; a persistent or non-transient error is
-    reported as `model_error` and re-raised, which ends the run with the server's error event.
+    reported as `model_error` and raised as `ModelCallError`, whose message the server shows.
     """
+    await check_thread_owner(config)
+    messages = repair_tool_history(messages)
     attempt = 0
     while True:
         attempt += 1
         try:
-            return await model.ainvoke(messages, config)
+            return await asyncio.wait_for(model.ainvoke(messages, config), timeout)
         except Exception as exc:
+            error = _error_text(exc, timeout)
             if attempt <= retries and is_transient_model_error(exc):
                 delay = backoff_delay(attempt)
-                emit("model_retrying", step=step, attempt=attempt, error=str(exc) or type(exc).__name__,
-                     delay_s=round(delay, 3))
+                emit("model_retrying", step=step, attempt=attempt, error=error, delay_s=round(delay, 3))
                 await asyncio.sleep(delay)
                 continue
-            emit("model_error", step=step, error=str(exc) or type(exc).__name__,
-                 error_type=type(exc).__name__)
-            raise
+            emit("model_error", step=step, error=error, error_type=type(exc).__name__)
+            if isinstance(exc, (ModelConfigError, ModelCallError)):
+                raise
+            raise ModelCallError(
+                f"The model call failed ({type(exc).__name__}, attempt {attempt}): {error}"
+            ) from exc

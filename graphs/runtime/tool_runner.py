@@ -24,6 +24,7 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from graphs.runtime.events import emit, preview
 from graphs.runtime.retry import backoff_delay
 from tools.errors import TransientToolError
+from tools.identity import check_thread_owner
 
 TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
     TransientToolError,
@@ -134,6 +135,7 @@ async def run_tool_calls(
     last = state["messages"][-1]
     if not isinstance(last, AIMessage) or not last.tool_calls:
         return {"messages": [], "execution_log": []}
+    await check_thread_owner(config)
     log: list[dict] = []
     node = ToolNode(
         tools,

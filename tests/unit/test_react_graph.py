@@ -15,7 +15,7 @@ import tools.registry as registry
 from graphs.react.graph import builder
 from graphs.runtime.context import Context
 from graphs.runtime.events import EVENT_FIELDS
-from graphs.runtime.models import ModelConfigError, register_model_provider
+from graphs.runtime.models import ModelCallError, ModelConfigError, register_model_provider
 from tests.fakes import ScriptedChatModel
 from tools.errors import TransientToolError
 
@@ -269,7 +269,7 @@ async def test_persistent_model_error_ends_the_run_with_an_error_event(model_slo
     model_slot["model"] = model
     graph = builder.compile(checkpointer=InMemorySaver())
     events = []
-    with pytest.raises(FakeServerError):
+    with pytest.raises(ModelCallError, match=r"FakeServerError, attempt 3\): down"):
         async for chunk in graph.astream(
             {"messages": [HumanMessage("hi")]},
             {"configurable": {"thread_id": "err"}},
@@ -303,7 +303,7 @@ async def test_tool_selection_limits_bound_tools(model_slot):
 
 
 async def test_unknown_tool_selection_is_a_clear_error(model_slot):
-    with pytest.raises(ValueError, match="Unknown tool.*nope.*available: calculator"):
+    with pytest.raises(ValueError, match="Invalid context field `tools`: unknown tool.*nope.*available: calculator"):
         await run(model_slot, ["unused"], context={"tools": ["nope"]})
 
 

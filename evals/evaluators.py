@@ -1,0 +1,192 @@
+"""Evaluators: `(inputs, outputs, reference_outputs) -> {"key", "score", "comment"}`, as
+`langsmith.evaluate` calls them.
+
+Deterministic ones first: trajectory match (agentevals strict / unordered / subset / superset, tool
+arguments compared per tool: calculator expressions by value, free-text arguments ignored), tool
+selection, answer contains / excludes, output shape. LLM-as-judge ones (openevals correctness,
+helpfulness, groundedness) only when a judge model is configured (`judges(spec)`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter
+from collections.abc import Callable
+
+from agentevals.trajectory.match import create_trajectory_match_evaluator
+
+from tools.calculator import calculator
+from tools.errors import ToolInputError
+
+Evaluator = Callable[..., dict]
+
+_DIGIT_GROUPS = re.compile(r"(?<=\d)[,\u202f\u00a0 ](?=\d{3}\b)")
+
+
+def same_value(output_args: dict, reference_args: dict) -> bool:
+    """Calculator arguments match when both expressions evaluate to the same number."""
+    try:
+        got = calculator(str(output_args.get("expression", "")))
+        want = calculator(str(reference_args.get("expression", "")))
+    except ToolInputError:
+        return False
+    try:
+        return math.isclose(float(got), float(want), rel_tol=1e-9, abs_tol=1e-12)
+    except (TypeError, ValueError):
+        return str(got) == str(want)
+
+
+def same_text(output_args: dict, reference_args: dict) -> bool:
+    """Arguments match ignoring case and surrounding spaces of string values."""
+    def norm(args: dict) -> dict:
+        return {k: v.strip().lower() if isinstance(v, str) else v for k, v in args.items()}
+    return norm(output_args) == norm(reference_args)
+
+
+# How tool arguments are compared, per tool (others: exact).
+FREE_TEXT_TOOLS = (
+    "save_memory", "search_episodic_memory", "search_semantic_memory", "keyword_search",
+    "search_chat_history", "web_search", "knowledge_base_search", "get_user_profile",
+    "get_recent_activity", "time_filter",
+)
+ARG_MATCHERS: dict = {"calculator": same_value, "current_time": same_text} | {
+    name: "ignore" for name in FREE_TEXT_TOOLS
+}
+
+
+def trajectory_match(mode: str, args: str = "exact") -> Evaluator:
+    """agentevals trajectory match of the turn's messages against `reference_outputs.trajectory`.
+
+    mode: strict (same steps, same calls), unordered (same calls, any order), subset (no call
+    outside the reference), superset (every reference call made)."""
+    match = create_trajectory_match_evaluator(
+        trajectory_match_mode=mode, tool_args_match_mode=args,
+        tool_args_match_overrides=ARG_MATCHERS if args == "exact" else None,
+    )
+
+    def evaluate(outputs: dict, reference_outputs: dict) -> dict:
+        key = f"trajectory_{mode}_match"
+        if not outputs or "messages" not in outputs:
+            return {"key": key, "score": 0, "comment": _error(outputs)}
+        result = match(outputs=outputs["messages"], reference_outputs=reference_outputs["trajectory"])
+        return {"key": key, "score": int(bool(result["score"]))}
+
+    evaluate.__name__ = f"trajectory_{mode}_match"
+    return evaluate
+
+
+def _reference_calls(reference_outputs: dict) -> list[str]:
+    return [
+        call["name"]
+        for message in reference_outputs["trajectory"]
+        if message.get("role") in ("assistant", "ai")
+        for call in message.get("tool_calls") or []
+    ]
+
+
+def tool_selection(outputs: dict, reference_outputs: dict) -> dict:
+    """The same tools called as in the reference (as a multiset), arguments aside."""
+    got = Counter(call["name"] for call in (outputs or {}).get("tool_calls", []))
+    want = Counter(_reference_calls(reference_outputs))
+    comment = None if got == want else f"called {dict(got)}, expected {dict(want)}"
+    return {"key": "tool_selection", "score": int(got == want), "comment": comment}
+
+
+def _normalize(text: str) -> str:
+    return _DIGIT_GROUPS.sub("", text).lower()
+
+
+def answer_contains(outputs: dict, reference_outputs: dict) -> dict:
+    """Every `reference_outputs.answer_contains` string occurs in the final answer (case and
+    digit grouping ignored: 1,048,576 matches 1048576). No expectations: no score."""
+    wanted = reference_outputs.get("answer_contains") or []
+    if not wanted:
+        return {"key": "answer_contains", "score": None}
+    answer = _normalize((outputs or {}).get("answer", ""))
+    missing = [w for w in wanted if _normalize(w) not in answer]
+    return {"key": "answer_contains", "score": int(not missing),
+            "comment": f"missing {missing}" if missing else None}
+
+
+def answer_excludes(outputs: dict, reference_outputs: dict) -> dict:
+    """None of `reference_outputs.answer_excludes` (e.g. another user's facts) is in the answer."""
+    banned = reference_outputs.get("answer_excludes") or []
+    if not banned:
+        return {"key": "answer_excludes", "score": None}
+    answer = _normalize((outputs or {}).get("answer", ""))
+    found = [b for b in banned if _normalize(b) in answer]
+    return {"key": "answer_excludes", "score": int(not found),
+            "comment": f"leaked {found}" if found else None}
+
+
+def output_shape(outputs: dict) -> dict:
+    """The turn's JSON shape: OpenAI-format messages, every tool call answered by a tool
+    message, and a final assistant message with text."""
+    problems = []
+    messages = (outputs or {}).get("messages")
+    if not isinstance(messages, list) or not messages:
+        problems.append(_error(outputs) or "no messages")
+    else:
+        called = {c["id"] for m in messages if m.get("role") == "assistant" for c in m.get("tool_calls", [])}
+        answered = {m.get("tool_call_id") for m in messages if m.get("role") == "tool"}
+        if called != answered:
+            problems.append(f"tool calls without results: {sorted(called - answered)}")
+        last = messages[-1]
+        if last.get("role") != "assistant" or last.get("tool_calls") or not str(last.get("content") or "").strip():
+            problems.append("the turn does not end with an assistant answer")
+        if not isinstance(outputs.get("answer"), str):
+            problems.append("answer is not a string")
+    return {"key": "output_shape", "score": int(not problems), "comment": "; ".join(problems) or None}
+
+
+def _error(outputs: dict | None) -> str | None:
+    if not outputs:
+        return "the target returned nothing (it raised)"
+    return outputs.get("error")
+
+
+JUDGE_PROMPTS = ("correctness", "helpfulness", "groundedness")
+
+
+def judges(spec: str, which: tuple[str, ...] = JUDGE_PROMPTS) -> list[Evaluator]:
+    """openevals LLM-as-judge evaluators scored by the chat model `spec` ('provider:model').
+
+    correctness: the answer against `reference_outputs.reference_answer`; helpfulness: the answer
+    for the question; groundedness: the answer against the turn's tool results."""
+    from openevals.llm import create_llm_as_judge
+    from openevals.prompts import CORRECTNESS_PROMPT, RAG_GROUNDEDNESS_PROMPT, RAG_HELPFULNESS_PROMPT
+
+    from graphs.runtime.models import load_chat_model
+
+    from langchain_openai import ChatOpenAI
+
+    model = load_chat_model(spec, temperature=0)
+    # Tool calling, not json_schema: OpenAI-compatible servers (vLLM, Ollama) often lack the latter.
+    options = {"method": "function_calling"} if isinstance(model, ChatOpenAI) else None
+    prompts = {"correctness": CORRECTNESS_PROMPT, "helpfulness": RAG_HELPFULNESS_PROMPT,
+               "groundedness": RAG_GROUNDEDNESS_PROMPT}
+    built = {
+        name: create_llm_as_judge(prompt=prompt, judge=model, feedback_key=name, structured_output_kwargs=options)
+        for name, prompt in prompts.items()
+    }
+
+    def question(inputs: dict) -> str:
+        return inputs.get("question") or inputs["messages"][-1]["content"]
+
+    def correctness(inputs: dict, outputs: dict, reference_outputs: dict) -> dict:
+        return built["correctness"](inputs=question(inputs), outputs=(outputs or {}).get("answer", ""),
+                                    reference_outputs=reference_outputs.get("reference_answer", ""))
+
+    def helpfulness(inputs: dict, outputs: dict) -> dict:
+        return built["helpfulness"](inputs=question(inputs), outputs=(outputs or {}).get("answer", ""))
+
+    def groundedness(outputs: dict) -> dict:
+        context = [m["content"] for m in (outputs or {}).get("messages", []) if m.get("role") == "tool"]
+        if not context:
+            return {"key": "groundedness", "score": None}
+        return built["groundedness"](context=json.dumps(context), outputs=(outputs or {}).get("answer", ""))
+
+    functions = {"correctness": correctness, "helpfulness": helpfulness, "groundedness": groundedness}
+    return [functions[name] for name in which]

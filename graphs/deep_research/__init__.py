@@ -1,0 +1,1 @@
+"""The `deep_research` graph: clarify, plan, parallel researchers (`Send`), cited report."""

@@ -1,0 +1,301 @@
+"""The `deep_research` graph: clarify, plan, parallel researchers with `Send`, cited report.
+
+clarify --(ambiguous)--> ask_user (interrupt) --> plan --(plan_only)--> END
+   \\-------------------------------------------> plan --> supervise --Send x N--> researcher --> supervise
+supervise --(round done)--> reflect --(gaps, rounds left)--> supervise ... --> write_report --> END
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from langchain_core.messages import AIMessage, HumanMessage, get_buffer_string
+from langchain_core.runnables import RunnableConfig
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+from langgraph.types import Command, Overwrite, Send, interrupt
+from pydantic import BaseModel, Field
+
+from graphs.deep_research.budget import approx_tokens, fit_texts, is_context_length_error
+from graphs.deep_research.citations import cite_notes, number_sources, validate_report
+from graphs.deep_research.context import ResearchContext
+from graphs.deep_research.prompts import (
+    CLARIFY_PROMPT,
+    MODEL_FAILED_HINT,
+    PLAN_ANSWER,
+    PLAN_PROMPT,
+    REFLECT_PROMPT,
+    REPORT_PROMPT,
+    REPORT_RESEARCH_FAILED,
+    SEARCH_FAILED_HINT,
+)
+from graphs.deep_research.researcher import CONTEXT_RETRIES, NOSTREAM, research
+from graphs.deep_research.state import InputState, ResearcherInput, State, SubQuestion
+from graphs.runtime.events import emit
+from graphs.runtime.models import ainvoke_with_retries, load_chat_model
+
+STRUCTURED_ATTEMPTS = 3
+REPORT_OUTPUT_RESERVE = 0.25
+
+
+class ClarifyDecision(BaseModel):
+    """Whether the request needs a clarifying question before research."""
+
+    need_clarification: bool = Field(description="True only if the request is genuinely ambiguous.")
+    question: str = Field(default="", description="The one question to ask the user; empty when none.")
+
+
+class PlannedQuestion(BaseModel):
+    """A sub-question and the web searches that answer it."""
+
+    question: str = Field(description="A specific, self-contained sub-question.")
+    queries: list[str] = Field(description="1-3 web search queries for it.")
+
+
+class ResearchPlan(BaseModel):
+    """The research brief and the sub-questions researched in parallel."""
+
+    brief: str = Field(description="The research brief: question, audience, constraints.")
+    sub_questions: list[PlannedQuestion] = Field(description="Independent sub-questions, most important first.")
+
+
+class Reflection(BaseModel):
+    """Gaps left after a research round."""
+
+    gaps: list[PlannedQuestion] = Field(default_factory=list, description="New sub-questions; empty when done.")
+
+
+class StructuredOutputError(RuntimeError):
+    """The model did not return the structured answer asked for, even after retries."""
+
+
+def _today() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%d")
+
+
+async def structured(
+    schema: type[BaseModel], prompt: str, role: str, runtime: Runtime[ResearchContext], config: RunnableConfig,
+    *, step: int = 0,
+) -> Any:
+    """Ask the `role` model for `schema` through tool calling; retry a malformed answer, then fail clearly."""
+    context = runtime.context
+    model = load_chat_model(
+        context.model_for(role), temperature=context.temperature, timeout=context.model_timeout
+    )
+    runnable = model.with_structured_output(schema, method="function_calling", include_raw=True).with_config(
+        tags=NOSTREAM, run_name=schema.__name__
+    )
+    text, problem = prompt, ""
+    for _ in range(STRUCTURED_ATTEMPTS):
+        result = await ainvoke_with_retries(
+            runnable, [HumanMessage(text)], config,
+            retries=context.model_retries, timeout=context.model_timeout, step=step,
+        )
+        if result.get("parsed") is not None:
+            return result["parsed"]
+        problem = str(result.get("parsing_error") or "the answer did not call the tool")
+        text = (f"{prompt}\n\nYour previous answer could not be used ({problem}). Call the "
+                f"{schema.__name__} tool once, with arguments that match its schema.")
+    raise StructuredOutputError(
+        f"The model {context.model_for(role)!r} did not return a valid {schema.__name__} after "
+        f"{STRUCTURED_ATTEMPTS} attempts: {problem}"
+    )
+
+
+async def clarify(state: State, runtime: Runtime[ResearchContext], config: RunnableConfig) -> dict:
+    """Decide whether to ask the user a clarifying question (only when the context allows it)."""
+    if not runtime.context.allow_clarification:
+        return {"clarification": ""}
+    prompt = CLARIFY_PROMPT.format(today=_today(), conversation=get_buffer_string(state["messages"]))
+    decision = await structured(ClarifyDecision, prompt, "research", runtime, config)
+    question = decision.question.strip() if decision.need_clarification else ""
+    if question:
+        emit("clarification_requested", question=question)
+    return {"clarification": question}
+
+
+def _answer_text(value: Any) -> str:
+    if isinstance(value, dict):
+        value = value.get("answer") or value.get("content") or ""
+    return str(value or "").strip()
+
+
+def ask_user(state: State) -> dict:
+    """Interrupt with the question; resume with the answer (`Command(resume="...")` or
+    `{"answer": "..."}`). An empty answer asks again."""
+    question = state["clarification"]
+    answer = _answer_text(interrupt({"question": question}))
+    while not answer:
+        answer = _answer_text(interrupt({"question": question, "error": "The answer was empty."}))
+    return {"messages": [AIMessage(question), HumanMessage(answer)], "clarification": ""}
+
+
+def _sub_questions(planned: list[PlannedQuestion]) -> list[SubQuestion]:
+    found: list[SubQuestion] = []
+    for item in planned:
+        question = item.question.strip()
+        if question and question not in (q["question"] for q in found):
+            found.append({"question": question, "queries": [q.strip() for q in item.queries if q.strip()][:3]})
+    return found
+
+
+async def plan(state: State, runtime: Runtime[ResearchContext], config: RunnableConfig) -> dict:
+    """Write the research brief and the sub-questions; answer with the plan in plan-only mode."""
+    context = runtime.context
+    prompt = PLAN_PROMPT.format(
+        today=_today(), conversation=get_buffer_string(state["messages"]), max_sub_questions=context.max_sub_questions
+    )
+    result = await structured(ResearchPlan, prompt, "research", runtime, config)
+    questions = _sub_questions(result.sub_questions)
+    if not questions:
+        questions = [{"question": result.brief, "queries": []}]
+    kept, dropped = questions[: context.max_sub_questions], questions[context.max_sub_questions:]
+    emit("research_brief", brief=result.brief)
+    emit("research_plan", sub_questions=[q["question"] for q in kept], queries=[q["queries"] for q in kept],
+         dropped=[q["question"] for q in dropped])
+    update: dict = {
+        "brief": result.brief, "plan": [q["question"] for q in kept], "pending": kept, "wave": [], "round": 1,
+        "waves": 0, "report": "", "notes": Overwrite([]), "sources": Overwrite([]), "research_log": Overwrite([]),
+    }
+    if context.plan_only:
+        steps = "\n".join(
+            f"{n}. {q['question']}" + (f" (searches: {'; '.join(q['queries'])})" if q["queries"] else "")
+            for n, q in enumerate(kept, 1)
+        )
+        update["messages"] = [AIMessage(PLAN_ANSWER.format(brief=result.brief, steps=steps))]
+    return update
+
+
+def after_plan(state: State, runtime: Runtime[ResearchContext]) -> str:
+    """End in plan-only mode, else research."""
+    return END if runtime.context.plan_only else "supervise"
+
+
+def supervise(state: State, runtime: Runtime[ResearchContext]) -> dict:
+    """Take the next wave of at most `max_concurrent_research_units` pending sub-questions."""
+    limit = runtime.context.max_concurrent_research_units
+    pending = state.get("pending", [])
+    wave, rest = pending[:limit], pending[limit:]
+    if not wave:
+        return {"wave": []}
+    waves = state.get("waves", 0) + 1
+    emit("research_round", round=state.get("round", 1), wave=waves,
+         sub_questions=[q["question"] for q in wave], pending=len(rest))
+    return {"wave": wave, "pending": rest, "waves": waves}
+
+
+def dispatch(state: State) -> list[Send] | str:
+    """Fan the wave out to researchers, one `Send` each; an empty wave ends the round."""
+    wave = state.get("wave", [])
+    if not wave:
+        return "reflect"
+    return [
+        Send("researcher", ResearcherInput(
+            researcher_id=f"r{state['waves']}.{n}", round=state.get("round", 1), question=q["question"],
+            queries=q["queries"], brief=state.get("brief", ""),
+        ))
+        for n, q in enumerate(wave, 1)
+    ]
+
+
+def _notes_texts(state: State) -> list[str]:
+    return [f"### {note['question']}\n{note['text']}" for note in state.get("notes", [])]
+
+
+async def reflect(state: State, runtime: Runtime[ResearchContext], config: RunnableConfig) -> Command:
+    """Find gaps in the notes and start another round while rounds are left."""
+    context, current = runtime.context, state.get("round", 1)
+    if not state.get("sources") or current >= context.max_research_rounds:
+        return Command(goto="write_report")
+    limit = context.max_concurrent_research_units
+    template = REFLECT_PROMPT.format(today=_today(), brief=state["brief"], questions="", notes="", max_gaps=limit)
+    notes, _ = fit_texts(_notes_texts(state), int(context.context_window_tokens * 0.75) - approx_tokens(template))
+    prompt = REFLECT_PROMPT.format(
+        today=_today(), brief=state["brief"], questions="\n".join(f"- {q}" for q in state.get("plan", [])),
+        notes="\n\n".join(notes), max_gaps=limit,
+    )
+    result = await structured(Reflection, prompt, "research", runtime, config, step=current)
+    gaps = [q for q in _sub_questions(result.gaps) if q["question"] not in state.get("plan", [])]
+    kept, dropped = gaps[:limit], gaps[limit:]
+    emit("research_reflection", round=current, gaps=[q["question"] for q in kept],
+         dropped=[q["question"] for q in dropped])
+    if not kept:
+        return Command(goto="write_report")
+    return Command(goto="supervise", update={
+        "pending": kept, "round": current + 1, "plan": [*state.get("plan", []), *(q["question"] for q in kept)],
+    })
+
+
+def _failure(state: State) -> dict:
+    """Nothing was retrieved: an error event and an answer naming the cause, never an empty report."""
+    log = state.get("research_log", [])
+    errors = [entry["error"] for entry in log if entry.get("error")]
+    searches_failed = all(entry.get("sources_found", 0) == 0 for entry in log)
+    reason = "every web search failed" if searches_failed else "every researcher failed"
+    detail = f"{reason}: {errors[0]}" if errors else reason
+    emit("research_failed", error=detail, failures=len(errors))
+    hint = SEARCH_FAILED_HINT if searches_failed else MODEL_FAILED_HINT
+    return {"report": "", "messages": [AIMessage(REPORT_RESEARCH_FAILED.format(reason=detail, hint=hint))]}
+
+
+async def write_report(state: State, runtime: Runtime[ResearchContext], config: RunnableConfig) -> dict:
+    """Write the markdown report (streamed), then keep only citations of retrieved sources."""
+    context = runtime.context
+    if not state.get("sources"):
+        return _failure(state)
+    catalog = number_sources(state["sources"])
+    sources_text = "\n".join(f"[{s['n']}] {s['title']}: {s['url']}" for s in catalog)
+    texts = [cite_notes(text, catalog) for text in _notes_texts(state)]
+    template = REPORT_PROMPT.format(today=_today(), brief=state["brief"], notes="", sources=sources_text)
+    budget = int(context.context_window_tokens * (1 - REPORT_OUTPUT_RESERVE)) - approx_tokens(template)
+    fitted, truncated = fit_texts(texts, budget)
+    if truncated:
+        emit("notes_truncated", stage="report", reason="budget",
+             tokens_before=sum(map(approx_tokens, texts)), tokens_after=sum(map(approx_tokens, fitted)))
+    emit("report_writing", sources=len(catalog), notes=len(texts),
+         notes_tokens=sum(map(approx_tokens, fitted)))
+    model = load_chat_model(
+        context.model_for("report"), temperature=context.temperature, timeout=context.model_timeout
+    )
+    for attempt in range(CONTEXT_RETRIES + 1):
+        prompt = REPORT_PROMPT.format(today=_today(), brief=state["brief"], notes="\n\n".join(fitted),
+                                      sources=sources_text)
+        try:
+            response = await ainvoke_with_retries(
+                model, [HumanMessage(prompt)], config, retries=context.model_retries,
+                timeout=context.model_timeout, step=state.get("round", 1) + 1,
+            )
+            break
+        except Exception as exc:
+            if not is_context_length_error(exc) or attempt == CONTEXT_RETRIES:
+                raise
+            before = sum(map(approx_tokens, fitted))
+            budget = before // 2
+            fitted, _ = fit_texts(fitted, budget)
+            emit("notes_truncated", stage="report", reason="context_length_exceeded",
+                 tokens_before=before, tokens_after=sum(map(approx_tokens, fitted)))
+    check = validate_report(response.text, catalog)
+    emit("citations_checked", cited=len(check.cited), removed=check.removed,
+         invented_urls=check.invented_urls, invalid_numbers=check.removed_numbers)
+    return {"report": check.report, "messages": [AIMessage(check.report, id=response.id)]}
+
+
+builder = StateGraph(State, input_schema=InputState, context_schema=ResearchContext)
+builder.add_node("clarify", clarify)
+builder.add_node("ask_user", ask_user)
+builder.add_node("plan", plan)
+builder.add_node("supervise", supervise)
+builder.add_node("researcher", research)
+builder.add_node("reflect", reflect, destinations=("supervise", "write_report"))
+builder.add_node("write_report", write_report)
+builder.add_edge(START, "clarify")
+builder.add_conditional_edges("clarify", lambda s: "ask_user" if s.get("clarification") else "plan",
+                              ["ask_user", "plan"])
+builder.add_edge("ask_user", "plan")
+builder.add_conditional_edges("plan", after_plan, ["supervise", END])
+builder.add_conditional_edges("supervise", dispatch, ["researcher", "reflect"])
+builder.add_edge("researcher", "supervise")
+builder.add_edge("write_report", END)
+
+graph = builder.compile(name="deep_research")

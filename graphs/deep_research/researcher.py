@@ -1,0 +1,218 @@
+"""The researcher: one run per sub-question, started by the supervisor with `Send`.
+
+search (web_search per query, knowledge bases when asked) -> read (web_read of the best pages)
+-> compress (notes whose every claim cites its source URL). A failure is recorded in
+`research_log` and never raised: one researcher failing does not fail the report.
+
+It is one node of the main graph rather than a compiled subgraph: a subgraph's custom events
+live in its own namespace, which clients only see when they stream subgraphs, and researcher
+progress is what a deep-research UI shows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from urllib.parse import quote
+
+from langchain_core.messages import HumanMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.runtime import Runtime
+
+from graphs.deep_research.budget import approx_tokens, fit_texts, is_context_length_error
+from graphs.deep_research.context import ResearchContext
+from graphs.deep_research.prompts import COMPRESS_PROMPT
+from graphs.deep_research.state import ResearcherInput, ResearcherState
+from graphs.runtime.events import emit
+from graphs.runtime.models import ainvoke_with_retries, load_chat_model
+from graphs.runtime.retry import backoff_delay
+from store import knowledge
+from tools.errors import TransientToolError
+from tools.web_read import web_read
+from tools.web_search import SEARCH_PROVIDERS, search_config, web_search
+
+NOSTREAM = ["langsmith:nostream", "nostream"]
+CONTEXT_RETRIES = 3
+SNIPPET_ONLY = "(search result only; page not read)"
+
+
+def search_providers() -> list[str]:
+    """Providers to try in order: the chosen one, else every configured one, else DuckDuckGo."""
+    config = search_config()
+    if config.provider:
+        return [config.provider]
+    configured = [name for name, p in SEARCH_PROVIDERS.items() if p.auto_select and p.configured(config)]
+    return configured or ["duckduckgo"]
+
+
+async def search_with_fallback(query: str, context: ResearchContext) -> list[dict]:
+    """web_search `query`, retrying transient failures, then falling back to the next provider.
+
+    Raises RuntimeError naming every provider's error when all of them fail.
+    """
+    errors = []
+    for provider in search_providers():
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return await asyncio.wait_for(
+                    web_search(query, max_results=context.search_results, provider=provider), context.tool_timeout
+                )
+            except (TransientToolError, TimeoutError) as exc:
+                if attempt <= context.tool_retries:
+                    await asyncio.sleep(backoff_delay(attempt))
+                    continue
+                errors.append(f"{provider}: {exc or 'timed out'}")
+            except Exception as exc:  # noqa: BLE001 - any provider failure moves to the next one
+                errors.append(f"{provider}: {exc}")
+            break
+    raise RuntimeError("; ".join(errors))
+
+
+def _kb_url(kb: str, source: str) -> str:
+    return source if source.startswith(("http://", "https://")) else f"kb://{kb}/{quote(source, safe='/')}"
+
+
+async def _kb_passages(runtime: Runtime[ResearchContext], question: str) -> tuple[list[dict], list[str]]:
+    context, passages, errors = runtime.context, [], []
+    if not context.knowledge_bases:
+        return passages, errors
+    if runtime.store is None:
+        return passages, ["no store is configured, so knowledge bases cannot be searched"]
+    for kb in context.knowledge_bases:
+        try:
+            found = await knowledge.retrieve(runtime.store, kb, question, top_k=context.search_results)
+        except Exception as exc:  # noqa: BLE001 - an unknown KB is recorded, the web research goes on
+            errors.append(f"knowledge base {kb!r}: {exc}")
+            continue
+        for hit in found.get("retrieval_results", []):
+            passages.append({"url": _kb_url(kb, str(hit.get("source") or hit.get("id"))),
+                             "title": hit.get("title") or hit.get("source"), "content": hit.get("content", ""),
+                             "kind": "kb"})
+    return passages, errors
+
+
+async def search(state: ResearcherState, runtime: Runtime[ResearchContext]) -> dict:
+    """Run the sub-question's searches concurrently (and the knowledge bases when asked)."""
+    emit("researcher_started", researcher_id=state["researcher_id"], round=state["round"],
+         question=state["question"], queries=state["queries"])
+    queries = state["queries"] or [state["question"]]
+    outcomes = await asyncio.gather(
+        *(search_with_fallback(q, runtime.context) for q in queries), return_exceptions=True
+    )
+    hits, errors = [], []
+    for query, outcome in zip(queries, outcomes):
+        if isinstance(outcome, BaseException):
+            errors.append(f"search {query!r} failed: {outcome}")
+        else:
+            hits.append(outcome)
+    passages, kb_errors = await _kb_passages(runtime, state["question"])
+    return {"hits": _interleave(hits), "pages": passages, "errors": errors + kb_errors}
+
+
+def _interleave(result_lists: list[list[dict]]) -> list[dict]:
+    """Every query's best hit first, then every query's second, ...; duplicates dropped."""
+    merged, seen = [], set()
+    for position in range(max((len(r) for r in result_lists), default=0)):
+        for results in result_lists:
+            if position < len(results) and results[position]["url"] not in seen:
+                seen.add(results[position]["url"])
+                merged.append(results[position])
+    return merged
+
+
+async def read(state: ResearcherState, runtime: Runtime[ResearchContext]) -> dict:
+    """Read the best-ranked pages with web_read (SSRF-safe, cached)."""
+    context = runtime.context
+    urls = [hit["url"] for hit in state.get("hits", [])][: context.pages_per_researcher]
+    if not urls:
+        return {}
+    try:
+        results = await asyncio.wait_for(
+            web_read(urls, timeout=min(context.tool_timeout, 120.0)), context.tool_timeout + 5
+        )
+    except Exception as exc:  # noqa: BLE001 - unread pages still leave the search snippets
+        return {"errors": [*state.get("errors", []), f"web_read failed: {exc or 'timed out'}"]}
+    pages = [
+        {"url": r["url"], "title": r.get("title") or r["url"], "content": r["content"], "kind": "page"}
+        for r in results if r.get("status") == "success"
+    ]
+    failed = [f"read {r['url']} failed: {r.get('error')}" for r in results if r.get("status") != "success"]
+    return {"pages": [*state.get("pages", []), *pages], "errors": [*state.get("errors", []), *failed]}
+
+
+def _sources(state: ResearcherState) -> list[dict]:
+    """Pages and KB passages read, then the search hits that were not read (snippets only)."""
+    sources = [dict(page) for page in state.get("pages", [])]
+    read_urls = {page["url"] for page in sources}
+    sources += [
+        {"url": hit["url"], "title": hit.get("title") or hit["url"],
+         "content": f"{SNIPPET_ONLY} {hit.get('snippet', '')}", "kind": "search"}
+        for hit in state.get("hits", []) if hit["url"] not in read_urls
+    ]
+    return sources
+
+
+def _finish(state: ResearcherState, status: str, error: str | None) -> dict:
+    found = len(state.get("hits", [])) + sum(1 for s in state.get("pages", []) if s["kind"] == "kb")
+    read_count = sum(1 for s in state.get("pages", []) if s["kind"] == "page")
+    emit("researcher_finished", researcher_id=state["researcher_id"], round=state["round"],
+         question=state["question"], status=status, sources_found=found, sources_read=read_count, error=error)
+    return {"research_log": [{
+        "researcher_id": state["researcher_id"], "round": state["round"], "question": state["question"],
+        "status": status, "sources_found": found, "sources_read": read_count, "error": error,
+        "errors": state.get("errors", []),
+    }]}
+
+
+async def compress(state: ResearcherState, runtime: Runtime[ResearchContext], config: RunnableConfig) -> dict:
+    """Compress what was retrieved into notes citing a source URL for every claim."""
+    context = runtime.context
+    sources = _sources(state)
+    if not sources:
+        reason = "; ".join(state.get("errors", [])) or "the searches found nothing"
+        return _finish(state, "error", reason)
+    texts = [f"URL: {s['url']}\nTitle: {s['title']}\n{s['content']}" for s in sources]
+    template = COMPRESS_PROMPT.format(question=state["question"], brief=state.get("brief", ""), sources="")
+    budget = int(context.context_window_tokens * 0.75) - approx_tokens(template)
+    model = load_chat_model(
+        context.model_for("compression"), temperature=context.temperature, timeout=context.model_timeout
+    )
+    model = model.with_config(tags=NOSTREAM, run_name="compress_research")
+    fitted, truncated = fit_texts(texts, budget)
+    if truncated:
+        emit("notes_truncated", stage="compress", reason="budget",
+             tokens_before=sum(map(approx_tokens, texts)), tokens_after=sum(map(approx_tokens, fitted)))
+    for attempt in range(CONTEXT_RETRIES + 1):
+        prompt = COMPRESS_PROMPT.format(
+            question=state["question"], brief=state.get("brief", ""), sources="\n\n---\n\n".join(fitted)
+        )
+        try:
+            response = await ainvoke_with_retries(
+                model, [HumanMessage(prompt)], config,
+                retries=context.model_retries, timeout=context.model_timeout, step=state["round"],
+            )
+            break
+        except Exception as exc:  # noqa: BLE001 - recorded; the other researchers go on
+            if is_context_length_error(exc) and attempt < CONTEXT_RETRIES:
+                before = sum(map(approx_tokens, fitted))
+                fitted, _ = fit_texts(fitted, before // 2)
+                emit("notes_truncated", stage="compress", reason="context_length_exceeded",
+                     tokens_before=before, tokens_after=sum(map(approx_tokens, fitted)))
+                continue
+            return _finish(state, "error", f"compression failed: {exc}")
+    notes = {"researcher_id": state["researcher_id"], "question": state["question"], "text": response.text}
+    catalog = [{"url": s["url"], "title": s["title"], "kind": s["kind"], "researcher_id": state["researcher_id"]}
+               for s in sources]
+    return {"notes": [notes], "sources": catalog, **_finish(state, "success", None)}
+
+
+async def research(state: ResearcherInput, runtime: Runtime[ResearchContext], config: RunnableConfig) -> dict:
+    """Research one sub-question: search, read, compress; returns its notes, sources and log entry."""
+    work: ResearcherState = {**state, "hits": [], "pages": [], "errors": []}
+    try:
+        work.update(await search(work, runtime))
+        work.update(await read(work, runtime))
+        return await compress(work, runtime, config)
+    except Exception as exc:  # noqa: BLE001 - recorded; the report goes on without this researcher
+        return _finish(work, "error", f"researcher failed: {type(exc).__name__}: {exc}")

@@ -1,0 +1,65 @@
+"""State of the `deep_research` graph and of its researcher subgraph."""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated
+
+from typing_extensions import TypedDict
+
+from graphs.runtime.state import MessagesInput
+
+InputState = MessagesInput
+
+
+class SubQuestion(TypedDict):
+    """One unit of research: a question and the web searches that answer it."""
+
+    question: str
+    queries: list[str]
+
+
+class State(InputState, total=False):
+    """The thread's state. `brief`, `plan`, `notes`, `sources` and `report` are for clients and evals."""
+
+    clarification: str
+    """The clarifying question the model wants answered ('' when none)."""
+    brief: str
+    """The research brief: what the report must answer, for whom, with which constraints."""
+    plan: list[str]
+    """Sub-questions of this turn, in the order they were researched (reflection adds more)."""
+    pending: list[SubQuestion]
+    """Sub-questions of the current round not yet given to a researcher."""
+    wave: list[SubQuestion]
+    """Sub-questions handed to researchers in the current wave."""
+    round: int
+    """Current research round (1 = the plan's round)."""
+    waves: int
+    """Waves dispatched so far in this turn (researcher ids are `r<wave>.<n>`)."""
+    notes: Annotated[list[dict], operator.add]
+    """One entry per researcher: {researcher_id, question, text} (claims cite source URLs)."""
+    sources: Annotated[list[dict], operator.add]
+    """Every source retrieved this turn: {url, title, researcher_id, kind ('page'|'search'|'kb')}."""
+    research_log: Annotated[list[dict], operator.add]
+    """One entry per researcher: {researcher_id, round, question, status, sources_found,
+    sources_read, error}."""
+    report: str
+    """The final report (citations validated), '' when research failed."""
+
+
+class ResearcherInput(TypedDict):
+    """What the supervisor sends each researcher."""
+
+    researcher_id: str
+    round: int
+    question: str
+    queries: list[str]
+    brief: str
+
+
+class ResearcherState(ResearcherInput, total=False):
+    """A researcher's working data between its steps."""
+
+    hits: list[dict]
+    pages: list[dict]
+    errors: list[str]

@@ -1,0 +1,328 @@
+"""The `plan_execute` graph: plan a DAG of steps, run ready steps in parallel waves, recover, replan,
+synthesize.
+
+planner --> [approve] --> run_step x N (Send, one wave) --> replanner --> run_step ... --> synthesizer
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import datetime, timezone
+from typing import NamedTuple
+
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+from langgraph.types import Overwrite, Send, interrupt
+from pydantic import BaseModel
+
+from graphs.plan_execute.context import PlanExecuteContext
+from graphs.plan_execute.plan import (
+    OK_STATUSES,
+    Plan,
+    PlanError,
+    Replan,
+    blocked_steps,
+    parse_steps,
+    pending_steps,
+    ready_steps,
+    validate_steps,
+)
+from graphs.plan_execute.prompts import (
+    PLAN_FAILED_MESSAGE,
+    PLAN_REJECTED_MESSAGE,
+    PLAN_RETRY_PROMPT,
+    PLANNER_PROMPT,
+    REPLANNER_PROMPT,
+    SYNTHESIZER_PROMPT,
+)
+from graphs.plan_execute.state import InputState, State
+from graphs.plan_execute.steps import NOSTREAM, run_step
+from graphs.runtime.events import emit
+from graphs.runtime.models import ainvoke_with_retries, load_chat_model
+from tools.registry import select_tools
+
+PLAN_ATTEMPTS = 3
+"""Model calls the planner (and each replan) gets to produce a plan that passes validation."""
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _task(state: State) -> str:
+    for message in reversed(state["messages"]):
+        if isinstance(message, HumanMessage):
+            return message.text
+    raise ValueError("plan_execute needs a user message: send {'messages': [{'role': 'user', 'content': ...}]}")
+
+
+async def _tools(context: PlanExecuteContext) -> tuple[set[str], str]:
+    """Names of the tools steps may call, and their descriptions for the planner."""
+    tools = await select_tools(context.tools)
+    lines = [
+        f"- {t.name}: {next(iter((t.description or '').strip().splitlines()), '')} "
+        f"args: {json.dumps(t.args, ensure_ascii=False)}"
+        for t in tools
+    ]
+    return {t.name for t in tools}, "\n".join(lines)
+
+
+def _log_text(log: list[dict]) -> str:
+    if not log:
+        return "(no steps were run)"
+    lines = []
+    for entry in log:
+        how = f", tool {entry['tool']}" if entry.get("tool") else ""
+        if entry.get("recovery"):
+            how += f", recovered by {entry['recovery']}"
+        outcome = entry.get("result") if entry["status"] in OK_STATUSES else entry.get("error", "")
+        lines.append(f"- {entry['step_id']} [{entry['status']}{how}] {entry['description']}\n  {outcome}")
+    return "\n".join(lines)
+
+
+async def _structured(
+    schema: type[BaseModel],
+    messages: list[AnyMessage],
+    check: Callable[[BaseModel], object],
+    context: PlanExecuteContext,
+    config: RunnableConfig,
+    step: int,
+):
+    """Ask for `schema` through tool calling, re-asking with the error until `check` passes.
+
+    Returns (checked value, attempts); raises PlanError with the last problem after PLAN_ATTEMPTS.
+    """
+    model = load_chat_model(context.model, temperature=context.temperature, timeout=context.model_timeout)
+    structured = model.with_structured_output(schema, method="function_calling", include_raw=True)
+    # Planning is not part of the answer: keep its tokens off the chat stream.
+    structured = structured.with_config(tags=[NOSTREAM, f"plan_execute_{schema.__name__.lower()}"])
+    messages = list(messages)
+    error = ""
+    for attempt in range(1, PLAN_ATTEMPTS + 1):
+        out = await ainvoke_with_retries(
+            structured, messages, config, retries=context.model_retries, timeout=context.model_timeout, step=step
+        )
+        raw, parsed = out["raw"], out["parsed"]
+        try:
+            if out.get("parsing_error") is not None:
+                raise PlanError(f"the arguments do not match the schema: {out['parsing_error']}")
+            if parsed is None:
+                raise PlanError(f"no `{schema.__name__}` function call was made")
+            return check(parsed), attempt
+        except PlanError as exc:
+            error = str(exc)
+            emit("plan_invalid", stage=schema.__name__.lower(), attempt=attempt, error=error)
+        retry = PLAN_RETRY_PROMPT.format(error=error, schema=schema.__name__)
+        if raw.tool_calls:
+            messages += [raw, *(ToolMessage(retry, tool_call_id=call["id"]) for call in raw.tool_calls)]
+        else:
+            messages += [raw, HumanMessage(retry)]
+    raise PlanError(error)
+
+
+async def planner(state: State, runtime: Runtime[PlanExecuteContext], config: RunnableConfig) -> dict:
+    """Make a validated plan for the latest request, or end the turn explaining why none could be made."""
+    context = runtime.context
+    _task(state)  # a clear error when there is no user message
+    names, described = await _tools(context)
+    prompt = PLANNER_PROMPT.format(max_steps=context.max_plan_steps, tools=described, now=_now())
+
+    def check(plan: Plan) -> list[dict]:
+        return validate_steps(plan.steps, names, context.max_plan_steps)
+
+    fresh = {"execution_log": Overwrite([]), "replans": 0, "waves": 0, "final_answer": ""}
+    try:
+        steps, attempts = await _structured(
+            Plan, [SystemMessage(prompt), *state["messages"]], check, context, config, step=0
+        )
+    except PlanError as exc:
+        emit("plan_failed", error=str(exc), attempts=PLAN_ATTEMPTS)
+        message = PLAN_FAILED_MESSAGE.format(attempts=PLAN_ATTEMPTS, error=exc)
+        return fresh | {"plan": [], "status": "failed", "final_answer": message, "messages": [AIMessage(message)]}
+    emit("plan_created", steps=steps, attempts=attempts)
+    return fresh | {"plan": steps, "status": "running"}
+
+
+def _review(answer: object, names: set[str], context: PlanExecuteContext) -> tuple[str, list[dict] | None]:
+    """Read a client's resume value: (action, edited steps); PlanError when it cannot be used."""
+    if isinstance(answer, str):
+        answer = {"action": answer}
+    if not isinstance(answer, dict) or answer.get("action") not in ("approve", "edit", "reject"):
+        raise PlanError("resume with {'action': 'approve' | 'edit' | 'reject', 'plan': [...] for edit}")
+    if answer["action"] != "edit":
+        return answer["action"], None
+    if "plan" not in answer:
+        raise PlanError("an edit needs the new plan under 'plan'")
+    return "edit", validate_steps(parse_steps(answer["plan"]), names, context.max_plan_steps)
+
+
+async def approve(state: State, runtime: Runtime[PlanExecuteContext]) -> dict:
+    """Wait for the client to approve, edit or reject the plan (an interrupt; asks again on a bad answer)."""
+    names, _ = await _tools(runtime.context)
+    plan, error = state["plan"], None
+    while True:
+        answer = interrupt({
+            "task": _task(state), "plan": plan, "error": error,
+            "resume": "{'action': 'approve'} | {'action': 'edit', 'plan': [steps]} | {'action': 'reject'}",
+        })
+        try:
+            action, edited = _review(answer, names, runtime.context)
+            break
+        except PlanError as exc:
+            error = str(exc)
+    if action == "reject":
+        emit("plan_reviewed", action=action, steps=plan)
+        return {"status": "rejected", "final_answer": PLAN_REJECTED_MESSAGE,
+                "messages": [AIMessage(PLAN_REJECTED_MESSAGE)]}
+    emit("plan_reviewed", action=action, steps=edited or plan)
+    return {"plan": edited} if edited is not None else {}
+
+
+def dispatch(state: State, runtime: Runtime[PlanExecuteContext]) -> list[Send] | str:
+    """The next wave: one `run_step` task per ready step (at most `max_parallel_steps`), else the answer."""
+    if state.get("status") in ("failed", "rejected"):
+        return END
+    log = state.get("execution_log", [])
+    wave = ready_steps(state.get("plan", []), log)[: runtime.context.max_parallel_steps]
+    if not wave:
+        return "synthesizer"
+    results = {entry["step_id"]: entry for entry in log}
+    task, number = _task(state), state.get("waves", 0) + 1
+    return [
+        Send("run_step", {
+            "step": step, "task": task, "wave": number,
+            "dependencies": [results[dep] for dep in step["depends_on"]],
+        })
+        for step in wave
+    ]
+
+
+def route_after_planner(state: State, runtime: Runtime[PlanExecuteContext]) -> list[Send] | str:
+    """Approval first when the context asks for it, else straight to the first wave."""
+    if state.get("status") == "running" and runtime.context.approve_plan:
+        return "approve"
+    return dispatch(state, runtime)
+
+
+async def replanner(state: State, runtime: Runtime[PlanExecuteContext], config: RunnableConfig) -> dict:
+    """After a wave: continue, revise the remaining steps, or finish; then skip what can no longer run."""
+    context = runtime.context
+    plan, log = state["plan"], state.get("execution_log", [])
+    waves, replans = state.get("waves", 0) + 1, state.get("replans", 0)
+    update: dict = {"waves": waves}
+    changed: list[dict] = []
+    failed = [e for e in log if e["status"] == "failed" and not e.get("recovery")]
+    pending = pending_steps(plan, log)
+    failed_now = any(e["wave"] == waves for e in failed)
+    if (pending or failed_now) and replans < context.max_replans:
+        decision = await _ask_replanner(state, pending, replans, context, config, waves)
+        if decision.action == "revise":
+            replans += 1
+            new_steps = decision.steps
+            kept = {step["id"] for step in new_steps}
+            reason = f"removed by replan {replans}: {decision.reason}"
+            changed += [_skipped(s, "dropped", reason, waves) for s in pending if s["id"] not in kept]
+            changed += [e | {"recovery": "replan"} for e in failed]
+            logged = {e["step_id"] for e in log}
+            plan = [s for s in plan if s["id"] in logged] + new_steps
+            update.update(plan=plan, replans=replans)
+        elif decision.action == "finish":
+            reason = f"not needed (the replanner finished early): {decision.reason}"
+            changed += [_skipped(s, "dropped", reason, waves) for s in pending]
+        emit("replan", replan=replans, action=decision.action, reason=decision.reason,
+             steps=decision.steps if decision.action == "revise" else [], failed_steps=[e["step_id"] for e in failed])
+    # Steps behind a failed step can never run: log them as skipped (transitively).
+    current = log + changed
+    while blocked := blocked_steps(plan, current):
+        for step, deps in blocked:
+            entry = _skipped(step, "skipped", f"depends on {', '.join(deps)}, which did not succeed", waves)
+            current.append(entry)
+            changed.append(entry)
+    if changed:
+        update["execution_log"] = changed
+    return update
+
+
+def _skipped(step: dict, status: str, reason: str, wave: int) -> dict:
+    emit("plan_step_skipped", step_id=step["id"], status=status, reason=reason)
+    return {
+        "step_id": step["id"], "description": step["description"], "tool": step["tool"],
+        "args": step["args"], "depends_on": step["depends_on"], "wave": wave, "recovery": None,
+        "status": status, "error": reason, "attempts": 0, "duration_ms": 0.0,
+    }
+
+
+class _Decision(NamedTuple):
+    action: str
+    reason: str
+    steps: list[dict]
+
+
+async def _ask_replanner(
+    state: State, pending: list[dict], replans: int, context: PlanExecuteContext, config: RunnableConfig, wave: int
+) -> _Decision:
+    """The replanner's validated decision; 'continue' when it cannot produce a valid one."""
+    log = state.get("execution_log", [])
+    names, described = await _tools(context)
+    finished = {e["step_id"]: e["status"] for e in log}
+    prompt = REPLANNER_PROMPT.format(
+        max_steps=context.max_plan_steps, replans_left=context.max_replans - replans, tools=described,
+        task=_task(state), log=_log_text(log),
+        remaining=json.dumps(pending, ensure_ascii=False, indent=1) if pending else "(none)",
+    )
+
+    def check(decision: Replan) -> _Decision:
+        steps = []
+        if decision.action == "revise":
+            steps = validate_steps(decision.steps, names, context.max_plan_steps, finished)
+        return _Decision(decision.action, decision.reason, steps)
+
+    messages = [SystemMessage(prompt), HumanMessage(f"{_task(state)}\n\nDecide by calling `Replan`.")]
+    try:
+        decision, _ = await _structured(Replan, messages, check, context, config, step=wave)
+    except PlanError as exc:
+        return _Decision("continue", f"no valid revision ({exc}); continuing with the plan as it is", [])
+    return decision
+
+
+def outcome(log: list[dict]) -> str:
+    """completed, or partial when a failure was never replanned around or a step was skipped."""
+    unresolved = any(
+        (e["status"] == "failed" and e.get("recovery") != "replan") or e["status"] == "skipped" for e in log
+    )
+    return "partial" if unresolved else "completed"
+
+
+async def synthesizer(state: State, runtime: Runtime[PlanExecuteContext], config: RunnableConfig) -> dict:
+    """Write the final answer from the execution log (streamed as tokens; an AI message in `messages`)."""
+    context = runtime.context
+    log = state.get("execution_log", [])
+    status = outcome(log)
+    emit("synthesis_started", status=status,
+         failed_steps=[e["step_id"] for e in log if e["status"] in ("failed", "skipped")])
+    model = load_chat_model(context.model, temperature=context.temperature, timeout=context.model_timeout)
+    prompt = SYNTHESIZER_PROMPT.format(status=status, log=_log_text(log), now=_now())
+    response = await ainvoke_with_retries(
+        model, [SystemMessage(prompt), *state["messages"]], config,
+        retries=context.model_retries, timeout=context.model_timeout, step=state.get("waves", 0) + 1,
+    )
+    return {"messages": [response], "final_answer": response.text, "status": status}
+
+
+builder = StateGraph(State, input_schema=InputState, context_schema=PlanExecuteContext)
+builder.add_node("planner", planner)
+builder.add_node("approve", approve)
+builder.add_node("run_step", run_step)
+builder.add_node("replanner", replanner)
+builder.add_node("synthesizer", synthesizer)
+builder.add_edge(START, "planner")
+builder.add_conditional_edges("planner", route_after_planner, ["approve", "run_step", "synthesizer", END])
+builder.add_conditional_edges("approve", dispatch, ["run_step", "synthesizer", END])
+builder.add_edge("run_step", "replanner")
+builder.add_conditional_edges("replanner", dispatch, ["run_step", "synthesizer"])
+builder.add_edge("synthesizer", END)
+
+graph = builder.compile(name="plan_execute")

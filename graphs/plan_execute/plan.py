@@ -1,0 +1,159 @@
+"""Plan schemas (structured output) and the checks a plan must pass before it runs.
+
+A plan is a DAG: each step names the earlier steps whose results it needs (`depends_on`). The
+executor runs every step whose dependencies succeeded, in waves.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+OK_STATUSES = ("completed", "recovered")
+"""Statuses whose result a dependent step may use."""
+
+
+class PlanStep(BaseModel):
+    """One step of the plan."""
+
+    model_config = ConfigDict(coerce_numbers_to_str=True)
+
+    id: str = Field(description="Short unique id of the step, e.g. 's1'.")
+    description: str = Field(description="What this step does and what result it should produce.")
+    tool: str | None = Field(
+        default=None,
+        description="Name of the one tool to call directly with `args`; omit when the step needs "
+        "reasoning, several tool calls, or the results of earlier steps.",
+    )
+    args: dict[str, Any] = Field(default_factory=dict, description="Arguments of `tool`.")
+    depends_on: list[str] = Field(
+        default_factory=list, description="Ids of the earlier steps whose results this step needs."
+    )
+
+
+class Plan(BaseModel):
+    """The plan for the user's task: steps forming a dependency graph."""
+
+    steps: list[PlanStep] = Field(description="The steps; independent steps run in parallel.")
+
+
+class Replan(BaseModel):
+    """What to do with the rest of the plan after a wave of steps."""
+
+    action: Literal["continue", "revise", "finish"] = Field(
+        description="'continue' with the remaining steps as they are, 'revise' to replace them "
+        "with `steps`, or 'finish' to stop and answer with what is known."
+    )
+    reason: str = Field(description="Why, in one sentence.")
+    steps: list[PlanStep] = Field(
+        default_factory=list,
+        description="With 'revise': the new remaining steps (new ids; they may depend on finished steps).",
+    )
+
+
+class PlanError(ValueError):
+    """A plan that cannot run: the message tells the planner what to fix."""
+
+
+def parse_steps(raw: Any) -> list[PlanStep]:
+    """Steps from a client's edited plan (a list of step objects); PlanError if malformed."""
+    if isinstance(raw, dict) and "steps" in raw:
+        raw = raw["steps"]
+    if not isinstance(raw, list):
+        raise PlanError("the plan must be a list of steps")
+    try:
+        return [PlanStep.model_validate(item) for item in raw]
+    except ValidationError as exc:
+        raise PlanError(f"malformed step: {exc}") from exc
+
+
+def validate_steps(
+    steps: list[PlanStep], tools: set[str], max_steps: int, finished: dict[str, str] | None = None
+) -> list[dict]:
+    """Check a plan (or a revision of the remaining plan) and return its steps as dicts.
+
+    `finished` maps the ids of steps already run to their status: new steps may depend on the
+    successful ones but must not reuse any of their ids. Raises PlanError naming every problem
+    found: over-long plans, duplicate ids, unknown tools, dangling dependencies and cycles.
+    """
+    finished = finished or {}
+    problems = []
+    if len(steps) > max_steps:
+        problems.append(f"the plan has {len(steps)} steps; at most {max_steps} are allowed")
+    ids = [step.id.strip() for step in steps]
+    for step_id in sorted({i for i in ids if ids.count(i) > 1 or i in finished}):
+        problems.append(f"step id {step_id!r} is used more than once")
+    if any(not step_id for step_id in ids):
+        problems.append("every step needs a non-empty id")
+    for step in steps:
+        if not step.description.strip():
+            problems.append(f"step {step.id!r} has no description")
+        if step.tool is not None and step.tool not in tools:
+            problems.append(
+                f"step {step.id!r} uses unknown tool {step.tool!r}; available: {', '.join(sorted(tools))}"
+            )
+        for dep in step.depends_on:
+            if dep == step.id:
+                problems.append(f"step {step.id!r} depends on itself")
+            elif dep in finished and finished[dep] not in OK_STATUSES:
+                problems.append(f"step {step.id!r} depends on step {dep!r}, which {finished[dep]}")
+            elif dep not in ids and dep not in finished:
+                problems.append(f"step {step.id!r} depends on unknown step {dep!r}")
+    if cycle := _cycle(steps):
+        problems.append("the dependencies form a cycle: " + " -> ".join(cycle))
+    if problems:
+        raise PlanError("; ".join(problems))
+    return [step.model_dump() | {"id": step.id.strip()} for step in steps]
+
+
+def _cycle(steps: list[PlanStep]) -> list[str]:
+    """One dependency cycle among the steps (ids, first repeated at the end), or []."""
+    deps = {step.id: [d for d in step.depends_on if d != step.id] for step in steps}
+    state: dict[str, int] = {}  # 1 = on the current path, 2 = done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str]:
+        state[node] = 1
+        path.append(node)
+        for dep in deps.get(node, []):
+            if dep not in deps:
+                continue
+            if state.get(dep) == 1:
+                return path[path.index(dep):] + [dep]
+            if dep not in state and (found := visit(dep)):
+                return found
+        path.pop()
+        state[node] = 2
+        return []
+
+    for step_id in deps:
+        if step_id not in state and (found := visit(step_id)):
+            return found
+    return []
+
+
+def pending_steps(plan: list[dict], log: list[dict]) -> list[dict]:
+    """Steps of the plan that have not run (no execution-log entry yet)."""
+    logged = {entry["step_id"] for entry in log}
+    return [step for step in plan if step["id"] not in logged]
+
+
+def ready_steps(plan: list[dict], log: list[dict]) -> list[dict]:
+    """Pending steps whose dependencies all succeeded."""
+    status = {entry["step_id"]: entry["status"] for entry in log}
+    return [
+        step for step in pending_steps(plan, log)
+        if all(status.get(dep) in OK_STATUSES for dep in step["depends_on"])
+    ]
+
+
+def blocked_steps(plan: list[dict], log: list[dict]) -> list[tuple[dict, list[str]]]:
+    """Pending steps that can never run, with the dependencies that failed or were skipped."""
+    status = {entry["step_id"]: entry["status"] for entry in log}
+    blocked = []
+    for step in pending_steps(plan, log):
+        bad = [dep for dep in step["depends_on"] if dep in status and status[dep] not in OK_STATUSES]
+        if bad:
+            blocked.append((step, bad))
+    return blocked

@@ -1,0 +1,83 @@
+"""Feedback on an answer (up/down + comment), recorded against the run that produced it.
+
+With a LangSmith key configured (`LANGSMITH_API_KEY`), feedback goes to LangSmith with
+`create_feedback` on the run id (the server traces each run under its run id); otherwise it is
+written to the store under `("memories", <user>, "feedback")`, keyed by run id, where the user
+reads it back (`client.store.search_items(["memories", user, "feedback"])`). Either way it is
+also appended to the thread's `feedback_log`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime, timezone
+
+from langgraph.store.base import BaseStore
+
+from store import memory
+
+SCORES = {"up": 1, "down": 0}
+FEEDBACK_KEY = "user_score"
+MAX_COMMENT_CHARS = 4000
+
+
+def feedback_namespace(user_id: str) -> tuple[str, ...]:
+    """Where a user's feedback lives in the store (inside the user's own memory prefix)."""
+    return (*memory.user_prefix(user_id), "feedback")
+
+
+def langsmith_configured() -> bool:
+    """Whether LangSmith has an API key (read the way the LangSmith client reads it)."""
+    from langsmith import utils
+
+    return bool(utils.get_env_var("API_KEY"))
+
+
+def _langsmith_client():
+    from langsmith import Client
+
+    return Client()
+
+
+def validate(feedback: object, answered_runs: list[dict]) -> dict:
+    """The checked feedback request {"run_id", "score", "comment"}; ValueError says what is wrong."""
+    if not isinstance(feedback, dict):
+        raise ValueError('feedback must be an object {"run_id", "score": "up"|"down", "comment"?}')
+    run_id = str(feedback.get("run_id") or "").strip()
+    score = feedback.get("score")
+    comment = feedback.get("comment") or ""
+    if score not in SCORES:
+        raise ValueError(f"feedback score must be 'up' or 'down', got {score!r}")
+    if not isinstance(comment, str) or len(comment) > MAX_COMMENT_CHARS:
+        raise ValueError(f"feedback comment must be text of at most {MAX_COMMENT_CHARS} characters")
+    known = [run["run_id"] for run in answered_runs if run.get("run_id")]
+    if run_id not in known:
+        raise ValueError(
+            f"run {run_id!r} answered nothing on this thread; answered runs: {', '.join(known) or 'none'}"
+        )
+    return {"run_id": run_id, "score": score, "comment": comment}
+
+
+async def record_feedback(store: BaseStore | None, user_id: str, thread_id: str | None, request: dict) -> dict:
+    """Record checked feedback in LangSmith when configured, else in the store; return the record."""
+    record = {
+        **request,
+        "thread_id": thread_id,
+        "user_id": user_id,
+        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+    if langsmith_configured():
+        client = _langsmith_client()
+        created = await asyncio.to_thread(
+            client.create_feedback,
+            request["run_id"],
+            key=FEEDBACK_KEY,
+            score=SCORES[request["score"]],
+            comment=request["comment"] or None,
+        )
+        return {**record, "sink": "langsmith", "feedback_id": str(getattr(created, "id", "") or "")}
+    if store is None:
+        raise ValueError("feedback needs LANGSMITH_API_KEY or a store; this graph runs without either")
+    record["sink"] = "store"
+    await store.aput(feedback_namespace(user_id), request["run_id"], record, index=False)
+    return record

@@ -1,0 +1,467 @@
+"""The `router` graph: the front door that picks the best answer path for each message.
+
+prepare --(new question)--> intent_detect -> apply_override_policy -> worker_select --+
+   |                                                                                  |
+   +--(clear / feedback only)--> END     retrieval: Send -> retrieve (x workers) -> merge_evidence
+                                                      -> answer -> check_citations -> finish_turn
+                                         general / react / other sub-agents -> finish_turn
+                                         error (unknown KB) -> route_error -> finish_turn
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import replace
+from typing import Any
+
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    HumanMessage,
+    RemoveMessage,
+    SystemMessage,
+)
+from langchain_core.messages.utils import count_tokens_approximately
+from langchain_core.runnables import RunnableConfig
+from langgraph.constants import TAG_NOSTREAM
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
+from langgraph.types import Send
+from pydantic import BaseModel, Field
+from typing_extensions import TypedDict
+
+from graphs.deep_research.graph import graph as deep_research_graph
+from graphs.plan_execute.graph import graph as plan_execute_graph
+from graphs.react.graph import graph as react_graph
+from graphs.router import feedback as feedback_sink
+from graphs.router.citations import check_citations as check_answer_citations
+from graphs.router.context import RouterContext
+from graphs.router.evidence import extractive_answer, merge_runs, passages_text
+from graphs.router.intent import Guess, guess_route
+from graphs.router.prompts import (
+    ANSWER_PROMPT,
+    CLASSIFY_PROMPT,
+    CLASSIFY_RETRY,
+    DEGRADED_NOTE,
+    EXTRACTIVE_EMPTY,
+    EXTRACTIVE_HEADER,
+    NO_PASSAGES,
+    ROUTE_DESCRIPTIONS,
+    SUMMARY_SECTION,
+)
+from graphs.router.protocol import GENERAL_KB, RouteDecision, worker_name_for
+from graphs.router.state import InputState, State
+from graphs.router.workers import get_worker
+from graphs.runtime.events import emit
+from graphs.runtime.memory_schedule import last_turn, record_turn, schedule_extraction
+from graphs.runtime.models import ModelConfigError, ainvoke_with_retries, load_chat_model
+from store import knowledge
+from tools.identity import run_user_id
+from tools.memory import MEMORY_TOOLS
+
+# Sub-agent graphs the router can hand a message to; each joins with one line.
+SUBAGENTS: dict[str, CompiledStateGraph] = {
+    "react": react_graph,
+    "plan_execute": plan_execute_graph,
+    "deep_research": deep_research_graph,
+}
+GENERAL_TOOLS = [tool.__name__ for tool in MEMORY_TOOLS]
+"""The general route is the react graph with only the user's memory tools."""
+CLASSIFY_ATTEMPTS = 3
+_completed: dict[str, int] = {}
+
+
+def available_routes() -> list[str]:
+    """Every route this router serves."""
+    return ["general", "retrieval", *SUBAGENTS]
+
+
+def _question(messages: list[AnyMessage]) -> str:
+    return messages[-1].text if messages and isinstance(messages[-1], HumanMessage) else ""
+
+
+def _run_id(config: RunnableConfig) -> str:
+    metadata = config.get("metadata") or {}
+    configurable = config.get("configurable") or {}
+    return str(metadata.get("run_id") or configurable.get("run_id") or "")
+
+
+# --- turn set-up: clear and feedback ------------------------------------------------------
+
+
+async def prepare(state: State, runtime: Runtime[RouterContext], config: RunnableConfig) -> dict:
+    """Start a turn: apply a `clear` or `feedback` input, reset the per-turn evidence."""
+    update: dict[str, Any] = {"clear": False, "feedback": None, "worker_runs": None}
+    messages = state.get("messages", [])
+    if state.get("clear"):
+        # A new question sent with `clear` is kept: the trailing human messages.
+        start = len(messages)
+        while start > 0 and isinstance(messages[start - 1], HumanMessage):
+            start -= 1
+        kept = messages[start:]
+        update.update(
+            messages=[RemoveMessage(id=REMOVE_ALL_MESSAGES), *kept],
+            summary="", sources=[], citation_check={}, decision={}, plan=[],
+        )
+        emit("conversation_cleared", removed_messages=len(messages) - len(kept))
+    if (request := state.get("feedback")) is not None:
+        thread_id = (config.get("configurable") or {}).get("thread_id")
+        try:
+            checked = feedback_sink.validate(request, state.get("answered_runs", []))
+            record = await feedback_sink.record_feedback(
+                runtime.store, run_user_id(runtime), thread_id, checked
+            )
+        except Exception as exc:  # noqa: BLE001 - reported to the client, nothing is lost
+            emit("router_error", stage="feedback", error=str(exc) or type(exc).__name__)
+        else:
+            emit("feedback_recorded", run_id=record["run_id"], score=record["score"], sink=record["sink"])
+            update["feedback_log"] = [record]
+    return update
+
+
+def after_prepare(state: State) -> str:
+    """Route a new question; a clear- or feedback-only input ends here."""
+    return "intent_detect" if _question(state.get("messages", [])) else END
+
+
+# --- the route decision (seed 003 RouterGraph) -------------------------------------------
+
+
+class RouteChoice(BaseModel):
+    """The route for the user's message."""
+
+    route: str = Field(description="One of the routes listed in the instructions.")
+    kb: str | None = Field(default=None, description="For the retrieval route: the knowledge base name.")
+    confidence: float = Field(ge=0, le=1, description="How sure you are, 0 to 1.")
+    reason: str = Field(description="One sentence: why this route.")
+
+
+async def classify(
+    message: str, kbs: list[dict], context: RouterContext, config: RunnableConfig
+) -> Guess:
+    """Ask the model for a route (structured output by tool calling, retried when malformed).
+
+    Raises ModelConfigError without a usable model and ValueError after repeated bad answers.
+    """
+    routes = [r for r in available_routes() if r != "retrieval" or kbs]
+    names = [kb["name"] for kb in kbs]
+    prompt = CLASSIFY_PROMPT.format(
+        routes="\n".join(f"- {r}: {ROUTE_DESCRIPTIONS.get(r, 'a sub-agent')}" for r in routes),
+        kbs="\n".join(f"- {kb['name']}: {kb.get('description') or '(no description)'}" for kb in kbs) or "(none)",
+    )
+    model = load_chat_model(context.model, temperature=0, timeout=context.model_timeout)
+    structured = model.with_structured_output(
+        RouteChoice, method="function_calling", include_raw=True
+    ).with_config(tags=[TAG_NOSTREAM, "langsmith:nostream"])  # langgraph 1.x skips "nostream"
+    messages: list[AnyMessage] = [SystemMessage(prompt), HumanMessage(message)]
+    error = ""
+    for _ in range(CLASSIFY_ATTEMPTS):
+        result = await ainvoke_with_retries(
+            structured, messages, config, retries=context.model_retries, step=0, timeout=context.model_timeout
+        )
+        choice = result.get("parsed")
+        if choice is None:
+            error = str(result.get("parsing_error") or "no route was given")
+        elif choice.route not in routes:
+            error = f"route {choice.route!r} is not one of {', '.join(routes)}"
+        elif choice.route == "retrieval" and choice.kb not in names:
+            error = f"knowledge base {choice.kb!r} does not exist; existing: {', '.join(names)}"
+        else:
+            kb = choice.kb if choice.route == "retrieval" else ""
+            return Guess(choice.route, kb or "", float(choice.confidence), choice.reason)
+        messages = [*messages, HumanMessage(CLASSIFY_RETRY.format(error=error, schema="RouteChoice"))]
+    raise ValueError(f"route classification failed after {CLASSIFY_ATTEMPTS} attempts: {error}")
+
+
+async def intent_detect(state: State, runtime: Runtime[RouterContext], config: RunnableConfig) -> dict:
+    """Heuristics first (KB names/descriptions, cue words); the model classifies when unsure."""
+    context = runtime.context
+    emit("progress", stage="routing", completed=0, total=0, agent_type="", retrieval_count=None, error=None)
+    message = _question(state["messages"])
+    kbs = await knowledge.list_kbs(runtime.store) if runtime.store is not None else []
+    guess = guess_route(message, kbs)
+    method = "heuristic"
+    unsure = guess.confidence < context.route_confidence
+    if unsure and context.auto_route and not context.kb and not context.route:
+        try:
+            guess = await classify(message, kbs, context, config)
+            method = "llm"
+        except (ModelConfigError, ValueError) as exc:
+            guess = replace(guess, reason=f"{guess.reason}; model classification unavailable: {exc}")
+    decision = {
+        "requested_kb_prefix": context.kb or "",
+        "routed_kb_prefix": guess.kb,
+        "kb_prefix": guess.kb,
+        "confidence": round(guess.confidence, 3),
+        "method": method,
+        "reason": guess.reason,
+        "route": guess.route,
+        "worker_name": "",
+    }
+    return {"decision": decision, "sources": [], "citation_check": {}, "plan": []}
+
+
+async def apply_override_policy(state: State, runtime: Runtime[RouterContext]) -> dict:
+    """Apply the caller's choices: requested KB, forced route, auto-routing off, served routes."""
+    context = runtime.context
+    decision = dict(state["decision"])
+    if context.route:
+        if context.route not in available_routes():
+            decision.update(route="error", method="forced",
+                            reason=f"route {context.route!r} is not served; routes: {', '.join(available_routes())}")
+            return {"decision": decision}
+        decision.update(route=context.route, method="forced", confidence=1.0,
+                        reason=f"route {context.route!r} requested by the caller")
+    if context.kb:
+        try:
+            if runtime.store is None:
+                raise ValueError("knowledge bases need a store; this graph runs without one")
+            await knowledge.get_kb(runtime.store, context.kb)
+        except ValueError as exc:
+            decision.update(route="error", kb_prefix=context.kb, method="requested", reason=str(exc))
+            return {"decision": decision}
+        if not context.route or context.route == "retrieval":
+            decision.update(route="retrieval", kb_prefix=context.kb, method="requested", confidence=1.0,
+                            reason=f"knowledge base {context.kb!r} requested by the caller")
+    elif not context.auto_route and not context.route:
+        decision.update(route="general", kb_prefix=GENERAL_KB, method="policy",
+                        reason="auto-routing is off and no knowledge base was requested")
+    if decision["route"] == "retrieval" and not decision["kb_prefix"]:
+        decision.update(route="error", reason="the retrieval route needs a knowledge base (context `kb`)")
+    if decision["route"] not in (*available_routes(), "error"):
+        wanted = decision["route"]
+        decision.update(route="react", reason=f"{decision['reason']}; {wanted} is not served here, react handles it")
+    if decision["route"] != "retrieval" and decision["route"] != "error":
+        decision["kb_prefix"] = GENERAL_KB
+    return {"decision": decision}
+
+
+async def worker_select(state: State, runtime: Runtime[RouterContext]) -> dict:
+    """Fix the worker name and the retrieval plan; stream the decision."""
+    decision = dict(state["decision"])
+    plan: list[dict] = []
+    if decision["route"] == "retrieval":
+        agent_types = runtime.context.retrieval_agents
+        decision["worker_name"] = worker_name_for(decision["kb_prefix"], agent_types[0])
+        plan = [{"agent_type": t, "worker_name": worker_name_for(decision["kb_prefix"], t)} for t in agent_types]
+    else:
+        decision["worker_name"] = ""
+    final = RouteDecision(**decision)
+    emit("route_decided", **final.as_dict())
+    return {"decision": final.as_dict(), "plan": plan}
+
+
+def route_after_select(state: State) -> list[Send] | str:
+    """Fan out to the workers (retrieval), or go to the route's node."""
+    decision = state["decision"]
+    route = decision["route"]
+    if route != "retrieval":
+        return "route_error" if route == "error" else route
+    batch = uuid.uuid4().hex
+    _completed[batch] = 0
+    query = _question(state["messages"])
+    return [
+        Send("retrieve", {**spec, "kb": decision["kb_prefix"], "query": query,
+                          "total": len(state["plan"]), "batch": batch})
+        for spec in state["plan"]
+    ]
+
+
+# --- retrieval route ----------------------------------------------------------------------
+
+
+class WorkerTask(TypedDict):
+    """One retrieve-only run (a `Send` payload)."""
+
+    agent_type: str
+    worker_name: str
+    kb: str
+    query: str
+    total: int
+    batch: str
+
+
+async def retrieve(task: WorkerTask, runtime: Runtime[RouterContext], config: RunnableConfig) -> dict:
+    """Run one retrieve-only worker; a failure is reported and recorded, never raised."""
+    started = time.time()
+    thread_id = (config.get("configurable") or {}).get("thread_id")
+    run: dict[str, Any] = {"worker_name": task["worker_name"], "agent_type": task["agent_type"],
+                           "kb": task["kb"], "batch": task["batch"]}
+    try:
+        if runtime.store is None:
+            raise RuntimeError("retrieval needs a store; this graph runs without one")
+        worker = get_worker(task["worker_name"])
+        result = await worker.retrieve_with_trace(
+            runtime.store, task["query"], thread_id=thread_id, top_k=runtime.context.retrieval_top_k
+        )
+        run.update(status="success", retrieval_results=result["retrieval_results"], error=None)
+    except Exception as exc:  # noqa: BLE001 - one failing worker degrades the answer, not the run
+        error = str(exc) or type(exc).__name__
+        run.update(status="error", retrieval_results=[], error=error)
+        emit("worker_failed", worker_name=task["worker_name"], agent_type=task["agent_type"],
+             error=error, error_type=type(exc).__name__)
+    finished = time.time()
+    _completed[task["batch"]] = _completed.get(task["batch"], 0) + 1
+    count = len(run["retrieval_results"])
+    emit("progress", stage="retrieval", completed=_completed[task["batch"]], total=task["total"],
+         agent_type=task["agent_type"], retrieval_count=count, error=run["error"])
+    entry = {
+        "node": "retrieve", "worker_name": task["worker_name"], "agent_type": task["agent_type"],
+        "status": run["status"], "retrieval_count": count, "started_at": round(started, 6),
+        "finished_at": round(finished, 6), "duration_ms": round((finished - started) * 1000, 1),
+        "error": run["error"],
+    }
+    return {"worker_runs": [run], "execution_log": [entry]}
+
+
+async def merge_evidence(state: State, runtime: Runtime[RouterContext]) -> dict:
+    """Deduplicate the workers' passages by chunk id and fuse their rankings (RRF)."""
+    runs = state.get("worker_runs", [])
+    for run in runs:
+        _completed.pop(run["batch"], None)
+    good = [run for run in runs if run["status"] == "success"]
+    return {"sources": merge_runs(good, runtime.context.retrieval_top_k)}
+
+
+def _history(messages: list[AnyMessage], budget_tokens: int) -> list[AnyMessage]:
+    """The conversation's text turns (no tool traffic), newest kept within the budget."""
+    turns = [
+        m for m in messages
+        if isinstance(m, HumanMessage) or (isinstance(m, AIMessage) and not m.tool_calls and m.text.strip())
+    ]
+    kept: list[AnyMessage] = []
+    used = 0
+    for message in reversed(turns):
+        cost = count_tokens_approximately([message])
+        if kept and used + cost > budget_tokens:
+            break
+        kept.insert(0, message)
+        used += cost
+    return kept
+
+
+async def answer(state: State, runtime: Runtime[RouterContext], config: RunnableConfig) -> dict:
+    """Answer from the merged passages with numbered citations (streamed as tokens), or, with no
+    chat model configured, with the top passages themselves, labelled as extracted."""
+    context = runtime.context
+    sources = state.get("sources", [])
+    kb = state["decision"]["kb_prefix"]
+    failed = [run["worker_name"] for run in state.get("worker_runs", []) if run["status"] == "error"]
+    emit("progress", stage="generation", completed=0, total=1, agent_type="",
+         retrieval_count=len(sources), error=None)
+    try:
+        model = load_chat_model(context.model, temperature=context.temperature, timeout=context.model_timeout)
+    except ModelConfigError:
+        text = extractive_answer(sources, EXTRACTIVE_HEADER.format(kb=kb), EXTRACTIVE_EMPTY.format(kb=kb))
+        response = AIMessage(content=text, response_metadata={"extractive": True})
+    else:
+        system = ANSWER_PROMPT.format(kb=kb, passages=passages_text(sources) or NO_PASSAGES)
+        if summary := state.get("summary"):
+            system += SUMMARY_SECTION.format(summary=summary)
+        prompt = [SystemMessage(system), *_history(state["messages"], context.context_window_tokens)]
+        response = await ainvoke_with_retries(
+            model, prompt, config, retries=context.model_retries, step=1, timeout=context.model_timeout
+        )
+    if failed:
+        response = response.model_copy(update={"content": response.text + DEGRADED_NOTE.format(workers=", ".join(failed))})
+    emit("progress", stage="generation", completed=1, total=1, agent_type="",
+         retrieval_count=len(sources), error=None)
+    return {"messages": [response]}
+
+
+async def check_citations(state: State) -> dict:
+    """Remove citations that match no source of this run and flag links that are not sources."""
+    message = state["messages"][-1]
+    result = check_answer_citations(message.text, state.get("sources", []))
+    emit("citations_checked", cited=len(result["cited"]), removed=len(result["invalid"]),
+         invented_urls=result["unknown_urls"], invalid_numbers=result["invalid"])
+    update: dict[str, Any] = {"citation_check": {k: v for k, v in result.items() if k != "text"}}
+    if result["text"] != message.text:
+        update["messages"] = [message.model_copy(update={"content": result["text"]})]
+    return update
+
+
+# --- other routes -------------------------------------------------------------------------
+
+
+def subagent_node(subgraph: CompiledStateGraph, tools: list[str] | None = None):
+    """A node that hands the conversation to `subgraph` (its tokens and events stream through,
+    under the subgraph's namespace) and takes back its messages, summary and execution log."""
+
+    async def run_subagent(state: State, runtime: Runtime[RouterContext], config: RunnableConfig) -> dict:
+        context = replace(runtime.context, tools=tools) if tools is not None else None
+        before = state["messages"]
+        result = await subgraph.ainvoke({"messages": before}, config, context=context)
+        after = result.get("messages", [])
+        kept = {m.id for m in after}
+        known = {m.id for m in before}
+        # Messages the sub-agent summarized away are removed here too.
+        removed = [RemoveMessage(id=m.id) for m in before if m.id and m.id not in kept]
+        update: dict[str, Any] = {"messages": [*removed, *(m for m in after if m.id not in known)]}
+        if result.get("summary"):
+            update["summary"] = result["summary"]
+        if result.get("execution_log"):
+            update["execution_log"] = result["execution_log"]
+        return update
+
+    run_subagent.__name__ = f"run_{subgraph.name}"
+    return run_subagent
+
+
+async def route_error(state: State) -> dict:
+    """The message cannot be routed as asked (e.g. unknown knowledge base): say so."""
+    decision = state["decision"]
+    emit("router_error", stage="routing", error=decision["reason"])
+    return {"messages": [AIMessage(content=f"I could not route this request: {decision['reason']}")]}
+
+
+async def finish_turn(state: State, runtime: Runtime[RouterContext], config: RunnableConfig) -> dict:
+    """Note which run answered (feedback refers to it); record a retrieval turn in the chat history."""
+    decision = state["decision"]
+    last = state["messages"][-1]
+    update = {"answered_runs": [{"run_id": _run_id(config), "route": decision["route"], "message_id": last.id}]}
+    # Sub-agents record their own turns; the router records those it answered itself.
+    if decision["route"] in ("retrieval", "error") and runtime.context.remember and runtime.store is not None:
+        turn = last_turn(state["messages"])
+        thread_id = (config.get("configurable") or {}).get("thread_id")
+        user_id = run_user_id(runtime)
+        await record_turn(runtime.store, user_id, turn, thread_id)
+        if decision["route"] == "retrieval" and not last.response_metadata.get("extractive"):
+            await schedule_extraction(runtime, user_id, turn, thread_id)
+    return update
+
+
+builder = StateGraph(State, input_schema=InputState, context_schema=RouterContext)
+builder.add_node("prepare", prepare)
+builder.add_node("intent_detect", intent_detect)
+builder.add_node("apply_override_policy", apply_override_policy)
+builder.add_node("worker_select", worker_select)
+builder.add_node("retrieve", retrieve)
+builder.add_node("merge_evidence", merge_evidence)
+builder.add_node("answer", answer)
+builder.add_node("check_citations", check_citations)
+builder.add_node("general", subagent_node(react_graph, tools=GENERAL_TOOLS))
+for _name, _subgraph in SUBAGENTS.items():
+    builder.add_node(_name, subagent_node(_subgraph))
+builder.add_node("route_error", route_error)
+builder.add_node("finish_turn", finish_turn)
+
+builder.add_edge(START, "prepare")
+builder.add_conditional_edges("prepare", after_prepare, ["intent_detect", END])
+builder.add_edge("intent_detect", "apply_override_policy")
+builder.add_edge("apply_override_policy", "worker_select")
+builder.add_conditional_edges(
+    "worker_select", route_after_select, ["retrieve", "general", "route_error", *SUBAGENTS]
+)
+builder.add_edge("retrieve", "merge_evidence")
+builder.add_edge("merge_evidence", "answer")
+builder.add_edge("answer", "check_citations")
+builder.add_edge("check_citations", "finish_turn")
+for _name in ("general", "route_error", *SUBAGENTS):
+    builder.add_edge(_name, "finish_turn")
+builder.add_edge("finish_turn", END)
+
+graph = builder.compile(name="router")

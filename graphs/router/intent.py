@@ -1,0 +1,93 @@
+"""Fast routing heuristics: requested KB, KB names/descriptions in the message, cue words."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_WORD = re.compile(r"[a-z0-9][a-z0-9_-]*")
+_STOPWORDS = frozenset(
+    "a an and are about all also any as at be been but by can could do does for from has have how "
+    "i in into is it its me my of on or our please should tell than that the their them then there "
+    "these this those to under was we what when where which who why will with would you your "
+    "documents document notes guide information knowledge base".split()
+)
+TOOL_CUES = (
+    r"\bcalculat\w*", r"\bcompute\b", r"\d\s*[-+*/^%]\s*\d", r"\bweather\b", r"\bforecast\b",
+    r"\bwhat time\b", r"\bcurrent time\b", r"\btoday'?s date\b", r"\bsearch the web\b",
+    r"\bweb search\b", r"\blook (it )?up online\b", r"\blatest news\b", r"https?://",
+)
+RESEARCH_CUES = (
+    r"\bresearch\b", r"\bin[- ]depth\b", r"\bcomprehensive\b", r"\bliterature review\b",
+    r"\binvestigate\b", r"\bthorough (report|analysis)\b", r"\bsurvey of\b",
+)
+PLAN_CUES = (
+    r"\bstep[- ]by[- ]step plan\b", r"\bmake a plan\b", r"\bplan and (then )?(do|execute)\b",
+    r"\bmulti[- ]step\b", r"\bfirst\b.+\bthen\b.+\bfinally\b",
+)
+GREETING = re.compile(r"^\s*(hi|hello|hey|thanks|thank you|good (morning|evening|afternoon))\b[\s!.,]*$", re.I)
+
+
+@dataclass(frozen=True)
+class Guess:
+    """What the heuristics found: a route, a knowledge base for retrieval, how sure, and why."""
+
+    route: str
+    kb: str
+    confidence: float
+    reason: str
+
+
+def content_words(text: str) -> set[str]:
+    """Lower-cased words of 4+ characters that are not stopwords."""
+    return {w for w in _WORD.findall(text.lower()) if len(w) >= 4 and w not in _STOPWORDS}
+
+
+def _matches(patterns: tuple[str, ...], text: str) -> str | None:
+    for pattern in patterns:
+        if match := re.search(pattern, text, re.I):
+            return match.group(0)
+    return None
+
+
+def match_kb(message: str, kbs: list[dict]) -> Guess | None:
+    """The knowledge base the message names (word match on the name) or whose description it
+    shares words with; None when nothing matches."""
+    words = set(_WORD.findall(message.lower()))
+    named = [kb["name"] for kb in kbs if kb["name"] in words or kb["name"].replace("_", " ") in message.lower()]
+    if len(named) == 1:
+        return Guess("retrieval", named[0], 0.9, f"the message names knowledge base {named[0]!r}")
+    message_words = content_words(message)
+    scored = []
+    for kb in kbs:
+        shared = message_words & content_words(f"{kb['name'].replace('_', ' ')} {kb.get('description') or ''}")
+        if shared:
+            scored.append((len(shared), kb["name"], sorted(shared)))
+    if not scored:
+        return None
+    scored.sort(key=lambda item: (-item[0], item[1]))
+    count, name, shared = scored[0]
+    tie = len(scored) > 1 and scored[1][0] == count
+    confidence = 0.5 if tie else min(0.85, 0.45 + 0.15 * count)
+    return Guess("retrieval", name, confidence,
+                 f"the message shares {', '.join(shared)} with the description of {name!r}")
+
+
+def guess_route(message: str, kbs: list[dict]) -> Guess:
+    """The heuristic route for a message (confidence 0..1; low means 'ask the model')."""
+    if cue := _matches(RESEARCH_CUES, message):
+        return Guess("deep_research", "", 0.8, f"research cue {cue!r}")
+    if cue := _matches(PLAN_CUES, message):
+        return Guess("plan_execute", "", 0.75, f"multi-step cue {cue!r}")
+    kb_guess = match_kb(message, kbs)
+    if kb_guess is not None and kb_guess.confidence >= 0.7:
+        return kb_guess
+    if cue := _matches(TOOL_CUES, message):
+        return Guess("react", "", 0.8, f"tool cue {cue!r}")
+    if kb_guess is not None:
+        return kb_guess
+    if GREETING.match(message):
+        return Guess("general", "", 0.9, "greeting")
+    if not kbs:
+        return Guess("general", "", 0.5, "no cue, and no knowledge base exists")
+    return Guess("general", "", 0.3, "no knowledge base or tool cue matched")

@@ -1,0 +1,118 @@
+"""The plan_execute graph served by a real `langgraph dev`, driven through langgraph-sdk."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from tests.integration.conftest import key, user
+
+pytestmark = pytest.mark.integration
+
+
+def plan(*steps: dict) -> dict:
+    """A scripted planner answer: a `Plan` function call."""
+    return {"content": "", "tool_calls": [{"name": "Plan", "args": {"steps": list(steps)}}]}
+
+
+async def wait_status(client, thread_id, run_id, wanted: set[str], timeout: float = 30) -> str:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        status = (await client.runs.get(thread_id, run_id))["status"]
+        if status in wanted or asyncio.get_running_loop().time() > deadline:
+            return status
+        await asyncio.sleep(0.05)
+
+
+async def test_streams_step_events_step_tokens_and_the_answer(dev_server, openai_server):
+    client = dev_server.client("alice")
+    k = key()
+    openai_server.script(k, [
+        plan(
+            {"id": "a", "description": "6*7", "tool": "calculator", "args": {"expression": "6*7"}},
+            {"id": "b", "description": "2**10", "tool": "calculator", "args": {"expression": "2**10"}},
+            {"id": "c", "description": "add the two results", "depends_on": ["a", "b"]},
+        ),
+        {"content": "", "tool_calls": [{"name": "Replan", "args": {"action": "continue", "reason": "on track"}}]},
+        {"content": "42 plus 1024 makes 1066", "delay_per_token": 0.01},
+        {"content": "The sum of 6*7 and 2**10 is 1066.", "delay_per_token": 0.01},
+    ])
+    thread = await client.threads.create()
+    events: dict[str, list] = {}
+    async for part in client.runs.stream(
+        thread["thread_id"], "plan_execute", input=user(f"{k} add 6*7 and 2**10"),
+        stream_mode=["messages-tuple", "custom", "updates"], stream_subgraphs=True,
+    ):
+        events.setdefault(part.event.split("|")[0], []).append((part.event, part.data))
+    assert "error" not in events, events.get("error")
+    custom = [data for _, data in events["custom"]]
+    kinds = [e["event"] for e in custom]
+    assert kinds.index("plan_created") < kinds.index("plan_step_started") < kinds.index("synthesis_started")
+    completed = {e["step_id"]: e for e in custom if e["event"] == "plan_step_completed"}
+    assert set(completed) == {"a", "b", "c"} and "42" in completed["a"]["result_preview"]
+    assert "1024" in completed["b"]["result_preview"]
+    # The react step's tokens arrive from its subgraph; the answer's from the synthesizer.
+    messages = events["messages"]
+    step_tokens = [d[0]["content"] for event, d in messages if "|run_step:" in event and d[0].get("content")]
+    assert "".join(step_tokens) == "42 plus 1024 makes 1066"
+    answer = [d[0]["content"] for event, d in messages
+              if event == "messages" and d[1].get("langgraph_node") == "synthesizer" and d[0].get("content")]
+    assert len(answer) > 3 and "".join(answer) == "The sum of 6*7 and 2**10 is 1066."
+    assert not [d for event, d in messages if d[1].get("langgraph_node") in ("planner", "replanner")]
+    state = (await client.threads.get_state(thread["thread_id"]))["values"]
+    assert [m["type"] for m in state["messages"]] == ["human", "ai"]
+    assert state["status"] == "completed" and state["final_answer"].endswith("1066.")
+    assert [e["step_id"] for e in state["execution_log"]] == ["a", "b", "c"]
+    # Structured output went through tool calling (works on servers without json_schema).
+    planner_request = next(r for r in openai_server.requests() if k in str(r.get("messages")))
+    assert [t["function"]["name"] for t in planner_request["tools"]] == ["Plan"]
+    assert "response_format" not in planner_request
+
+
+async def test_plan_approval_interrupt_and_resume_with_an_edited_plan(dev_server, openai_server):
+    client = dev_server.client("alice")
+    k = key()
+    openai_server.script(k, [
+        plan({"id": "a", "description": "6*7", "tool": "calculator", "args": {"expression": "6*7"}}),
+        "It is 81.",
+    ])
+    thread = await client.threads.create()
+    tid = thread["thread_id"]
+    await client.runs.wait(tid, "plan_execute", input=user(f"{k} compute"), context={"approve_plan": True})
+    state = await client.threads.get_state(tid)
+    interrupt = state["tasks"][0]["interrupts"][0]["value"]
+    assert interrupt["plan"][0]["args"] == {"expression": "6*7"} and state["next"] == ["approve"]
+    edited = [{"id": "e", "description": "9*9", "tool": "calculator", "args": {"expression": "9*9"}}]
+    final = await client.runs.wait(
+        tid, "plan_execute", command={"resume": {"action": "edit", "plan": edited}}, context={"approve_plan": True}
+    )
+    assert final["status"] == "completed" and final["messages"][-1]["content"] == "It is 81."
+    assert [e["step_id"] for e in final["execution_log"]] == ["e"] and "81" in final["execution_log"][0]["result"]
+
+
+async def test_cancelled_mid_execution_leaves_the_thread_usable(dev_server, openai_server):
+    client = dev_server.client("alice")
+    k = key()
+    openai_server.script(k, [
+        plan({"id": "slow", "description": "think at length"}),
+        {"content": "a very slow thought " * 40, "delay_per_token": 0.2},
+        plan(),
+        "recovered fine",
+    ])
+    thread = await client.threads.create()
+    tid = thread["thread_id"]
+    run = await client.runs.create(tid, "plan_execute", input=user(f"{k} first"))
+    assert await wait_status(client, tid, run["run_id"], {"running"}) == "running"
+    deadline = asyncio.get_running_loop().time() + 30
+    while not any(k in str(r.get("messages")) and "think at length" in str(r.get("messages"))
+                  for r in openai_server.requests()):
+        assert asyncio.get_running_loop().time() < deadline, "the slow step never started"
+        await asyncio.sleep(0.1)
+    await client.runs.cancel(tid, run["run_id"], wait=True, action="interrupt")
+    assert await wait_status(client, tid, run["run_id"], {"interrupted"}) == "interrupted"
+    final = await client.runs.wait(tid, "plan_execute", input=user("second"))
+    assert final["messages"][-1]["content"] == "recovered fine"
+    assert final["status"] == "completed" and final["execution_log"] == [] and final["plan"] == []
+    texts = " ".join(m["content"] for m in final["messages"] if isinstance(m["content"], str))
+    assert "a very slow thought" not in texts

@@ -1,0 +1,205 @@
+"""The `router` graph through a real `langgraph dev` on Postgres, driven by langgraph-sdk: a
+retrieval answer with sources from a KB ingested by the CLI, route classification through the
+OpenAI-compatible client, sub-agent tokens and events through the router, clear, feedback, and
+memory isolation between users."""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+import pytest
+
+from tests.integration.conftest import KB_DATA, cli, key, tool_messages, user
+
+pytestmark = pytest.mark.integration
+
+DESCRIPTION = "Greenhouse irrigation guide with controller fault codes, lighthouse keeper notes, staff handbook"
+
+
+@pytest.fixture(scope="module")
+def kb(dev_server, pg_uri) -> str:
+    """tests/data/kb ingested with the CLI into the server's store (schema it_server)."""
+    name = f"kb_{uuid.uuid4().hex[:8]}"
+    env = {**os.environ, "POSTGRES_URI": pg_uri, "POSTGRES_SCHEMA": "it_server"}
+    result = cli("ingest", name, str(KB_DATA), "--description", DESCRIPTION, env=env)
+    assert result.returncode == 0, result.stderr
+    return name
+
+
+async def stream(client, thread_id, payload=None, *, context=None, subgraphs=False):
+    """Stream one router run; return (run_id, [(event, data)])."""
+    parts = []
+    async for part in client.runs.stream(
+        thread_id, "router", input=payload, context=context or {},
+        stream_mode=["messages-tuple", "custom", "updates"], stream_subgraphs=subgraphs,
+    ):
+        parts.append((part.event, part.data))
+    assert not [data for event, data in parts if event == "error"], parts
+    run_id = next(data["run_id"] for event, data in parts if event == "metadata")
+    return run_id, parts
+
+
+def custom(parts, kind=None):
+    return [data for event, data in parts if event.split("|")[0] == "custom" and (kind is None or data["event"] == kind)]
+
+
+def tokens(parts, node=None, namespace_prefix=None):
+    text = ""
+    for event, data in parts:
+        name, _, namespace = event.partition("|")
+        if name != "messages" or (namespace_prefix is not None and not namespace.startswith(namespace_prefix)):
+            continue
+        chunk, meta = data
+        if (node is None or meta.get("langgraph_node") == node) and isinstance(chunk.get("content"), str):
+            text += chunk["content"]
+    return text
+
+
+async def test_retrieval_answer_with_sources_and_checked_citations(dev_server, openai_server, kb):
+    alice = dev_server.client("alice")  # a regular user: knowledge bases are read-only for her, searchable by runs
+    k = key()
+    openai_server.script(k, [{"content": "Fault ZX-4480 means the tank float switch is stuck [1]. See also [9].",
+                              "delay_per_token": 0.005}])
+    thread = await alice.threads.create()
+    run_id, parts = await stream(alice, thread["thread_id"], user(f"{k} What does fault code ZX-4480 mean?"),
+                                 context={"kb": kb})
+    [decision] = custom(parts, "route_decided")
+    assert decision["route"] == "retrieval" and decision["method"] == "requested"
+    assert decision["worker_name"] == f"{kb}:hybrid_agent:retrieve_only" and decision["requested_kb_prefix"] == kb
+    retrieval = [e for e in custom(parts, "progress") if e["stage"] == "retrieval"]
+    assert sorted(e["completed"] for e in retrieval) == [1, 2, 3] and all(e["error"] is None for e in retrieval)
+    assert "[9]" in tokens(parts, node="answer")  # streamed as generated ...
+    [check] = custom(parts, "citations_checked")
+    assert check["invalid_numbers"] == [9] and check["cited"] == 1
+    state = (await alice.threads.get_state(thread["thread_id"]))["values"]
+    final = state["messages"][-1]
+    assert final["type"] == "ai" and "[9]" not in final["content"] and "[1]" in final["content"]  # ... stored checked
+    sources = state["sources"]
+    assert sources[0]["title"] == "Greenhouse Irrigation Guide" and sources[0]["source"].endswith("greenhouse.md")
+    assert all(s["kb"] == kb and s["chunk_id"] for s in sources)
+    assert {e["agent_type"] for e in state["execution_log"]} == {"hybrid_agent", "dense_agent", "keyword_agent"}
+    assert state["answered_runs"][-1]["run_id"] == run_id
+    # the model was given the retrieved passages
+    request = [r for r in openai_server.requests() if k in str(r.get("messages"))][-1]
+    assert "ZX-4480" in request["messages"][0]["content"] and "[1] Greenhouse Irrigation Guide" in request["messages"][0]["content"]
+    # an unknown KB is an error naming the existing ones, not a fallback
+    _, parts = await stream(alice, thread["thread_id"], user("anything"), context={"kb": "no_such_kb"})
+    [error] = custom(parts, "router_error")
+    assert "no_such_kb" in error["error"] and kb in error["error"]
+
+
+async def test_classified_route_streams_the_sub_agents_tokens_and_events(dev_server, openai_server, kb):
+    bob = dev_server.client("bob")
+    k = key()
+    openai_server.script(k, [
+        {"tool_calls": [{"name": "RouteChoice", "id": "r1", "args": {
+            "route": "react", "confidence": 0.9, "reason": "needs a calculation"}}]},
+        {"tool_calls": [{"name": "calculator", "args": {"expression": "6*7"}, "id": "c1"}]},
+        {"content": "six times seven is forty-two", "delay_per_token": 0.005},
+    ])
+    thread = await bob.threads.create()
+    _, parts = await stream(bob, thread["thread_id"], user(f"{k} help me with my sums"), subgraphs=True)
+    [decision] = custom(parts, "route_decided")
+    assert (decision["method"], decision["route"], decision["worker_name"]) == ("llm", "react", "")
+    assert decision["reason"] == "needs a calculation"
+    # the classification went out as a tool call with the KB list, and was not streamed
+    first = [r for r in openai_server.requests() if k in str(r.get("messages"))][0]
+    assert [t["function"]["name"] for t in first["tools"]] == ["RouteChoice"] and kb in first["messages"][0]["content"]
+    assert not any(meta.get("langgraph_node") == "intent_detect" for e, (c, meta) in
+                   [(e, d) for e, d in parts if e.startswith("messages")])
+    # the sub-agent's tokens and custom events reach the client under its namespace
+    sub_events = [(event, data) for event, data in parts if event.startswith("custom|react:")]
+    assert any(data["event"] == "tool_call_finished" and "42" in data["result_preview"] for _, data in sub_events)
+    assert "forty-two" in tokens(parts, namespace_prefix="react:")
+    state = (await bob.threads.get_state(thread["thread_id"]))["values"]
+    assert [m["type"] for m in state["messages"]] == ["human", "ai", "tool", "ai"]
+    assert state["messages"][-1]["content"] == "six times seven is forty-two"
+
+
+async def test_clear_and_feedback_on_the_owners_thread(dev_server, openai_server):
+    alice, bob = dev_server.client("alice"), dev_server.client("bob")
+    k = key()
+    openai_server.script(k, ["Hello Alice!"])
+    thread = await alice.threads.create()
+    tid = thread["thread_id"]
+    run_id, _ = await stream(alice, tid, user(f"{k} Hello!"), context={"route": "general"})
+    # only the thread's owner can leave feedback: bob cannot run on alice's thread
+    with pytest.raises(Exception) as refused:
+        await bob.runs.wait(tid, "router", input={"feedback": {"run_id": run_id, "score": "down"}})
+    assert getattr(refused.value, "response", None) is not None and refused.value.response.status_code in (403, 404)
+    _, parts = await stream(alice, tid, {"feedback": {"run_id": run_id, "score": "up", "comment": "spot on"}})
+    [recorded] = custom(parts, "feedback_recorded")
+    assert recorded == {**recorded, "run_id": run_id, "score": "up", "sink": "store"}
+    item = await alice.store.get_item(["memories", "alice", "feedback"], run_id)
+    assert item["value"]["score"] == "up" and item["value"]["comment"] == "spot on" and item["value"]["thread_id"] == tid
+    _, parts = await stream(alice, tid, {"feedback": {"run_id": "not-a-run", "score": "up"}})
+    assert "answered runs: " + run_id in custom(parts, "router_error")[0]["error"]
+    chat_before = await alice.store.search_items(["memories", "alice", "chat"], limit=100)
+    assert any(k in i["value"]["text"] for i in chat_before["items"])  # the turn was recorded in long-term history
+    # clear: messages and summary gone, memories kept, thread usable again
+    _, parts = await stream(alice, tid, {"clear": True})
+    assert custom(parts, "conversation_cleared")[0]["removed_messages"] == 2
+    state = (await alice.threads.get_state(tid))["values"]
+    assert state["messages"] == [] and state["summary"] == ""
+    chat_after = await alice.store.search_items(["memories", "alice", "chat"], limit=100)
+    assert len(chat_after["items"]) == len(chat_before["items"])
+    assert (await alice.store.get_item(["memories", "alice", "feedback"], run_id)) is not None
+
+
+async def test_a_users_router_run_never_reads_another_users_memories(dev_server, openai_server):
+    alice, bob = dev_server.client("alice"), dev_server.client("bob")
+    secret = f"s{uuid.uuid4().hex[:8]}"
+    k_save = key()
+    openai_server.script(k_save, [
+        {"tool_calls": [{"name": "save_memory", "id": "m1", "args": {
+            "text": f"The user's locker code is {secret}", "kind": "semantic", "category": "fact"}}]},
+        "Saved.",
+    ])
+    thread = await alice.threads.create()
+    await alice.runs.wait(thread["thread_id"], "router", input=user(f"{k_save} remember my locker code"),
+                          context={"route": "general"})
+    assert tool_messages(await alice.threads.get_state(thread["thread_id"]))["m1"]["status"] != "error"
+
+    def lookup() -> list:
+        return [{"tool_calls": [{"name": "search_semantic_memory", "id": "q1", "args": {"query": "locker code"}}]},
+                "Here is what I know."]
+
+    k_bob, k_alice = key(), key()
+    openai_server.script(k_bob, lookup())
+    openai_server.script(k_alice, lookup())
+    bob_thread = await bob.threads.create()
+    # bob even names alice as the context's user: the run still acts for bob
+    await bob.runs.wait(bob_thread["thread_id"], "router", input=user(f"{k_bob} what is my locker code?"),
+                        context={"route": "general", "user_id": "alice"})
+    bob_result = tool_messages(await bob.threads.get_state(bob_thread["thread_id"]))["q1"]
+    assert secret not in str(bob_result["content"])
+    alice_thread = await alice.threads.create()
+    await alice.runs.wait(alice_thread["thread_id"], "router", input=user(f"{k_alice} what is my locker code?"),
+                          context={"route": "general"})
+    alice_result = tool_messages(await alice.threads.get_state(alice_thread["thread_id"]))["q1"]
+    assert secret in str(alice_result["content"])  # the same lookup finds it for its owner
+
+
+async def test_messages_land_when_the_client_disconnects_mid_stream(dev_server, openai_server, kb):
+    alice = dev_server.client("alice")
+    k = key()
+    answer = "The tank float switch is stuck, lift the float and check the cable before restarting [1]."
+    openai_server.script(k, [{"content": answer, "delay_per_token": 0.05}])
+    thread = await alice.threads.create()
+    run_id, seen = None, ""
+    async for part in alice.runs.stream(
+        thread["thread_id"], "router", input=user(f"{k} What does fault code ZX-4480 mean?"),
+        context={"kb": kb}, stream_mode=["messages-tuple"],
+    ):
+        if part.event == "metadata":
+            run_id = part.data["run_id"]
+        elif part.event == "messages" and part.data[1].get("langgraph_node") == "answer":
+            seen += part.data[0].get("content") or ""
+            if len(seen) > 10:
+                break  # the client goes away mid-answer
+    assert run_id and 10 < len(seen) < len(answer)
+    await alice.runs.join(thread["thread_id"], run_id)
+    messages = (await alice.threads.get_state(thread["thread_id"]))["values"]["messages"]
+    assert [m["type"] for m in messages] == ["human", "ai"] and messages[-1]["content"] == answer
+    assert (await alice.runs.get(thread["thread_id"], run_id))["status"] == "success"

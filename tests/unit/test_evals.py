@@ -1,0 +1,135 @@
+"""The offline eval suites (evals/) against the real graphs: CI fails when a score drops below
+evals/thresholds.json."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.messages.utils import convert_to_openai_messages
+
+import tools.registry as registry
+from evals import run
+from evals.evaluators import answer_contains, output_shape, trajectory_match
+from evals.suites import SUITES
+
+
+@pytest.fixture(autouse=True)
+def offline_env(monkeypatch, embeddings):
+    """No key: nothing may be uploaded, and the langsmith pytest plugin must not track."""
+    monkeypatch.delenv("LANGSMITH_API_KEY", raising=False)
+    monkeypatch.setenv("LANGSMITH_TEST_TRACKING", "false")
+    monkeypatch.setenv("LANGSMITH_TRACING", "false")
+
+
+def lines(name: str) -> int:
+    return sum(1 for line in (run.DATASETS / SUITES[name].dataset).read_text().splitlines() if line.strip())
+
+
+def test_offline_suites_meet_their_thresholds_and_write_results(tmp_path, capsys):
+    assert run.main(["--out", str(tmp_path)]) == 0
+    table = capsys.readouterr().out
+    thresholds = json.loads(run.THRESHOLDS.read_text())["offline"]
+    for name in SUITES:
+        written = json.loads((tmp_path / f"{name}.offline.json").read_text())
+        assert written["failures"] == [] and len(written["rows"]) == lines(name)
+        assert set(thresholds[name]) <= set(written["means"])
+        assert all(mean == 1.0 for mean in written["means"].values()), written["means"]
+        assert all(not row["error"] and row["outputs"]["failed_tool_calls"] == [] for row in written["rows"])
+        assert written["dataset"] == run.dataset_name(SUITES[name])
+    assert "trajectory_strict_match" in table and "FAIL" not in table
+    memory = json.loads((tmp_path / "memory.offline.json").read_text())
+    answers = {row["kind"]: row["outputs"]["answer"] for row in memory["rows"]}
+    assert "Lisbon" in answers["fact_update"] and "shellfish" not in answers["isolation"]
+
+
+def test_a_tool_missing_from_the_registry_fails_ci(tmp_path, monkeypatch, capsys):
+    real = registry.available_tools
+
+    async def without_calculator():
+        tools, problems = await real()
+        return {name: t for name, t in tools.items() if name != "calculator"}, problems
+
+    monkeypatch.setattr(registry, "available_tools", without_calculator)
+    assert run.main(["react", "--out", str(tmp_path)]) == 1
+    printed = capsys.readouterr().out
+    result = json.loads((tmp_path / "react.offline.json").read_text())
+    failed = {failure.split()[1] for failure in result["failures"]}
+    assert {"trajectory_strict_match", "tool_selection", "answer_contains"} <= failed
+    assert "FAIL react: tool_selection" in printed
+    # the calculator examples fail, the others still pass
+    by_kind = [(row["outputs"]["tool_calls"], row["scores"]["tool_selection"]["score"]) for row in result["rows"]]
+    assert all(score == (not any(c["name"] == "calculator" for c in calls)) for calls, score in by_kind
+               if calls) and sum(score == 0 for _, score in by_kind) == 4
+
+
+def test_trajectory_match_compares_calculator_expressions_by_value():
+    reference = {"trajectory": [
+        {"role": "assistant", "content": "", "tool_calls": [{"name": "calculator", "args": {"expression": "0.17*2340"}}]},
+        {"role": "tool", "content": "397.8"},
+        {"role": "assistant", "content": "397.8"},
+    ]}
+
+    def outputs(expression: str) -> dict:
+        messages = [
+            AIMessage("", tool_calls=[{"name": "calculator", "args": {"expression": expression}, "id": "c1"}]),
+            ToolMessage("397.8", tool_call_id="c1"),
+            AIMessage("It is 397.8"),
+        ]
+        return {"messages": convert_to_openai_messages(messages), "answer": "It is 397.8"}
+
+    strict = trajectory_match("strict")
+    assert strict(outputs("2340 * 17 / 100"), reference)["score"] == 1
+    assert strict(outputs("2340 * 0.18"), reference)["score"] == 0
+    assert strict({"messages": outputs("2340*0.17")["messages"][:1] + outputs("1")["messages"][2:]},
+                  reference)["score"] == 0
+    assert output_shape(outputs("1"))["score"] == 1
+    assert output_shape({"messages": outputs("1")["messages"][:1], "answer": ""})["score"] == 0
+    assert answer_contains({"answer": "2^20 = 1,048,576"}, {"answer_contains": ["1048576"]})["score"] == 1
+    assert answer_contains({"answer": "about a million"}, {"answer_contains": ["1048576"]})["score"] == 0
+    assert answer_contains({"answer": "hi"}, {"answer_contains": []})["score"] is None
+
+
+def test_datasets_are_langsmith_examples_named_by_content_hash(tmp_path, monkeypatch):
+    examples = run.load_examples(run.DATASETS / "react_tools.jsonl")
+    assert all(e.inputs["messages"] and "trajectory" in e.outputs for e in examples)
+    assert [e.id for e in examples] == [e.id for e in run.load_examples(run.DATASETS / "react_tools.jsonl")]
+
+    monkeypatch.setattr(run, "DATASETS", tmp_path)
+    path = tmp_path / SUITES["react"].dataset
+    path.write_text('{"inputs": {"messages": []}, "outputs": {"trajectory": []}}\n')
+    first = run.dataset_name(SUITES["react"])
+    path.write_text('{"inputs": {"messages": []}, "outputs": {"trajectory": [], "answer_contains": ["x"]}}\n')
+    assert first.startswith("agent-engine-react-") and run.dataset_name(SUITES["react"]) != first
+
+    path.write_text('{"inputs": {}, "outputs": {}}\n{"input": {"q": 1}}\n')
+    with pytest.raises(run.DatasetError, match=r"react_tools.jsonl:2: .*'inputs' and 'outputs'"):
+        run.load_examples(path)
+
+
+def test_online_mode_needs_a_key_and_a_real_model(monkeypatch):
+    with pytest.raises(SystemExit, match="LANGSMITH_API_KEY"):
+        run.run_suites(["react"], online=True, model="openai:gpt-4o-mini")
+    monkeypatch.setenv("LANGSMITH_API_KEY", "lsv2-test")
+    monkeypatch.delenv("AGENT_MODEL", raising=False)
+    with pytest.raises(SystemExit, match="real model"):
+        run.run_suites(["react"], online=True)
+    with pytest.raises(SystemExit, match="unknown suite"):
+        run.run_suites(["nope"])
+
+
+def test_llm_judges_run_only_when_a_judge_model_is_configured(tmp_path):
+    from graphs.runtime.models import register_model_provider
+    from tests.fakes import ScriptedChatModel
+
+    verdict = {"tool_calls": [{"name": "score", "args": {"reasoning": "matches the reference", "score": True}}]}
+    judge = ScriptedChatModel(responses=[verdict] * 2 * lines("react"))
+    register_model_provider("scripted-judge", lambda name, **kw: judge)
+    (result,) = run.run_suites(["react"], judge="scripted-judge:x", out=tmp_path)
+    assert result.means["correctness"] == 1.0 and result.means["helpfulness"] == 1.0
+    assert judge.remaining == 0
+    prompts = [call.messages[-1].text if hasattr(call.messages[-1], "text") else str(call.messages) for call in judge.calls]
+    assert any("17% of 2340 is 397.8." in p for p in prompts)  # correctness saw the reference answer
+    (plain,) = run.run_suites(["react"], out=tmp_path)
+    assert "correctness" not in plain.means

@@ -1,0 +1,368 @@
+"""The router graph with a scripted model: route table, retrieval fan-out, citations, extractive
+answers, clear and feedback."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from pathlib import Path
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.runtime import Runtime
+from langgraph.store.memory import InMemoryStore
+
+import graphs.router.graph as router
+from graphs.router import feedback as feedback_sink
+from graphs.router.context import RouterContext
+from graphs.router.workers import KnowledgeWorker, register_worker_type
+from graphs.runtime.models import ModelConfigError, register_model_provider
+from store import knowledge, memory
+from store.embeddings import get_embeddings
+from tests.fakes import ScriptedChatModel
+from tools.memory import MEMORY_TOOLS
+
+KB_DATA = Path(__file__).resolve().parents[1] / "data" / "kb"
+DESCRIPTION = "Greenhouse irrigation guide with controller fault codes, lighthouse keeper notes, otters, staff handbook"
+
+
+@pytest.fixture(autouse=True)
+def fast_backoff(monkeypatch):
+    monkeypatch.setenv("AGENT_RETRY_BASE_DELAY", "0.01")
+
+
+@pytest.fixture
+def model_slot():
+    slot: dict = {}
+    register_model_provider("scripted", lambda name, **kw: slot["model"])
+    return slot
+
+
+@pytest.fixture(scope="module")
+async def demo_store():
+    """tests/data/kb ingested into the knowledge base `demo` (memories indexed on `text`)."""
+    store = InMemoryStore(index={"dims": 384, "embed": get_embeddings(), "fields": ["content", "text"]})
+    await knowledge.create_kb(store, "demo", DESCRIPTION)
+    await knowledge.ingest_path(store, "demo", KB_DATA)
+    return store
+
+
+async def run(model_slot, store, responses, *, context=None, message="hi", thread="t1",
+              graph=None, run_id=None, payload=None):
+    """One run; returns (state, custom events, message chunks, model, graph)."""
+    model = ScriptedChatModel(responses=responses)
+    model_slot["model"] = model
+    graph = graph or router.builder.compile(checkpointer=InMemorySaver(), store=store)
+    ctx = RouterContext(model="scripted:test", remember=False, **(context or {}))
+    # LangGraph treats a repeated run_id as the same run: every run gets its own.
+    config = {"configurable": {"thread_id": thread}, "metadata": {"run_id": run_id or f"run-{uuid.uuid4().hex[:8]}"}}
+    events, chunks = [], []
+    async for namespace, mode, chunk in graph.astream(
+        payload if payload is not None else {"messages": [HumanMessage(message)]},
+        config, context=ctx, stream_mode=["custom", "messages"], subgraphs=True,
+    ):
+        (events if mode == "custom" else chunks).append((namespace, chunk) if mode == "messages" else chunk)
+    state = (await graph.aget_state(config)).values
+    return state, events, chunks, model, graph
+
+
+def kinds(events, kind):
+    return [e for e in events if e["event"] == kind]
+
+
+def decision(events):
+    [event] = kinds(events, "route_decided")
+    return event
+
+
+def streamed_text(chunks, node):
+    return "".join(c.content for ns, (c, meta) in chunks if meta.get("langgraph_node") == node and isinstance(c.content, str))
+
+
+# --- route table ---------------------------------------------------------------------------
+
+
+async def test_general_route_is_react_with_the_memory_tools_only(model_slot, demo_store):
+    state, events, chunks, model, _ = await run(model_slot, demo_store, ["Hello to you too!"], message="Hello!", run_id="run-1")
+    route = decision(events)
+    assert (route["route"], route["method"], route["worker_name"], route["kb_prefix"]) == ("general", "heuristic", "", "general")
+    assert set(route) >= {"requested_kb_prefix", "routed_kb_prefix", "kb_prefix", "confidence", "method", "reason", "worker_name"}
+    assert sorted(model.calls[0].tool_names) == sorted(t.__name__ for t in MEMORY_TOOLS)
+    assert state["messages"][-1].content == "Hello to you too!"
+    assert [m.type for m in state["messages"]] == ["human", "ai"]
+    # the sub-agent's tokens reach the router's stream under the sub-agent's namespace
+    assert any(ns and ns[0].startswith("general:") for ns, _ in chunks)
+    assert state["answered_runs"] == [{"run_id": "run-1", "route": "general", "message_id": state["messages"][-1].id}]
+
+
+async def test_requested_kb_fans_out_to_workers_and_answers_with_sources(model_slot, demo_store):
+    state, events, chunks, model, _ = await run(
+        model_slot, demo_store, ["Fault ZX-4480 means the tank float switch is stuck [1]."],
+        context={"kb": "demo"}, message="What does fault code ZX-4480 mean?",
+    )
+    route = decision(events)
+    assert (route["route"], route["method"], route["requested_kb_prefix"], route["kb_prefix"]) == (
+        "retrieval", "requested", "demo", "demo")
+    assert route["worker_name"] == "demo:hybrid_agent:retrieve_only" and route["confidence"] == 1.0
+    assert state["plan"] == [
+        {"agent_type": t, "worker_name": f"demo:{t}:retrieve_only"} for t in ("hybrid_agent", "dense_agent", "keyword_agent")
+    ]
+    progress = [e for e in kinds(events, "progress") if e["stage"] == "retrieval"]
+    assert sorted(e["completed"] for e in progress) == [1, 2, 3] and {e["total"] for e in progress} == {3}
+    assert {e["agent_type"] for e in progress} == {"hybrid_agent", "dense_agent", "keyword_agent"}
+    assert [e["stage"] for e in kinds(events, "progress")][0] == "routing"
+    assert [e["status"] for e in state["execution_log"]] == ["success"] * 3
+    sources = state["sources"]
+    assert sources[0]["title"] == "Greenhouse Irrigation Guide" and sources[0]["kb"] == "demo"
+    assert len({s["chunk_id"] for s in sources}) == len(sources) <= 5
+    assert {"kb", "source", "title", "locator", "chunk_id"} <= set(sources[0])
+    system = model.calls[0].messages[0].content
+    assert "[1] Greenhouse Irrigation Guide" in system and "ZX-4480" in system
+    answer = state["messages"][-1]
+    assert isinstance(answer, AIMessage) and answer.content.endswith("stuck [1].")
+    assert len(streamed_text(chunks, "answer")) > 0 and "[1]" in streamed_text(chunks, "answer")
+    assert state["citation_check"]["cited"] == [1] and state["citation_check"]["invalid"] == []
+
+
+async def test_kb_inferred_from_its_description(model_slot, demo_store):
+    state, events, _, _, _ = await run(
+        model_slot, demo_store, ["It is the float switch [1]."],
+        message="Which greenhouse irrigation controller fault code means the float switch is stuck?",
+    )
+    route = decision(events)
+    assert (route["route"], route["method"], route["routed_kb_prefix"], route["requested_kb_prefix"]) == (
+        "retrieval", "heuristic", "demo", "")
+    assert "irrigation" in route["reason"]
+
+
+async def test_unknown_kb_is_an_error_naming_the_existing_ones(model_slot, demo_store):
+    state, events, _, model, _ = await run(model_slot, demo_store, [], context={"kb": "nope"}, message="anything")
+    [error] = kinds(events, "router_error")
+    assert "Unknown knowledge base 'nope'" in error["error"] and "demo" in error["error"]
+    assert decision(events)["route"] == "error" and decision(events)["worker_name"] == ""
+    assert "demo" in state["messages"][-1].content and model.calls == []
+
+
+async def test_auto_route_off_sends_everything_to_general(model_slot, demo_store):
+    _, events, _, _, _ = await run(
+        model_slot, demo_store, ["ok"], context={"auto_route": False},
+        message="What does the demo knowledge base say about fault code ZX-4480 in the irrigation controller?",
+    )
+    route = decision(events)
+    assert (route["route"], route["kb_prefix"], route["worker_name"], route["method"]) == ("general", "general", "", "policy")
+
+
+async def test_tool_cue_goes_to_react_with_its_tools(model_slot, demo_store):
+    state, events, chunks, model, _ = await run(
+        model_slot, demo_store,
+        [{"tool_calls": [{"name": "calculator", "args": {"expression": "17*23"}, "id": "c1"}]}, "17*23 = 391"],
+        message="What is 17*23?",
+    )
+    assert decision(events)["route"] == "react"
+    assert "calculator" in model.calls[0].tool_names and "web_search" in model.calls[0].tool_names
+    assert any(isinstance(m, ToolMessage) and "391" in m.content for m in state["messages"])
+    assert state["messages"][-1].content == "17*23 = 391"
+    assert [e["tool"] for e in state["execution_log"]] == ["calculator"]
+    assert kinds(events, "tool_call_finished")[0]["tool_call_id"] == "c1"  # sub-agent events come through
+
+
+async def test_model_classifies_when_unsure_and_malformed_answers_are_retried(model_slot, demo_store):
+    choice = {"route": "retrieval", "kb": "demo", "confidence": 0.8, "reason": "otters are in the fixtures"}
+    state, events, chunks, model, _ = await run(
+        model_slot, demo_store,
+        ["I think general?",  # no tool call: malformed
+         {"tool_calls": [{"name": "RouteChoice", "args": {**choice, "kb": "wildlife"}}]},  # KB that does not exist
+         {"tool_calls": [{"name": "RouteChoice", "args": choice}]},
+         "Otters live in rivers [1]."],
+        message="tell me about the animals",
+    )
+    route = decision(events)
+    assert (route["route"], route["method"], route["kb_prefix"], route["confidence"]) == ("retrieval", "llm", "demo", 0.8)
+    assert route["reason"] == "otters are in the fixtures"
+    first = model.calls[0]
+    assert first.tool_names == ["RouteChoice"] and "- demo: " + DESCRIPTION in first.messages[0].content
+    assert "does not exist" in model.calls[2].messages[-1].content
+    # classification is not streamed as answer tokens
+    assert not any(meta.get("langgraph_node") == "intent_detect" for ns, (c, meta) in chunks)
+    assert state["messages"][-1].content == "Otters live in rivers [1]."
+
+
+async def test_classification_failing_for_good_falls_back_to_the_heuristic(model_slot, demo_store):
+    _, events, _, _, _ = await run(
+        model_slot, demo_store, ["nope", "still nope", "no", "fine"], message="tell me about the animals",
+    )
+    route = decision(events)
+    assert route["method"] == "heuristic" and route["route"] == "general"
+    assert "classification failed after 3 attempts" in route["reason"]
+
+
+async def test_unserved_sub_agent_falls_back_to_react(monkeypatch):
+    monkeypatch.setattr(router, "SUBAGENTS", {"react": router.react_graph})
+    state = {"decision": {"requested_kb_prefix": "", "routed_kb_prefix": "", "kb_prefix": "", "confidence": 0.8,
+                          "method": "heuristic", "reason": "research cue 'in depth'", "route": "deep_research",
+                          "worker_name": ""}}
+    update = await router.apply_override_policy(state, Runtime(context=RouterContext(), store=None))
+    assert update["decision"]["route"] == "react" and "deep_research is not served" in update["decision"]["reason"]
+    forced = await router.apply_override_policy(state, Runtime(context=RouterContext(route="nope"), store=None))
+    assert forced["decision"]["route"] == "error" and "routes: general, retrieval, react" in forced["decision"]["reason"]
+
+
+async def test_plan_cue_hands_the_conversation_to_plan_execute(model_slot, demo_store):
+    plan = {"tool_calls": [{"name": "Plan", "args": {"steps": [
+        {"id": "a", "description": "compute", "tool": "calculator", "args": {"expression": "6*7"}, "depends_on": []}]}}]}
+    state, events, chunks, _, _ = await run(
+        model_slot, demo_store, [plan, "The result is 42."],
+        message="Make a plan and then execute it: compute 6*7", context={"max_replans": 0},
+    )
+    assert decision(events)["route"] == "plan_execute"
+    assert kinds(events, "plan_created") and kinds(events, "plan_step_completed")[0]["step_id"] == "a"
+    assert state["messages"][-1].content == "The result is 42."
+    assert [m.type for m in state["messages"]] == ["human", "ai"]
+    assert any(ns and ns[0].startswith("plan_execute:") for ns, _ in chunks)
+    assert "plan" in state and state["plan"] == []  # the router's plan (retrieval specs) is not the sub-agent's
+
+
+async def test_research_cue_routes_to_deep_research_with_its_context():
+    state = {"decision": {"requested_kb_prefix": "", "routed_kb_prefix": "", "kb_prefix": "", "confidence": 0.8,
+                          "method": "heuristic", "reason": "research cue", "route": "deep_research", "worker_name": ""}}
+    context = RouterContext(max_research_rounds=3, max_plan_steps=4)
+    update = await router.apply_override_policy(state, Runtime(context=context, store=None))
+    assert update["decision"]["route"] == "deep_research" and update["decision"]["kb_prefix"] == "general"
+    assert (context.max_research_rounds, context.max_plan_steps) == (3, 4)  # the sub-agents' own fields
+
+
+def test_context_refuses_unknown_worker_types():
+    with pytest.raises(ValueError, match="retrieval_agents.*graph_agent.*worker types: dense_agent"):
+        RouterContext(retrieval_agents=["graph_agent"])
+
+
+# --- fan-out, failures, citations, extractive ----------------------------------------------
+
+
+class SlowWorker(KnowledgeWorker):
+    async def retrieve_with_trace(self, store, query, *, thread_id, top_k):
+        await asyncio.sleep(0.2)
+        return await super().retrieve_with_trace(store, query, thread_id=thread_id, top_k=top_k)
+
+
+class BrokenWorker(KnowledgeWorker):
+    async def retrieve_with_trace(self, store, query, *, thread_id, top_k):
+        raise ConnectionError("index shard unreachable")
+
+
+async def test_workers_run_in_parallel_and_a_failing_one_degrades_the_answer(model_slot, demo_store):
+    register_worker_type("slow_dense_agent", lambda kb, t: SlowWorker(kb, t, "dense"))
+    register_worker_type("slow_keyword_agent", lambda kb, t: SlowWorker(kb, t, "keyword"))
+    register_worker_type("broken_agent", lambda kb, t: BrokenWorker(kb, t, "hybrid"))
+    state, events, _, model, _ = await run(
+        model_slot, demo_store, ["The tank float switch is stuck [1]."],
+        context={"kb": "demo", "retrieval_agents": ["slow_dense_agent", "broken_agent", "slow_keyword_agent"]},
+        message="What does fault code ZX-4480 mean?",
+    )
+    [failed] = kinds(events, "worker_failed")
+    assert failed["worker_name"] == "demo:broken_agent:retrieve_only" and failed["error_type"] == "ConnectionError"
+    log = {e["agent_type"]: e for e in state["execution_log"]}
+    assert log["broken_agent"]["status"] == "error" and "unreachable" in log["broken_agent"]["error"]
+    slow = [log["slow_dense_agent"], log["slow_keyword_agent"]]
+    assert all(e["status"] == "success" and e["retrieval_count"] > 0 for e in slow), state["execution_log"]
+    # both slow workers were running at the same time
+    assert max(e["started_at"] for e in slow) < min(e["finished_at"] for e in slow)
+    answer = state["messages"][-1].content
+    assert answer.startswith("The tank float switch is stuck [1].") and "demo:broken_agent:retrieve_only" in answer
+    assert state["sources"] and all("broken_agent" not in s["found_by"] for s in state["sources"])
+
+
+async def test_invented_citations_and_links_are_flagged(model_slot, demo_store):
+    state, events, chunks, _, _ = await run(
+        model_slot, demo_store,
+        ["The float switch is stuck [1]. Call the vendor [7], see https://vendor.example/manual."],
+        context={"kb": "demo", "retrieval_top_k": 3}, message="What does fault code ZX-4480 mean?",
+    )
+    assert len(state["sources"]) == 3
+    [check] = kinds(events, "citations_checked")
+    assert check["invalid_numbers"] == [7] and check["invented_urls"] == ["https://vendor.example/manual"]
+    assert check["cited"] == 1 and check["removed"] == 1
+    final = state["messages"][-1]
+    assert "[7]" not in final.content and "[1]" in final.content
+    assert "https://vendor.example/manual (unverified" in final.content and "only sources 1-3" in final.content
+    assert "[7]" in streamed_text(chunks, "answer")  # what streamed is corrected in the stored message
+    assert len([m for m in state["messages"] if isinstance(m, AIMessage)]) == 1
+    assert state["citation_check"]["invalid"] == [7]
+
+
+async def test_without_a_model_retrieval_answers_extractively(model_slot, demo_store, monkeypatch):
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    graph = router.builder.compile(checkpointer=InMemorySaver(), store=demo_store)
+    ctx = RouterContext(model="openai:gpt-4o-mini", remember=False, kb="demo")
+    config = {"configurable": {"thread_id": "x"}}
+    await graph.ainvoke({"messages": [HumanMessage("What does fault code ZX-4480 mean?")]}, config, context=ctx)
+    state = (await graph.aget_state(config)).values
+    answer = state["messages"][-1]
+    assert answer.response_metadata.get("extractive") is True
+    assert answer.content.startswith("Extracted passages (no chat model is configured")
+    assert "[1] Greenhouse Irrigation Guide" in answer.content and "ZX-4480" in answer.content
+    assert state["sources"]
+    # other routes fail fast with the model error
+    with pytest.raises(ModelConfigError, match="OPENAI_API_KEY"):
+        await graph.ainvoke({"messages": [HumanMessage("Hello!")]},
+                            {"configurable": {"thread_id": "y"}}, context=RouterContext(model="openai:gpt-4o-mini", remember=False))
+
+
+# --- conversation: clear and feedback --------------------------------------------------------
+
+
+async def test_clear_empties_messages_and_summary_but_not_memories(model_slot, demo_store):
+    graph = router.builder.compile(checkpointer=InMemorySaver(), store=demo_store)
+    saved = await memory.save_memory(demo_store, "anonymous", "semantic", "The user likes otters.", category="preference")
+    await run(model_slot, demo_store, ["Hi!"], message="Hello!", graph=graph, thread="c")
+    await graph.aupdate_state({"configurable": {"thread_id": "c"}}, {"summary": "older talk"})
+    state, events, _, model, _ = await run(model_slot, demo_store, [], payload={"clear": True}, graph=graph, thread="c")
+    assert state["messages"] == [] and state["summary"] == "" and model.calls == []
+    assert kinds(events, "conversation_cleared")[0]["removed_messages"] == 2
+    assert await demo_store.aget(memory.namespace("anonymous", "semantic"), saved["id"]) is not None
+    # clear together with a new question: the question is kept and answered
+    state, _, _, _, _ = await run(model_slot, demo_store, ["Hi again"], graph=graph, thread="c",
+                                  payload={"clear": True, "messages": [HumanMessage("Hello!")]})
+    assert [m.content for m in state["messages"]] == ["Hello!", "Hi again"] and state["clear"] is False
+
+
+async def test_feedback_is_recorded_against_an_answered_run(model_slot, demo_store):
+    graph = router.builder.compile(checkpointer=InMemorySaver(), store=demo_store)
+    await run(model_slot, demo_store, ["Hi!"], message="Hello!", graph=graph, thread="f", run_id="run-a")
+    bad = {"feedback": {"run_id": "run-zzz", "score": "up"}}
+    state, events, _, _, _ = await run(model_slot, demo_store, [], payload=bad, graph=graph, thread="f")
+    [error] = kinds(events, "router_error")
+    assert error["stage"] == "feedback" and "answered runs: run-a" in error["error"]
+    assert state.get("feedback_log", []) == [] and state["feedback"] is None
+    good = {"feedback": {"run_id": "run-a", "score": "down", "comment": "too short"}}
+    state, events, _, _, _ = await run(model_slot, demo_store, [], payload=good, graph=graph, thread="f")
+    assert kinds(events, "feedback_recorded") == [{**kinds(events, "feedback_recorded")[0],
+                                                   "run_id": "run-a", "score": "down", "sink": "store"}]
+    item = await demo_store.aget(feedback_sink.feedback_namespace("anonymous"), "run-a")
+    assert item.value["score"] == "down" and item.value["comment"] == "too short" and item.value["thread_id"] == "f"
+    assert state["feedback_log"][0]["sink"] == "store" and len(state["messages"]) == 2
+    bad_score = {"feedback": {"run_id": "run-a", "score": "meh"}}
+    _, events, _, _, _ = await run(model_slot, demo_store, [], payload=bad_score, graph=graph, thread="f")
+    assert "score must be 'up' or 'down'" in kinds(events, "router_error")[0]["error"]
+
+
+async def test_feedback_goes_to_langsmith_when_configured(model_slot, demo_store, monkeypatch):
+    sent = []
+
+    class FakeLangSmith:
+        def create_feedback(self, run_id, **kwargs):
+            sent.append((run_id, kwargs))
+            return type("Feedback", (), {"id": "fb-1"})()
+
+    monkeypatch.setattr(feedback_sink, "langsmith_configured", lambda: True)
+    monkeypatch.setattr(feedback_sink, "_langsmith_client", FakeLangSmith)
+    graph = router.builder.compile(checkpointer=InMemorySaver(), store=demo_store)
+    await run(model_slot, demo_store, ["Hi!"], message="Hello!", graph=graph, thread="l", run_id="run-l")
+    state, events, _, _, _ = await run(model_slot, demo_store, [], graph=graph, thread="l",
+                                       payload={"feedback": {"run_id": "run-l", "score": "up"}})
+    assert sent == [("run-l", {"key": "user_score", "score": 1, "comment": None})]
+    assert state["feedback_log"][0]["sink"] == "langsmith" and state["feedback_log"][0]["feedback_id"] == "fb-1"
+    assert await demo_store.aget(feedback_sink.feedback_namespace("anonymous"), "run-l") is None
+

@@ -1,0 +1,124 @@
+"""The router's pure parts: the worker_name protocol, the heuristics, evidence merging, citations."""
+
+from __future__ import annotations
+
+import pytest
+
+from graphs.router.citations import check_citations
+from graphs.router.evidence import extractive_answer, merge_runs
+from graphs.router.intent import guess_route, match_kb
+from graphs.router.protocol import ParsedWorkerName, parse_worker_name, worker_name_for
+from graphs.router.workers import KnowledgeWorker, cached_instances, get_worker, instance_key
+
+# The seed's table (003, 2.1 "compatibility"): empty, one, two and three segments.
+PARSE_TABLE = [
+    ("", ParsedWorkerName("", "", "retrieve_only")),
+    ("   ", ParsedWorkerName("", "", "retrieve_only")),
+    (None, ParsedWorkerName("", "", "retrieve_only")),
+    ("hybrid_agent", ParsedWorkerName("", "hybrid_agent", "retrieve_only")),
+    ("edu:hybrid_agent", ParsedWorkerName("edu", "hybrid_agent", "retrieve_only")),
+    ("edu:hybrid_agent:retrieve_only", ParsedWorkerName("edu", "hybrid_agent", "retrieve_only")),
+    (" movie : graph_agent : retrieve_only ", ParsedWorkerName("movie", "graph_agent", "retrieve_only")),
+    ("edu:naive_rag_agent:", ParsedWorkerName("edu", "naive_rag_agent", "retrieve_only")),
+]
+
+
+@pytest.mark.parametrize("raw, parsed", PARSE_TABLE)
+def test_parse_worker_name_accepts_the_seed_forms(raw, parsed):
+    assert parse_worker_name(raw) == parsed
+
+
+@pytest.mark.parametrize("raw, message", [
+    ("edu:hybrid_agent:generate", "unsupported agent_mode"),
+    ("edu:hybrid_agent:retrieve_only:extra", "invalid worker_name format"),
+    ("a:b:c:d:e", "invalid worker_name format"),
+    (42, "must be a string"),
+])
+def test_parse_worker_name_rejects_everything_else(raw, message):
+    with pytest.raises(ValueError, match=message):
+        parse_worker_name(raw)
+
+
+def test_worker_name_for_follows_the_v2_protocol():
+    assert worker_name_for("edu", "hybrid_agent") == "edu:hybrid_agent:retrieve_only"
+    assert worker_name_for("general", "hybrid_agent") == ""
+    assert worker_name_for("", "hybrid_agent") == "default:hybrid_agent:retrieve_only"
+    assert parse_worker_name(worker_name_for("edu", "keyword_agent")).agent_type == "keyword_agent"
+
+
+def test_workers_are_cached_per_instance_key_never_per_session():
+    first = get_worker("edu:hybrid_agent:retrieve_only")
+    assert get_worker("edu:hybrid_agent") is first  # the two-segment form names the same instance
+    assert isinstance(first, KnowledgeWorker) and first.strategy == "hybrid"
+    assert get_worker("edu:keyword_agent:retrieve_only").strategy == "keyword"
+    assert instance_key("edu", "hybrid_agent") in cached_instances()
+    assert all(key.count(":") == 2 for key in cached_instances())
+    with pytest.raises(ValueError, match="Unknown agent_type 'graph_agent'.*hybrid_agent"):
+        get_worker("edu:graph_agent:retrieve_only")
+    with pytest.raises(ValueError, match="names no knowledge base"):
+        get_worker("hybrid_agent")
+
+
+KBS = [
+    {"name": "garden", "description": "Greenhouse irrigation guide: drip lines and controller fault codes"},
+    {"name": "hr", "description": "Staff handbook: holidays, leave requests and expenses"},
+]
+
+
+@pytest.mark.parametrize("message, route, kb", [
+    ("Hello!", "general", ""),
+    ("What does the garden guide say about drip lines?", "retrieval", "garden"),
+    ("Which controller fault codes does the greenhouse irrigation have?", "retrieval", "garden"),
+    ("how do I file leave requests for holidays", "retrieval", "hr"),
+    ("What is 17 * 23?", "react", ""),
+    ("what's the weather in Lisbon tomorrow", "react", ""),
+    ("Research the history of lighthouses in depth and write a report", "deep_research", ""),
+    ("Make a plan and then execute it: compare three laptops", "plan_execute", ""),
+])
+def test_heuristic_routes(message, route, kb):
+    guess = guess_route(message, KBS)
+    assert (guess.route, guess.kb) == (route, kb)
+    assert guess.confidence >= 0.7 and guess.reason
+
+
+def test_heuristics_are_unsure_without_a_cue():
+    guess = guess_route("tell me something about otters", KBS)
+    assert guess.confidence < 0.7
+    weak = match_kb("any irrigation tips?", KBS)
+    assert weak.kb == "garden" and weak.confidence < 0.7  # one shared word: ask the model
+
+
+def _run(agent_type, ids):
+    return {"kb": "garden", "agent_type": agent_type, "retrieval_results": [
+        {"id": i, "content": f"text {i}", "source": f"/d/{i}.md", "title": i.upper(), "page": None, "section": None}
+        for i in ids
+    ]}
+
+
+def test_merge_dedupes_by_chunk_id_and_fuses_by_rrf():
+    sources = merge_runs([_run("dense_agent", ["a", "b", "c"]), _run("keyword_agent", ["c", "d", "a"])], top_k=3)
+    assert [s["chunk_id"] for s in sources] == ["a", "c", "b"]  # found by both lists rank first
+    assert [s["index"] for s in sources] == [1, 2, 3]
+    assert sources[0]["found_by"] == ["dense_agent", "keyword_agent"]
+    assert {"kb", "source", "title", "locator", "chunk_id"} <= set(sources[0])
+
+
+def test_citation_check_removes_invented_numbers_and_flags_unknown_links():
+    sources = [{"index": i, "source": src} for i, src in enumerate(["/d/a.md", "https://ok.example/page", "/d/c.md"], 1)]
+    text = "Fact one [1]. Fact two [2, 7]. Also [7]. See https://ok.example/page and https://evil.example/x."
+    result = check_citations(text, sources)
+    assert result["cited"] == [1, 2] and result["invalid"] == [7]
+    assert result["unknown_urls"] == ["https://evil.example/x"]
+    assert "[7]" not in result["text"] and "[2]" in result["text"] and "[1]" in result["text"]
+    assert "https://evil.example/x (unverified" in result["text"]
+    assert "https://ok.example/page and" in result["text"]
+    assert "removed citation number(s) 7: only sources 1-3 were retrieved" in result["text"]
+    clean = check_citations("All good [1][3].", sources)
+    assert clean["invalid"] == [] and clean["text"] == "All good [1][3]."
+
+
+def test_extractive_answer_lists_top_passages_with_sources():
+    sources = merge_runs([_run("hybrid_agent", ["a", "b", "c", "d"])], top_k=4)
+    text = extractive_answer(sources, "Extracted:", "nothing", limit=2)
+    assert text.startswith("Extracted:") and "[1] A (/d/a.md)" in text and "[2] B" in text and "[3]" not in text
+    assert extractive_answer([], "Extracted:", "nothing") == "nothing"
