@@ -42,6 +42,9 @@ def machine() -> dict:
     try:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=BENCH_DIR, capture_output=True,
                                 text=True, timeout=10).stdout.strip()
+        changed = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=BENCH_DIR,
+                                 capture_output=True, text=True, timeout=10).stdout.strip()
+        commit += " + uncommitted changes" if commit and changed else ""
     except (OSError, subprocess.SubprocessError):
         commit = ""
     versions = {}

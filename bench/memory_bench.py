@@ -8,7 +8,8 @@
 Latency: for each size N, one user's N memories in a schema of their own (`bench_memory_<N>`,
 dropped and rebuilt each run). The first `--real-puts` rows go through the real write path
 (`store.abatch` puts, embedded by the local model) to measure the write rate. The remaining rows
-are written directly with COPY into the store's `store` / `store_vectors` tables: their texts are
+are bulk-loaded with COPY through the SQL adapter (store/sql.py `copy_items`, vectors through
+pgvector's psycopg adapter): their texts are
 distinct, but their vectors are derived from a pool of `--distinct` really embedded texts plus
 Gaussian noise (cosine ~0.9 to the source vector), because embedding 100k texts on 2 CPU cores
 takes ~20 minutes. `--embed-all` embeds every row instead. Searches then run through
@@ -45,17 +46,14 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import psycopg
 from langchain_core.embeddings import Embeddings
-from pgvector.psycopg import register_vector_async
 from langgraph.store.base import PutOp
-from langgraph.store.postgres.aio import AsyncPostgresStore
 from psycopg.rows import dict_row
-from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
 from bench.memory_dataset import build_dataset, synthetic_memories
 from store import memory
 from store.embeddings import get_embeddings
-from store.postgres import postgres_uri, store, store_index_config
+from store.postgres import PostgresStore, postgres_uri, store, store_index_config
 
 SCHEMA_PREFIX = "bench_memory"
 BENCH_USER = "bench_user"
@@ -112,25 +110,6 @@ def _value(kind: str, category: str | None, text: str, importance: float, when: 
     return value
 
 
-async def _copy_rows(uri: str, schema: str, rows: list[tuple[str, str, dict, np.ndarray]]) -> None:
-    async with await psycopg.AsyncConnection.connect(
-        uri, autocommit=True, options=f"-c search_path={schema},public"
-    ) as conn:
-        await register_vector_async(conn)
-        async with conn.cursor() as cur:
-            async with cur.copy("COPY store (prefix, key, value) FROM STDIN") as copy:
-                for prefix, key, value, _vector in rows:
-                    await copy.write_row((prefix, key, Jsonb(value)))
-            async with cur.copy(
-                "COPY store_vectors (prefix, key, field_name, embedding) FROM STDIN WITH (FORMAT BINARY)"
-            ) as copy:
-                copy.set_types(["text", "text", "text", "vector"])
-                for prefix, key, _value, vector in rows:
-                    await copy.write_row((prefix, key, "text", vector))
-            await cur.execute("ANALYZE store")
-            await cur.execute("ANALYZE store_vectors")
-
-
 async def _load_user(
     pg_store, uri: str, schema: str, user: str, n: int, args, pool: np.ndarray, seed: int
 ) -> dict:
@@ -158,7 +137,7 @@ async def _load_user(
                                                        now - timedelta(days=age)), vector))
     started = time.perf_counter()
     if rows:
-        await _copy_rows(uri, schema, rows)
+        await pg_store.sql.copy_items(rows, field="text")
     return {
         "real_puts": real,
         "put_rate": real / put_seconds if put_seconds else 0.0,
@@ -226,7 +205,7 @@ async def _store_with_options(uri: str, schema: str, options: str):
     )
     await pool.open(wait=True, timeout=30)
     try:
-        yield AsyncPostgresStore(conn=pool, index=store_index_config())
+        yield PostgresStore(pool, index=store_index_config())
     finally:
         await pool.close()
 

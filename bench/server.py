@@ -56,8 +56,8 @@ def resolved_config(workdir: Path) -> Path:
 
 
 @contextmanager
-def dev_server(env: dict[str, str]):
-    """`langgraph dev` on a free port in a temporary folder; yields its URL."""
+def dev_server(env: dict[str, str], n_jobs: int = 64):
+    """`langgraph dev` on a free port in a temporary folder with `n_jobs` run slots; yields its URL."""
     with tempfile.TemporaryDirectory(prefix="bench-server-") as folder:
         workdir = Path(folder)
         port = free_port()
@@ -65,7 +65,7 @@ def dev_server(env: dict[str, str]):
         with open(log_path, "wb") as log:
             process = subprocess.Popen(
                 [str(LANGGRAPH), "dev", "--config", str(resolved_config(workdir)), "--port", str(port),
-                 "--no-browser", "--no-reload", "--n-jobs-per-worker", "64"],
+                 "--no-browser", "--no-reload", "--n-jobs-per-worker", str(n_jobs)],
                 cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT,
             )
         try:

@@ -3,7 +3,7 @@
 
 Deterministic ones first: trajectory match (agentevals strict / unordered / subset / superset, tool
 arguments compared per tool: calculator expressions by value, free-text arguments ignored), tool
-selection, answer contains / excludes, output shape. LLM-as-judge ones (openevals correctness,
+selection, answer contains / excludes, output shape, exact field match (routes), JSON shape. LLM-as-judge ones (openevals correctness,
 helpfulness, groundedness) only when a judge model is configured (`judges(spec)`).
 """
 
@@ -139,6 +139,32 @@ def output_shape(outputs: dict) -> dict:
         if not isinstance(outputs.get("answer"), str):
             problems.append("answer is not a string")
     return {"key": "output_shape", "score": int(not problems), "comment": "; ".join(problems) or None}
+
+
+def exact_fields(*names: str, key: str = "exact_match") -> Evaluator:
+    """Every named output field equals the reference's (e.g. a router's route, kb_prefix and
+    worker_name)."""
+
+    def evaluate(outputs: dict, reference_outputs: dict) -> dict:
+        wrong = [n for n in names if (outputs or {}).get(n) != reference_outputs.get(n)]
+        return {"key": key, "score": int(not wrong),
+                "comment": ", ".join(f"{n}: {(outputs or {}).get(n)!r} != {reference_outputs.get(n)!r}"
+                                     for n in wrong) or None}
+
+    evaluate.__name__ = key
+    return evaluate
+
+
+def json_shape(key: str = "json_shape", **fields: type | tuple[type, ...]) -> Evaluator:
+    """The outputs have each named field with a value of the given type(s)."""
+
+    def evaluate(outputs: dict) -> dict:
+        wrong = [n for n, kind in fields.items() if not isinstance((outputs or {}).get(n), kind)]
+        return {"key": key, "score": int(not wrong),
+                "comment": f"missing or mistyped: {wrong}" if wrong else None}
+
+    evaluate.__name__ = key
+    return evaluate
 
 
 def _error(outputs: dict | None) -> str | None:

@@ -169,13 +169,14 @@ def run_suite(
 ) -> SuiteResult:
     """Evaluate one suite; offline with the scripted policy (`model` ignored), online uploaded."""
     examples = load_examples(DATASETS / suite.dataset)
+    name = dataset_name(suite)
     if online:
-        data, name = sync_dataset(client, suite, examples), dataset_name(suite)
+        data = sync_dataset(client, suite, examples)
     else:
         policy = offline.OfflinePolicy()
         for example in examples:
             policy.add(suite.turn_text(example.inputs), example.outputs.get("trajectory", []))
-        model, data, name = offline.install(policy), examples, dataset_name(suite)
+        model, data = offline.install(policy), examples
     evaluators = list(suite.evaluators)
     if judge:
         evaluators += judge_evaluators(judge, suite.judges)
@@ -187,6 +188,9 @@ def run_suite(
             as_sync(suite.target, env, loop), data=data, evaluators=evaluators, client=client,
             experiment_prefix=f"{suite.name}-{model.replace(':', '-')}",
             description=suite.description, upload_results=online, max_concurrency=0,
+            # Offline, evaluators are not traced either: a judge's model call would otherwise try
+            # to post its trace (and retry for minutes without network).
+            disable_evaluator_tracing=not online,
             metadata={"model": model, "mode": "online" if online else "offline", "dataset": name,
                       "judge": judge},
         )
@@ -200,7 +204,7 @@ def run_suite(
 
 def render(results: Sequence[SuiteResult], thresholds: dict) -> str:
     """A plain-text table: suite, evaluator, mean, threshold, pass/FAIL."""
-    lines = [f"{'suite':<8} {'evaluator':<28} {'mean':>6} {'min':>6}  result   (n examples, mode, model)"]
+    lines = [f"{'suite':<8} {'evaluator':<28} {'mean':>6} {'min':>6}  result"]
     for result in results:
         limits = thresholds.get(result.mode, {}).get(result.suite, {})
         lines.append(f"{result.suite:<8} {len(result.rows)} examples, {result.mode}, {result.model}, "

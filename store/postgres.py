@@ -30,6 +30,8 @@ from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
 from store.embeddings import embeddings_spec, get_embeddings
+from store.knowledge.config import knowledge_config
+from store.sql import CHECKPOINT_COLUMNS, STORE_COLUMNS, StoreSQL
 
 logger = logging.getLogger(__name__)
 
@@ -146,58 +148,33 @@ async def _connect_once(uri: str):
 
 class PostgresSaver(AsyncPostgresSaver):
     """`AsyncPostgresSaver` plus `adelete_for_runs`, which the LangGraph server calls for
-    `runs.cancel(action="rollback")` and `multitask_strategy="rollback"`."""
+    `runs.cancel(action="rollback")` and `multitask_strategy="rollback"`; its SQL is the
+    adapter's (`store/sql.py`), on the pool this saver was given."""
+
+    def __init__(self, pool: AsyncConnectionPool, **kwargs) -> None:
+        super().__init__(conn=pool, **kwargs)
+        self.sql = StoreSQL(pool)
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Delete the checkpoints (and their writes and now-unreferenced blobs) written by runs."""
-        run_ids = [str(r) for r in run_ids]
-        if not run_ids:
-            return
-        async with self._cursor() as cur:
-            await cur.execute(
-                "DELETE FROM checkpoints WHERE metadata->>'run_id' = ANY(%s) "
-                "RETURNING thread_id, checkpoint_ns, checkpoint_id",
-                (run_ids,),
-            )
-            deleted = await cur.fetchall()
-            if not deleted:
-                return
-            threads = sorted({row["thread_id"] for row in deleted})
-            await cur.execute(
-                "DELETE FROM checkpoint_writes w USING unnest(%s::text[], %s::text[], %s::text[]) "
-                "AS d(thread_id, checkpoint_ns, checkpoint_id) "
-                "WHERE w.thread_id = d.thread_id AND w.checkpoint_ns = d.checkpoint_ns "
-                "AND w.checkpoint_id = d.checkpoint_id",
-                (
-                    [r["thread_id"] for r in deleted],
-                    [r["checkpoint_ns"] for r in deleted],
-                    [r["checkpoint_id"] for r in deleted],
-                ),
-            )
-            await cur.execute(
-                "DELETE FROM checkpoint_blobs b WHERE b.thread_id = ANY(%s) AND NOT EXISTS ("
-                " SELECT 1 FROM checkpoints c WHERE c.thread_id = b.thread_id"
-                " AND c.checkpoint_ns = b.checkpoint_ns"
-                " AND c.checkpoint->'channel_versions'->>b.channel = b.version)",
-                (threads,),
-            )
-
-    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
-        """Sync twin of `adelete_for_runs` (the saver is async-only; call from another thread)."""
-        asyncio.run_coroutine_threadsafe(self.adelete_for_runs(run_ids), self.loop).result()
+        await self.sql.delete_checkpoints_for_runs([str(r) for r in run_ids])
 
 
-async def check_index_dims(store: AsyncPostgresStore, dims: int) -> None:
+class PostgresStore(AsyncPostgresStore):
+    """`AsyncPostgresStore` plus `sql`, the project's SQL adapter (`store/sql.py`) on the same
+    pool: memory listings, bulk deletes and knowledge-base full text use it."""
+
+    def __init__(self, pool: AsyncConnectionPool, **kwargs) -> None:
+        super().__init__(conn=pool, **kwargs)
+        self.sql = StoreSQL(pool)
+
+
+async def check_index_dims(adapter: StoreSQL, dims: int) -> None:
     """Fail with a clear message when the existing vector table has another dimension."""
-    async with store.conn.connection() as conn:
-        cur = await conn.execute(
-            "SELECT a.atttypmod AS dims FROM pg_attribute a "
-            "WHERE a.attrelid = to_regclass('store_vectors') AND a.attname = 'embedding'"
-        )
-        row = await cur.fetchone()
-    if row and row["dims"] not in (-1, dims):
+    found = await adapter.vector_dims()
+    if found not in (None, -1, dims):
         raise StoreIndexMismatch(
-            f"The store's vector index holds {row['dims']}-dimension embeddings, but the "
+            f"The store's vector index holds {found}-dimension embeddings, but the "
             f"configured embeddings model ({embeddings_spec().model}) gives {dims}. Use the model "
             "the index was built with (EMBEDDINGS_MODEL / EMBEDDINGS_DIMS), or point POSTGRES_URI / "
             "POSTGRES_SCHEMA at a fresh database or schema and re-ingest."
@@ -214,14 +191,15 @@ def store_index_config() -> dict:
 async def checkpointer() -> AsyncIterator[PostgresSaver]:
     """The thread checkpointer `langgraph.json` names (`checkpointer.path`)."""
     async with open_pool() as pool:
-        saver = PostgresSaver(conn=pool)
+        saver = PostgresSaver(pool)
         await saver.setup()
+        await saver.sql.check_tables(CHECKPOINT_COLUMNS)
         yield saver
 
 
 def store_ttl_config() -> dict:
     """The store's TTL settings: no default TTL (only items written with `ttl=` expire, so
-    knowledge-base chunks never do), no refresh on read (store/memory.py rewrites a memory's
+    knowledge-base chunks never do), no refresh on read (store/memory/ rewrites a memory's
     expiry itself when it is recalled), expired rows hidden from reads until swept, and the
     sweep interval from `STORE_TTL_SWEEP_MINUTES` (default 60; 0 = no background sweeper)."""
     raw = os.environ.get("STORE_TTL_SWEEP_MINUTES", "").strip() or "60"
@@ -240,20 +218,23 @@ def store_ttl_config() -> dict:
 
 
 @asynccontextmanager
-async def store() -> AsyncIterator[AsyncPostgresStore]:
+async def store() -> AsyncIterator[PostgresStore]:
     """The long-term store `langgraph.json` names (`store.path`), with a pgvector HNSW index.
 
     `store.index` in langgraph.json is ignored when a custom store is set, so the index is
-    configured here from `EMBEDDINGS_MODEL`. Expired items are deleted when the store opens and
+    configured here from `EMBEDDINGS_MODEL`. The SQL adapter checks the library's tables and
+    creates the knowledge-base full-text table (`kb_fulltext`) if needed. Expired items are deleted when the store opens and
     then every `STORE_TTL_SWEEP_MINUTES` by a background task, stopped on exit (see
     `store_ttl_config`).
     """
     index = store_index_config()
     ttl = store_ttl_config()
     async with open_pool() as pool:
-        pg_store = AsyncPostgresStore(conn=pool, index=index, ttl=ttl)
-        await check_index_dims(pg_store, index["dims"])
+        pg_store = PostgresStore(pool, index=index, ttl=ttl)
+        await check_index_dims(pg_store.sql, index["dims"])
         await pg_store.setup()
+        await pg_store.sql.check_tables(STORE_COLUMNS)
+        await pg_store.sql.ensure_kb_fulltext(knowledge_config().text_search_config)
         if ttl["sweep_interval_minutes"]:
             await pg_store.sweep_ttl()  # a server restarted often would otherwise never sweep
             await pg_store.start_ttl_sweeper()

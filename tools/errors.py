@@ -17,3 +17,8 @@ class TransientToolError(ToolError):
 
     The tool runner retries these with bounded backoff before reporting them.
     """
+
+
+def is_transient_http_status(status: int) -> bool:
+    """Whether an HTTP status may pass if the request is sent again (408, 429, 5xx)."""
+    return status in (408, 429) or status >= 500

@@ -11,7 +11,7 @@ from store import knowledge
 from tools.errors import ToolError, ToolInputError
 
 
-def _store(runtime: ToolRuntime | None):
+def _run_store(runtime: ToolRuntime | None):
     store = getattr(runtime, "store", None)
     if store is None:
         raise ToolError("No knowledge store is configured for this run.")
@@ -48,7 +48,7 @@ async def knowledge_base_search(
         "rank", "ranks"}], "reference": [{"index", "id", "source", "title", "position", "page",
         "section"}]}. An empty result means nothing in the knowledge base matched.
     """
-    store = _store(runtime)
+    store = _run_store(runtime)
     try:
         return await knowledge.retrieve(store, kb, query, strategy=strategy, top_k=top_k)
     except ValueError as exc:  # KBUnknownError lists the existing knowledge bases
@@ -62,7 +62,7 @@ async def list_knowledge_bases(runtime: ToolRuntime = None) -> list[dict]:
         One item per knowledge base, sorted by name: {"name", "description", "documents"
         (number of documents), "chunks" (number of searchable passages), "updated_at"}.
     """
-    store = _store(runtime)
+    store = _run_store(runtime)
     return [
         {key: kb.get(key) for key in ("name", "description", "documents", "chunks", "updated_at")}
         for kb in await knowledge.list_kbs(store)

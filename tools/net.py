@@ -29,8 +29,10 @@ import httpcore
 import httpx
 
 from tools.errors import ToolError, ToolInputError, TransientToolError
+from tools.transport import BackendTransport
 
-DEFAULT_MAX_BYTES = 5 * 1024 * 1024
+DEFAULT_MAX_BYTES = 5 * 1024 * 1024  # the one cap on a fetched body, web_read's included
+DEFAULT_TIMEOUT_SECONDS = 15.0
 DEFAULT_MAX_REDIRECTS = 5
 MAX_URL_LENGTH = 4096
 
@@ -320,14 +322,10 @@ def _ssl_context() -> ssl.SSLContext:
 
 
 def _policy_client(*, allow_loopback: bool, timeout: float, user_agent: str) -> httpx.AsyncClient:
-    # trust_env=False: an environment proxy would dial the target itself, out of the policy's reach.
-    transport = httpx.AsyncHTTPTransport(verify=_ssl_context(), trust_env=False)
-    # httpx has no public option for the network backend; its transport delegates every request
-    # to `_pool`, so a pool built on the policy backend puts every connection under the policy.
-    transport._pool = httpcore.AsyncConnectionPool(
-        ssl_context=_ssl_context(),
-        network_backend=_PolicyNetworkBackend(allow_loopback=allow_loopback),
-        max_connections=10,
+    # Every connection is opened by the policy backend; the transport knows no proxy (an
+    # environment proxy would dial the target itself, out of the policy's reach).
+    transport = BackendTransport(
+        network_backend=_PolicyNetworkBackend(allow_loopback=allow_loopback), ssl_context=_ssl_context()
     )
     return httpx.AsyncClient(
         transport=transport,
@@ -483,7 +481,7 @@ async def _follow_redirects(
 async def safe_get(
     url: str,
     *,
-    timeout: float = 15.0,
+    timeout: float = DEFAULT_TIMEOUT_SECONDS,
     max_bytes: int = DEFAULT_MAX_BYTES,
     headers: Mapping[str, str] | None = None,
     allow_loopback: bool | None = None,

@@ -4,9 +4,8 @@ import os
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import httpx
-
-from tools.errors import ToolError, ToolInputError, TransientToolError
+from tools.errors import ToolInputError
+from tools.json_api import get_json
 
 MAX_FORECAST_DAYS = 16
 CANDIDATES_WITH_QUALIFIER = 10
@@ -99,23 +98,21 @@ async def weather(city: str, days: int = 1, units: Literal["metric", "imperial"]
         raise ToolInputError(f"units must be 'metric' or 'imperial', got {units!r}.")
 
     config = WeatherConfig.from_env()
-    async with httpx.AsyncClient(timeout=config.timeout) as client:
-        place = await _geocode(client, config, name, qualifiers)
-        forecast = await _get_json(
-            client,
-            f"{config.forecast_url}/v1/forecast",
-            {
-                "latitude": place["latitude"],
-                "longitude": place["longitude"],
-                "current": CURRENT_FIELDS,
-                "daily": DAILY_FIELDS,
-                "timezone": "auto",
-                "forecast_days": days,
-                **UNIT_PARAMS[units],
-            },
-            "Open-Meteo forecast",
-            config.timeout,
-        )
+    place = await _geocode(config, name, qualifiers)
+    forecast = await get_json(
+        "Open-Meteo forecast",
+        f"{config.forecast_url}/v1/forecast",
+        params={
+            "latitude": place["latitude"],
+            "longitude": place["longitude"],
+            "current": CURRENT_FIELDS,
+            "daily": DAILY_FIELDS,
+            "timezone": "auto",
+            "forecast_days": days,
+            **UNIT_PARAMS[units],
+        },
+        timeout=config.timeout,
+    )
     return _summarize(place, forecast)
 
 
@@ -126,20 +123,17 @@ def _parse_place(city: str) -> tuple[str, list[str]]:
     return parts[0], [part for part in parts[1:] if part]
 
 
-async def _geocode(
-    client: httpx.AsyncClient, config: WeatherConfig, name: str, qualifiers: list[str]
-) -> dict:
-    found = await _get_json(
-        client,
+async def _geocode(config: WeatherConfig, name: str, qualifiers: list[str]) -> dict:
+    found = await get_json(
+        "Open-Meteo geocoding",
         f"{config.geocoding_url}/v1/search",
-        {
+        params={
             "name": name,
             "count": CANDIDATES_WITH_QUALIFIER if qualifiers else 1,
             "language": "en",
             "format": "json",
         },
-        "Open-Meteo geocoding",
-        config.timeout,
+        timeout=config.timeout,
     )
     candidates = found.get("results") or []
     if not candidates:
@@ -165,27 +159,6 @@ def _matches(candidate: dict, qualifier: str) -> bool:
 def _label(candidate: dict) -> str:
     parts = [candidate.get(field) for field in ("name", "admin1", "country")]
     return ", ".join(str(part) for part in parts if part)
-
-
-async def _get_json(
-    client: httpx.AsyncClient, url: str, params: dict, service: str, timeout: float
-) -> dict:
-    try:
-        response = await client.get(url, params=params)
-    except httpx.TimeoutException as exc:
-        raise TransientToolError(f"{service} did not answer within {timeout:g} s.") from exc
-    except httpx.TransportError as exc:
-        raise TransientToolError(f"{service} is unreachable: {exc or type(exc).__name__}.") from exc
-    if response.status_code == 429 or response.status_code >= 500:
-        raise TransientToolError(f"{service} answered HTTP {response.status_code}.")
-    try:
-        body = response.json()
-    except ValueError as exc:
-        raise ToolError(f"{service} answered HTTP {response.status_code} with a non-JSON body.") from exc
-    if response.status_code >= 400 or not isinstance(body, dict):
-        reason = body.get("reason") if isinstance(body, dict) else None
-        raise ToolError(f"{service} rejected the request (HTTP {response.status_code}): {reason}")
-    return body
 
 
 def _summarize(place: dict, forecast: dict) -> dict:

@@ -13,12 +13,19 @@ from typing import Any
 
 import httpx
 import lxml.html
-import trafilatura
-from trafilatura.utils import load_html
 
+from store.markdown import html_to_markdown
 from tools.cache import TTLCache
 from tools.errors import ToolError, ToolInputError
-from tools.net import FetchError, FetchErrorCode, FetchResult, fetch_error, safe_get
+from tools.net import (
+    DEFAULT_MAX_BYTES,
+    DEFAULT_TIMEOUT_SECONDS,
+    FetchError,
+    FetchErrorCode,
+    FetchResult,
+    fetch_error,
+    safe_get,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -93,20 +100,13 @@ def _apply_selectors(tree: lxml.html.HtmlElement, keep, drop) -> lxml.html.HtmlE
 def _extract_html(fetched: FetchResult, keep, drop) -> tuple[str | None, str]:
     """(title, markdown) for an HTML page, after applying the selectors."""
     raw: str | bytes = fetched.text() if fetched.charset else fetched.content
-    tree = load_html(raw)
-    if tree is None:
-        return None, ""
-    metadata = trafilatura.extract_metadata(copy.deepcopy(tree))
-    title = metadata.title if metadata is not None else None
-    tree = _apply_selectors(tree, keep, drop)
-    options = dict(output_format="markdown", include_links=True, include_tables=True, include_formatting=True)
-    # A css_selector already chose the content, so ask trafilatura to keep as much of it as it can.
-    markdown = trafilatura.extract(copy.deepcopy(tree), favor_recall=keep is not None, **options)
-    if not markdown and keep is None:
-        markdown = trafilatura.extract(copy.deepcopy(tree), favor_recall=True, **options)
-    if not markdown:
-        markdown = trafilatura.html2txt(tree)
-    return title, (markdown or "").strip()
+    return html_to_markdown(
+        raw,
+        include_links=True,
+        select=lambda tree: _apply_selectors(tree, keep, drop),
+        # A css_selector already chose the content, so extraction keeps as much of it as it can.
+        favor_recall=keep is not None,
+    )
 
 
 _DELIMITER = re.compile(r"<(/?)(untrusted_web_content)", re.IGNORECASE)
@@ -147,7 +147,7 @@ def _conditional_headers(page: CachedPage) -> dict[str, str]:
     return headers
 
 
-def _store(key: tuple, page: CachedPage, fetched: FetchResult, config: WebReadConfig) -> None:
+def _cache_page(key: tuple, page: CachedPage, fetched: FetchResult, config: WebReadConfig) -> None:
     if "no-store" in fetched.headers.get("cache-control", "").lower():
         return
     revalidatable = bool(page.etag or page.last_modified)
@@ -169,14 +169,14 @@ async def _read_one(url: str, *, timeout: float, selectors: tuple, keep, drop, b
         if hit is not None and hit.fresh:
             return {**hit.value.result, "cached": True}
         headers = _conditional_headers(hit.value) if hit is not None else {}
-        fetched = await safe_get(url, timeout=timeout, headers=headers)
+        fetched = await safe_get(url, timeout=timeout, headers=headers, max_bytes=DEFAULT_MAX_BYTES)
         if fetched.not_modified:
             if hit is None:
                 raise fetch_error(FetchErrorCode.URL_NOT_ACCESSIBLE, f"{url} answered 304 to an unconditional request.")
-            _store(key, hit.value, fetched, config)
+            _cache_page(key, hit.value, fetched, config)
             return {**hit.value.result, "cached": True}
         result = await asyncio.to_thread(_page_result, url, fetched, keep, drop, config.max_chars)
-        _store(key, CachedPage(result, fetched.etag, fetched.last_modified), fetched, config)
+        _cache_page(key, CachedPage(result, fetched.etag, fetched.last_modified), fetched, config)
         return {**result, "cached": False}
     except FetchError as exc:
         return _error_result(url, str(exc), str(exc.code), retryable=exc.retryable)
@@ -189,7 +189,7 @@ async def _read_one(url: str, *, timeout: float, selectors: tuple, keep, drop, b
 
 async def web_read(
     urls: list[str] | str,
-    timeout: float = 15.0,
+    timeout: float = DEFAULT_TIMEOUT_SECONDS,
     css_selector: str | None = None,
     exclude_selector: str | None = None,
     bypass_cache: bool = False,

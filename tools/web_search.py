@@ -1,8 +1,8 @@
 """Web search over pluggable providers (Tavily, SearXNG, Jina, DuckDuckGo), normalised and cached.
 
-Provider endpoints are configured by the operator, so their requests do not go through the
-SSRF policy of tools.net; they do use timeouts, and timeouts, HTTP 429 and 5xx become
-`TransientToolError`.
+Provider endpoints are configured by the operator, so their requests go through
+`tools.json_api.get_json` (timeouts; timeouts, HTTP 429 and 5xx become `TransientToolError`),
+not through the SSRF policy of tools.net.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, NoReturn
 from urllib.parse import urlsplit
 
-import httpx
 
 from tools.cache import TTLCache
-from tools.errors import ToolError, ToolInputError, TransientToolError
+from tools.errors import ToolError, ToolInputError, TransientToolError, is_transient_http_status
+from tools.json_api import get_json
 
 MAX_RESULTS_LIMIT = 20
 SNIPPET_MAX_CHARS = 500
@@ -64,50 +64,28 @@ class SearchProvider:
     auto_select: bool = True
 
 
-def _transient_status(status: int) -> bool:
-    return status == 429 or status >= 500
-
-
-async def _get_json(provider: str, url: str, *, params: dict, headers: dict, timeout: float) -> Any:
-    try:
-        async with httpx.AsyncClient(timeout=timeout) as client:
-            response = await client.get(url, params=params, headers=headers)
-    except httpx.TimeoutException:
-        raise TransientToolError(f"{provider} search timed out after {timeout:g}s.") from None
-    except httpx.TransportError as exc:
-        message = f"Could not reach the {provider} search service: {exc or type(exc).__name__}."
-        raise TransientToolError(message) from None
-    if response.status_code >= 400:
-        message = f"{provider} search failed with HTTP {response.status_code} {response.reason_phrase}."
-        if _transient_status(response.status_code):
-            raise TransientToolError(message)
-        if response.status_code in (401, 403):
-            message += " Check the provider's API key or access settings."
-        raise ToolError(message)
-    try:
-        return response.json()
-    except ValueError:
-        raise ToolError(f"{provider} search returned a response that is not JSON.") from None
-
-
 async def search_searxng(query: str, max_results: int, config: SearchConfig) -> list[dict[str, Any]]:
     """SearXNG JSON API: GET {SEARXNG_URL}/search?q=...&format=json (json must be an enabled format)."""
     assert config.searxng_url
-    data = await _get_json(
-        "SearXNG",
+    data = await get_json(
+        "SearXNG search",
         config.searxng_url.rstrip("/") + "/search",
         params={"q": query, "format": "json"},
         headers={"Accept": "application/json"},
         timeout=config.timeout,
     )
-    results = data.get("results", []) if isinstance(data, dict) else []
-    return [{"title": r.get("title"), "url": r.get("url"), "snippet": r.get("content")} for r in results]
+    results = data.get("results") or []
+    return [
+        {"title": r.get("title"), "url": r.get("url"), "snippet": r.get("content")}
+        for r in results
+        if isinstance(r, dict)
+    ]
 
 
 async def search_jina(query: str, max_results: int, config: SearchConfig) -> list[dict[str, Any]]:
     """Jina search API: GET {JINA_SEARCH_URL}?q=... with a bearer key, JSON answer {"data": [...]}."""
-    data = await _get_json(
-        "Jina",
+    data = await get_json(
+        "Jina search",
         config.jina_search_url,
         params={"q": query},
         headers={
@@ -117,10 +95,10 @@ async def search_jina(query: str, max_results: int, config: SearchConfig) -> lis
         },
         timeout=config.timeout,
     )
-    results = data.get("data", []) if isinstance(data, dict) else []
+    results = data.get("data") or []
     return [
         {"title": r.get("title"), "url": r.get("url"), "snippet": r.get("description") or r.get("content")}
-        for r in results or []
+        for r in results
         if isinstance(r, dict)
     ]
 
@@ -131,7 +109,7 @@ _STATUS_IN_MESSAGE = re.compile(r"\b(?:Error|HTTP)\s*(\d{3})\b")
 def _raise_provider_error(provider: str, error: object) -> NoReturn:
     message = f"{provider} search failed: {error}"
     match = _STATUS_IN_MESSAGE.search(str(error))
-    if match and not _transient_status(int(match.group(1))):
+    if match and not is_transient_http_status(int(match.group(1))):
         raise ToolError(message)
     raise TransientToolError(message)
 

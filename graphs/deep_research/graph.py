@@ -30,10 +30,10 @@ from graphs.deep_research.prompts import (
     REPORT_RESEARCH_FAILED,
     SEARCH_FAILED_HINT,
 )
-from graphs.deep_research.researcher import CONTEXT_RETRIES, NOSTREAM, research
+from graphs.deep_research.researcher import CONTEXT_RETRIES, research
 from graphs.deep_research.state import InputState, ResearcherInput, State, SubQuestion
 from graphs.runtime.events import emit
-from graphs.runtime.models import ainvoke_with_retries, load_chat_model
+from graphs.runtime.models import NOSTREAM_TAGS, ainvoke_with_retries, load_chat_model
 
 STRUCTURED_ATTEMPTS = 3
 REPORT_OUTPUT_RESERVE = 0.25
@@ -84,7 +84,7 @@ async def structured(
         context.model_for(role), temperature=context.temperature, timeout=context.model_timeout
     )
     runnable = model.with_structured_output(schema, method="function_calling", include_raw=True).with_config(
-        tags=NOSTREAM, run_name=schema.__name__
+        tags=NOSTREAM_TAGS, run_name=schema.__name__
     )
     text, problem = prompt, ""
     for _ in range(STRUCTURED_ATTEMPTS):

@@ -23,14 +23,13 @@ from graphs.deep_research.context import ResearchContext
 from graphs.deep_research.prompts import COMPRESS_PROMPT
 from graphs.deep_research.state import ResearcherInput, ResearcherState
 from graphs.runtime.events import emit
-from graphs.runtime.models import ainvoke_with_retries, load_chat_model
+from graphs.runtime.models import NOSTREAM_TAGS, ainvoke_with_retries, load_chat_model
 from graphs.runtime.retry import backoff_delay
 from store import knowledge
 from tools.errors import TransientToolError
 from tools.web_read import web_read
 from tools.web_search import SEARCH_PROVIDERS, search_config, web_search
 
-NOSTREAM = ["langsmith:nostream", "nostream"]
 CONTEXT_RETRIES = 3
 SNIPPET_ONLY = "(search result only; page not read)"
 
@@ -178,7 +177,7 @@ async def compress(state: ResearcherState, runtime: Runtime[ResearchContext], co
     model = load_chat_model(
         context.model_for("compression"), temperature=context.temperature, timeout=context.model_timeout
     )
-    model = model.with_config(tags=NOSTREAM, run_name="compress_research")
+    model = model.with_config(tags=NOSTREAM_TAGS, run_name="compress_research")
     fitted, truncated = fit_texts(texts, budget)
     if truncated:
         emit("notes_truncated", stage="compress", reason="budget",

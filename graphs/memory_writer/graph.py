@@ -13,7 +13,7 @@ from langgraph.runtime import Runtime
 
 from graphs.memory_writer.state import State
 from graphs.runtime.context import Context
-from graphs.runtime.memory_writer import extract_and_save
+from graphs.memory_writer.extract import extract_and_save
 from graphs.runtime.models import load_chat_model
 from tools.identity import run_user_id
 
@@ -22,13 +22,16 @@ async def extract(state: State, runtime: Runtime[Context]) -> dict:
     """Extract episodic/semantic memories and profile updates from the turn and save them."""
     if runtime.store is None:
         raise RuntimeError("memory_writer needs a store (langgraph.json `store`)")
-    model = load_chat_model(runtime.context.model, temperature=0)
+    context = runtime.context
+    model = load_chat_model(context.model, temperature=0, timeout=context.model_timeout)
     counts = await extract_and_save(
         runtime.store,
         run_user_id(runtime),
         convert_to_messages(state.get("messages") or []),
         model,
         state.get("thread_id"),
+        retries=context.model_retries,
+        timeout=context.model_timeout,
     )
     return {"result": counts}
 

@@ -39,9 +39,9 @@ from graphs.plan_execute.prompts import (
     SYNTHESIZER_PROMPT,
 )
 from graphs.plan_execute.state import InputState, State
-from graphs.plan_execute.steps import NOSTREAM, run_step
+from graphs.plan_execute.steps import run_step
 from graphs.runtime.events import emit
-from graphs.runtime.models import ainvoke_with_retries, load_chat_model
+from graphs.runtime.models import NOSTREAM_TAGS, ainvoke_with_retries, load_chat_model
 from tools.registry import select_tools
 
 PLAN_ATTEMPTS = 3
@@ -98,7 +98,7 @@ async def _structured(
     model = load_chat_model(context.model, temperature=context.temperature, timeout=context.model_timeout)
     structured = model.with_structured_output(schema, method="function_calling", include_raw=True)
     # Planning is not part of the answer: keep its tokens off the chat stream.
-    structured = structured.with_config(tags=[NOSTREAM, f"plan_execute_{schema.__name__.lower()}"])
+    structured = structured.with_config(tags=[*NOSTREAM_TAGS, f"plan_execute_{schema.__name__.lower()}"])
     messages = list(messages)
     error = ""
     for attempt in range(1, PLAN_ATTEMPTS + 1):

@@ -12,7 +12,6 @@ from dataclasses import replace
 
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.constants import TAG_NOSTREAM
 from langgraph.errors import GraphBubbleUp
 from langgraph.runtime import Runtime
 
@@ -26,13 +25,12 @@ from graphs.plan_execute.prompts import (
 from graphs.plan_execute.state import StepInput
 from graphs.react.graph import graph as react_graph
 from graphs.runtime.events import emit, preview
-from graphs.runtime.models import ainvoke_with_retries, load_chat_model
+from graphs.runtime.models import NOSTREAM_TAGS, ainvoke_with_retries, load_chat_model
 from graphs.runtime.tool_runner import run_tool_calls
 from tools.registry import select_tools
 
 RESULT_CHARS = 8000
 """Longest step result kept in the execution log (what dependent steps and the answer see)."""
-NOSTREAM = TAG_NOSTREAM
 """Tag of model calls whose tokens stay off the `messages` stream (LangGraph's own tag)."""
 
 
@@ -97,7 +95,7 @@ async def _fallback(payload: StepInput, error: str, context: PlanExecuteContext,
     )
     model = load_chat_model(context.model, temperature=context.temperature, timeout=context.model_timeout)
     response = await ainvoke_with_retries(
-        model.with_config(tags=[NOSTREAM, "plan_step_fallback"]), [HumanMessage(prompt)], config,
+        model.with_config(tags=[*NOSTREAM_TAGS, "plan_step_fallback"]), [HumanMessage(prompt)], config,
         retries=context.model_retries, timeout=context.model_timeout, step=payload["wave"],
     )
     text = response.text.strip()

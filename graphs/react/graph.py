@@ -19,7 +19,7 @@ from graphs.runtime.context import Context
 from graphs.runtime.events import emit
 from graphs.runtime.history import needs_summary, summarize
 from graphs.runtime.memory_schedule import last_turn, record_turn, schedule_extraction
-from graphs.runtime.models import ainvoke_with_retries, load_chat_model
+from graphs.runtime.models import NOSTREAM_TAGS, ainvoke_with_retries, load_chat_model
 from graphs.runtime.tool_runner import run_tool_calls
 from tools.identity import check_thread_owner, run_user_id
 from tools.registry import select_tools
@@ -63,7 +63,7 @@ async def call_model(state: State, runtime: Runtime[Context], config: RunnableCo
 
         def summary_call(prompt: list) -> Awaitable[AIMessage]:
             return ainvoke_with_retries(
-                model, prompt, {"tags": ["langsmith:nostream", "summarize"]},
+                model, prompt, {"tags": [*NOSTREAM_TAGS, "summarize"]},
                 retries=context.model_retries, step=step, timeout=context.model_timeout,
             )
 

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from store.knowledge import RRF_K, reciprocal_rank_fusion
-
-SNIPPET_CHARS = 300
+from store.knowledge import reciprocal_rank_fusion
 
 
 def _locator(result: dict) -> str:
@@ -32,7 +30,7 @@ def merge_runs(runs: list[dict], top_k: int) -> list[dict]:
             found_by.setdefault(key, []).append(run["agent_type"])
             ranking.append(key)
         rankings.append(ranking)
-    fused = reciprocal_rank_fusion(rankings, k=RRF_K)[:top_k]
+    fused = reciprocal_rank_fusion(rankings)[:top_k]
     sources = []
     for index, (key, score) in enumerate(fused, 1):
         result = by_id[key]
@@ -67,10 +65,3 @@ def extractive_answer(sources: list[dict], header: str, empty: str, limit: int =
         parts.append(f"[{source['index']}] {source['title']} ({source['locator']}):\n{text}")
     return "\n\n".join(parts)
 
-
-def public_sources(sources: list[dict]) -> list[dict]:
-    """Sources as clients render them: the passage shortened to a snippet."""
-    return [
-        {**{k: v for k, v in s.items() if k != "content"}, "snippet": s["content"][:SNIPPET_CHARS]}
-        for s in sources
-    ]

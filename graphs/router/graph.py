@@ -24,7 +24,6 @@ from langchain_core.messages import (
 )
 from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.runnables import RunnableConfig
-from langgraph.constants import TAG_NOSTREAM
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.graph.state import CompiledStateGraph
@@ -57,7 +56,7 @@ from graphs.router.state import InputState, State
 from graphs.router.workers import get_worker
 from graphs.runtime.events import emit
 from graphs.runtime.memory_schedule import last_turn, record_turn, schedule_extraction
-from graphs.runtime.models import ModelConfigError, ainvoke_with_retries, load_chat_model
+from graphs.runtime.models import NOSTREAM_TAGS, ModelConfigError, ainvoke_with_retries, load_chat_model
 from store import knowledge
 from tools.identity import run_user_id
 from tools.memory import MEMORY_TOOLS
@@ -92,21 +91,30 @@ def _run_id(config: RunnableConfig) -> str:
 # --- turn set-up: clear and feedback ------------------------------------------------------
 
 
+def _new_messages(state: State) -> list[AnyMessage]:
+    """The messages this run's input added: those after the last message the router saw."""
+    messages = state.get("messages", [])
+    seen = state.get("seen_message_id")
+    ids = [m.id for m in messages]
+    return messages[ids.index(seen) + 1:] if seen in ids else list(messages)
+
+
 async def prepare(state: State, runtime: Runtime[RouterContext], config: RunnableConfig) -> dict:
     """Start a turn: apply a `clear` or `feedback` input, reset the per-turn evidence."""
     update: dict[str, Any] = {"clear": False, "feedback": None, "worker_runs": None}
     messages = state.get("messages", [])
+    new = _new_messages(state)
+    question = bool(new) and isinstance(new[-1], HumanMessage)
     if state.get("clear"):
-        # A new question sent with `clear` is kept: the trailing human messages.
-        start = len(messages)
-        while start > 0 and isinstance(messages[start - 1], HumanMessage):
-            start -= 1
-        kept = messages[start:]
+        kept = new if question else []  # a question sent along with `clear` is kept and answered
         update.update(
             messages=[RemoveMessage(id=REMOVE_ALL_MESSAGES), *kept],
             summary="", sources=[], citation_check={}, decision={}, plan=[],
         )
         emit("conversation_cleared", removed_messages=len(messages) - len(kept))
+        messages = kept
+    update["seen_message_id"] = messages[-1].id if messages else None
+    update["answering"] = question
     if (request := state.get("feedback")) is not None:
         thread_id = (config.get("configurable") or {}).get("thread_id")
         try:
@@ -123,8 +131,8 @@ async def prepare(state: State, runtime: Runtime[RouterContext], config: Runnabl
 
 
 def after_prepare(state: State) -> str:
-    """Route a new question; a clear- or feedback-only input ends here."""
-    return "intent_detect" if _question(state.get("messages", [])) else END
+    """Route a question this input brought; a clear- or feedback-only input ends here."""
+    return "intent_detect" if state.get("answering") else END
 
 
 # --- the route decision (seed 003 RouterGraph) -------------------------------------------
@@ -155,7 +163,7 @@ async def classify(
     model = load_chat_model(context.model, temperature=0, timeout=context.model_timeout)
     structured = model.with_structured_output(
         RouteChoice, method="function_calling", include_raw=True
-    ).with_config(tags=[TAG_NOSTREAM, "langsmith:nostream"])  # langgraph 1.x skips "nostream"
+    ).with_config(tags=[*NOSTREAM_TAGS, "router_classify"])
     messages: list[AnyMessage] = [SystemMessage(prompt), HumanMessage(message)]
     error = ""
     for _ in range(CLASSIFY_ATTEMPTS):
@@ -397,10 +405,10 @@ def subagent_node(subgraph: CompiledStateGraph, tools: list[str] | None = None):
         result = await subgraph.ainvoke({"messages": before}, config, context=context)
         after = result.get("messages", [])
         kept = {m.id for m in after}
-        known = {m.id for m in before}
-        # Messages the sub-agent summarized away are removed here too.
+        known = {m.id: m for m in before}
+        # Messages the sub-agent summarized away are removed here too; new or changed ones are taken.
         removed = [RemoveMessage(id=m.id) for m in before if m.id and m.id not in kept]
-        update: dict[str, Any] = {"messages": [*removed, *(m for m in after if m.id not in known)]}
+        update: dict[str, Any] = {"messages": [*removed, *(m for m in after if known.get(m.id) != m)]}
         if result.get("summary"):
             update["summary"] = result["summary"]
         if result.get("execution_log"):
@@ -422,14 +430,18 @@ async def finish_turn(state: State, runtime: Runtime[RouterContext], config: Run
     """Note which run answered (feedback refers to it); record a retrieval turn in the chat history."""
     decision = state["decision"]
     last = state["messages"][-1]
-    update = {"answered_runs": [{"run_id": _run_id(config), "route": decision["route"], "message_id": last.id}]}
-    # Sub-agents record their own turns; the router records those it answered itself.
-    if decision["route"] in ("retrieval", "error") and runtime.context.remember and runtime.store is not None:
+    update = {
+        "answered_runs": [{"run_id": _run_id(config), "route": decision["route"], "message_id": last.id}],
+        "seen_message_id": last.id,
+        "answering": False,
+    }
+    # Sub-agents record their own turns; the router records the answers it generated itself.
+    if decision["route"] == "retrieval" and runtime.context.remember and runtime.store is not None:
         turn = last_turn(state["messages"])
         thread_id = (config.get("configurable") or {}).get("thread_id")
         user_id = run_user_id(runtime)
         await record_turn(runtime.store, user_id, turn, thread_id)
-        if decision["route"] == "retrieval" and not last.response_metadata.get("extractive"):
+        if not last.response_metadata.get("extractive"):
             await schedule_extraction(runtime, user_id, turn, thread_id)
     return update
 

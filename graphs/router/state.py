@@ -58,3 +58,7 @@ class State(InputState, total=False):
     """{"run_id", "route", "message_id"} of each answered turn: what feedback may refer to."""
     feedback_log: Annotated[list[dict], operator.add]
     """Feedback left on this thread's answers."""
+    seen_message_id: str | None
+    """The last message the router has handled: later ones are a run's new input."""
+    answering: bool
+    """Whether this run's input brought a question to answer."""

@@ -19,13 +19,7 @@ from langchain_core.messages import (
 )
 from langchain_core.messages.utils import count_tokens_approximately, get_buffer_string
 
-SUMMARY_PROMPT = """Summarize the conversation below for the assistant's own later use.
-Keep user facts, goals and preferences, decisions made, tool results that still matter
-(numbers, names, URLs) and open questions. Be concise; write in the conversation's language.
-
-{previous}Conversation:
-{conversation}"""
-
+from graphs.runtime.prompts import SUMMARY_PROMPT, SUMMARY_SYSTEM
 
 CANCELLED_TOOL_RESULT = (
     "Tool call cancelled: no result was recorded (the run was interrupted or stopped before "
@@ -122,7 +116,7 @@ async def summarize(
         conversation = conversation[: limit // 2] + "\n[... cut ...]\n" + conversation[-limit // 2 :]
     prompt = SUMMARY_PROMPT.format(previous=previous, conversation=conversation)
     response = await invoke(
-        [SystemMessage("You write faithful, compact conversation summaries."), HumanMessage(prompt)]
+        [SystemMessage(SUMMARY_SYSTEM), HumanMessage(prompt)]
     )
     removals = [RemoveMessage(id=m.id) for m in old if m.id]
     return response.text, removals, len(messages) - cut

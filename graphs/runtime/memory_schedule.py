@@ -25,7 +25,7 @@ from store import memory
 logger = logging.getLogger(__name__)
 
 MEMORY_WRITER_GRAPH = "memory_writer"
-_local_tasks: dict[str, asyncio.Task] = {}
+_local_tasks: dict[str, tuple[asyncio.Task, asyncio.Event]] = {}
 
 
 def extraction_delay() -> float:
@@ -78,27 +78,40 @@ async def schedule_extraction(
             after_seconds=int(delay),
         )
         return
-    from graphs.runtime.memory_writer import extract_and_save
+    from graphs.memory_writer.extract import extract_and_save
     from graphs.runtime.models import load_chat_model
 
+    flush = asyncio.Event()
+
     async def run_later() -> None:
-        await asyncio.sleep(delay)
         try:
-            model = load_chat_model(context.model, temperature=0)
+            await asyncio.wait_for(flush.wait(), delay)
+        except TimeoutError:
+            pass
+        try:
+            model = load_chat_model(context.model, temperature=0, timeout=context.model_timeout)
             await extract_and_save(
-                runtime.store, user_id, convert_to_messages(turn), model, thread_id
+                runtime.store, user_id, convert_to_messages(turn), model, thread_id,
+                retries=context.model_retries, timeout=context.model_timeout,
             )
         except Exception:  # noqa: BLE001 - background work: log, never break the conversation
             logger.exception("memory extraction failed for thread %s", thread_id)
 
     if previous := _local_tasks.get(key):
-        previous.cancel()
+        previous[0].cancel()
     task = asyncio.create_task(run_later())
-    _local_tasks[key] = task
-    task.add_done_callback(lambda done: _local_tasks.pop(key, None) if _local_tasks.get(key) is done else None)
+    _local_tasks[key] = (task, flush)
+    task.add_done_callback(
+        lambda done: _local_tasks.pop(key, None) if _local_tasks.get(key, (None,))[0] is done else None
+    )
 
 
-async def wait_for_local_extractions() -> None:
-    """Wait for pending in-process extractions (tests, and clean shutdown of scripts)."""
+async def wait_for_local_extractions(*, now: bool = False) -> None:
+    """Wait for pending in-process extractions (tests, and clean shutdown of scripts); with
+    `now`, start them at once instead of after their debounce delay."""
     while _local_tasks:
-        await asyncio.gather(*list(_local_tasks.values()), return_exceptions=True)
+        pending = list(_local_tasks.values())
+        if now:
+            for _, flush in pending:
+                flush.set()
+        await asyncio.gather(*(task for task, _ in pending), return_exceptions=True)

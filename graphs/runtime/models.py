@@ -19,11 +19,17 @@ from langchain_core.messages import AIMessage, AnyMessage
 from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_openai import ChatOpenAI
+from langgraph.constants import TAG_NOSTREAM
 
 from graphs.runtime.events import emit
 from graphs.runtime.history import repair_tool_history
-from graphs.runtime.retry import backoff_delay
+from graphs.runtime.retry import RetriesExhausted, call_with_retries
 from tools.identity import check_thread_owner
+
+
+NOSTREAM_TAGS = [TAG_NOSTREAM, "langsmith:nostream"]
+"""Tags for a graph's internal model calls (planning, summaries, compression): LangGraph keeps
+their tokens off the `messages` stream, so clients see only the answer's tokens."""
 
 
 class ModelConfigError(RuntimeError):
@@ -186,21 +192,20 @@ async def ainvoke_with_retries(
     """
     await check_thread_owner(config)
     messages = repair_tool_history(messages)
-    attempt = 0
-    while True:
-        attempt += 1
-        try:
-            return await asyncio.wait_for(model.ainvoke(messages, config), timeout)
-        except Exception as exc:
-            error = _error_text(exc, timeout)
-            if attempt <= retries and is_transient_model_error(exc):
-                delay = backoff_delay(attempt)
-                emit("model_retrying", step=step, attempt=attempt, error=error, delay_s=round(delay, 3))
-                await asyncio.sleep(delay)
-                continue
-            emit("model_error", step=step, error=error, error_type=type(exc).__name__)
-            if isinstance(exc, (ModelConfigError, ModelCallError)):
-                raise
-            raise ModelCallError(
-                f"The model call failed ({type(exc).__name__}, attempt {attempt}): {error}"
-            ) from exc
+
+    def on_retry(attempt: int, exc: BaseException, delay: float) -> None:
+        emit("model_retrying", step=step, attempt=attempt, error=_error_text(exc, timeout), delay_s=round(delay, 3))
+
+    try:
+        return await call_with_retries(
+            lambda: asyncio.wait_for(model.ainvoke(messages, config), timeout),
+            retries=retries, is_transient=is_transient_model_error, on_retry=on_retry,
+        )
+    except RetriesExhausted as failed:
+        exc, error = failed.error, _error_text(failed.error, timeout)
+        emit("model_error", step=step, error=error, error_type=type(exc).__name__)
+        if isinstance(exc, (ModelConfigError, ModelCallError)):
+            raise exc from None
+        raise ModelCallError(
+            f"The model call failed ({type(exc).__name__}, attempt {failed.attempts}): {error}"
+        ) from exc

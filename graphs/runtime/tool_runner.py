@@ -22,7 +22,7 @@ from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import ToolCallRequest
 
 from graphs.runtime.events import emit, preview
-from graphs.runtime.retry import backoff_delay
+from graphs.runtime.retry import RetriesExhausted, call_with_retries
 from tools.errors import TransientToolError
 from tools.identity import check_thread_owner
 
@@ -49,23 +49,26 @@ def _make_wrapper(step: int, timeout_s: float, retries: int, log: list[dict]):
         call_id, name = call["id"], call["name"]
         emit("tool_call_started", step=step, tool_call_id=call_id, name=name, args=call["args"])
         started = time.perf_counter()
-        attempt = 0
-        while True:
-            attempt += 1
-            try:
-                result = await asyncio.wait_for(execute(request), timeout_s)
-                break
-            except TRANSIENT_ERRORS as exc:
-                if attempt > retries:
-                    return _failed(call, step, started, exc, timeout_s, attempt, log)
-                delay = backoff_delay(attempt)
-                emit(
-                    "tool_call_retrying", step=step, tool_call_id=call_id, name=name,
-                    attempt=attempt, error=_error_text(exc, timeout_s), delay_s=round(delay, 3),
-                )
-                await asyncio.sleep(delay)
-            except Exception as exc:  # noqa: BLE001 - any tool failure goes back to the model
-                return _failed(call, step, started, exc, timeout_s, attempt, log)
+        attempts = [0]
+
+        async def attempt_call() -> Any:
+            attempts[0] += 1
+            return await asyncio.wait_for(execute(request), timeout_s)
+
+        def on_retry(attempt: int, exc: BaseException, delay: float) -> None:
+            emit(
+                "tool_call_retrying", step=step, tool_call_id=call_id, name=name,
+                attempt=attempt, error=_error_text(exc, timeout_s), delay_s=round(delay, 3),
+            )
+
+        try:
+            result = await call_with_retries(
+                attempt_call, retries=retries, on_retry=on_retry,
+                is_transient=lambda exc: isinstance(exc, TRANSIENT_ERRORS),
+            )
+        except RetriesExhausted as failed:  # any tool failure goes back to the model
+            return _failed(call, step, started, failed.error, timeout_s, failed.attempts, log)
+        attempt = attempts[0]
         duration_ms = round((time.perf_counter() - started) * 1000, 1)
         content = result.content if isinstance(result, ToolMessage) else result
         status = getattr(result, "status", "success")

@@ -58,9 +58,9 @@ def sql(uri: str, query: str, params: tuple = ()) -> list[tuple]:
 
 
 def cli(*args: str, env: dict) -> subprocess.CompletedProcess:
-    """Run `python -m store.cli` with `args` in the project folder."""
+    """Run `python -m server.cli` with `args` in the project folder."""
     return subprocess.run(
-        [sys.executable, "-m", "store.cli", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=180
+        [sys.executable, "-m", "server.cli", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=180
     )
 
 

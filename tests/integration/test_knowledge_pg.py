@@ -15,10 +15,13 @@ import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
+from langgraph.store.memory import InMemoryStore
 
 from store import knowledge
 from store.knowledge import KBUnknownError
+from store.embeddings import get_embeddings
 from store.postgres import store
+from store.sql import KB_KEYWORD_SQL
 from tests.integration.conftest import KB_DATA, cli, sql
 from tools.knowledge import KNOWLEDGE_TOOLS
 
@@ -68,7 +71,7 @@ async def test_folder_ingest_and_every_strategy(pg_schema, pg_uri):
         assert code["retrieval_results"][0]["page"] == 2 and code["retrieval_results"][0]["ranks"]["keyword"] == 1
 
 
-async def test_postgres_bm25_scores_follow_the_formula_and_use_the_index(pg_schema, pg_uri):
+async def test_postgres_bm25_scores_follow_the_formula_and_use_the_gin_index(pg_schema, pg_uri):
     async with store() as pg_store:
         await knowledge.create_kb(pg_store, "fruit")
         texts = {"a.txt": "red apple red", "b.txt": "green apple", "c.txt": "blue sky"}
@@ -85,21 +88,59 @@ async def test_postgres_bm25_scores_follow_the_formula_and_use_the_index(pg_sche
         assert math.isclose(scores["a.txt"], term(2, 1, 13) + term(1, 2, 13), rel_tol=1e-5)
         assert math.isclose(scores["b.txt"], term(1, 2, 11), rel_tol=1e-5)
 
-        index = knowledge.keyword_index_name("english")
-        assert sql(pg_uri, "SELECT to_regclass(%s)", (f"{pg_schema}.{index}",))[0][0] is not None
-        params = {"prefix": "kb.fruit", "tsquery": "'red' | 'appl'", "lexemes": ["red", "appl"], "n": 3,
+        # the full text lives in the project's own table, GIN-indexed, not on the library's table
+        assert sql(pg_uri, f"SELECT count(*) FROM {pg_schema}.kb_fulltext WHERE kb = 'fruit'") == [(3,)]
+        params = {"kb": "fruit", "tsquery": "'red' | 'appl'", "lexemes": ["red", "appl"], "n": 3,
                   "k1": 1.2, "b": 0.75, "avgdl": 12.0, "limit": 5}
         with psycopg.connect(pg_uri, autocommit=True) as conn:
             conn.execute(f"SET search_path = {pg_schema}")
             # a knowledge base of realistic size, where few chunks hold the query terms
             conn.execute(
-                "INSERT INTO store (prefix, key, value) SELECT 'kb.fruit', 'filler-' || g, "
-                "jsonb_build_object('content', 'orchard ledger entry ' || g || ' about pears and plums') "
+                "INSERT INTO kb_fulltext (kb, chunk_key, config, tsv, chars) SELECT 'fruit', 'filler-' || g, "
+                "'english', to_tsvector('english', 'orchard ledger entry ' || g || ' about pears and plums'), 40 "
                 "FROM generate_series(1, 20000) AS g"
             )
-            conn.execute("ANALYZE store")
-            plan = conn.execute("EXPLAIN " + knowledge.keyword_sql("english"), params).fetchall()
-        assert index in "\n".join(row[0] for row in plan)
+            conn.execute("ANALYZE kb_fulltext")
+            plan = conn.execute("EXPLAIN " + KB_KEYWORD_SQL, params).fetchall()
+        assert "kb_fulltext_tsv" in "\n".join(row[0] for row in plan)
+
+
+async def test_fallback_ranks_like_postgres_on_unstemmed_words(pg_schema):
+    """The in-process fallback (InMemoryStore) and the production SQL agree on the order when the
+    words need no stemming and chunk lengths in characters and tokens are proportional."""
+    texts = {
+        "a.txt": "quartz quartz basalt",
+        "b.txt": "quartz basalt basalt",
+        "c.txt": "quartz granite schist",
+        "d.txt": "marble slate shale",
+        "e.txt": "quartz quartz quartz",
+    }
+    memory_store = InMemoryStore(index={"dims": 384, "embed": get_embeddings(), "fields": ["content"]})
+    orders = []
+    async with store() as pg_store:
+        for target in (pg_store, memory_store):
+            await knowledge.create_kb(target, "rocks")
+            for source, text in texts.items():
+                await knowledge.ingest_text(target, "rocks", text, source)
+            found = await knowledge.keyword_search(target, "rocks", "quartz basalt", top_k=5)
+            orders.append([r["source"] for r in found["retrieval_results"]])
+    assert orders[0] == orders[1]
+    assert orders[0] == ["b.txt", "a.txt", "e.txt", "c.txt"]  # idf(basalt) > idf(quartz)
+
+
+async def test_kb_fulltext_follows_delete_and_is_rebuilt_from_the_store(pg_schema, pg_uri):
+    async with store() as pg_store:
+        await knowledge.create_kb(pg_store, "tmp")
+        await knowledge.ingest_text(pg_store, "tmp", "kestrels hover over meadows", "birds.txt")
+        await knowledge.create_kb(pg_store, "keep")
+        await knowledge.ingest_text(pg_store, "keep", "otters float on kelp", "otters.txt")
+        await knowledge.delete_kb(pg_store, "tmp")
+    assert sql(pg_uri, f"SELECT kb FROM {pg_schema}.kb_fulltext") == [("keep",)]
+    # a database from before kb_fulltext existed: the table is rebuilt from the store's chunks
+    sql(pg_uri, f"DROP TABLE {pg_schema}.kb_fulltext")
+    async with store() as pg_store:
+        found = await knowledge.keyword_search(pg_store, "keep", "otter", top_k=3)
+    assert [r["source"] for r in found["retrieval_results"]] == ["otters.txt"]
 
 
 async def test_reingest_replaces_rows_in_the_database(pg_schema, pg_uri):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import uuid
 
@@ -94,8 +93,10 @@ async def test_cancelled_run_leaves_thread_usable(dev_server, openai_server, pg_
     await client.runs.wait(tid, "react", input=user(f"{k} first question"))
     long_run = await client.runs.create(tid, "react", input=user("second question"))
     assert await wait_status(client, tid, long_run["run_id"], {"running"}) == "running"
-    await asyncio.sleep(1.0)
     by_run = "SELECT count(*) FROM it_server.checkpoints WHERE metadata->>'run_id' = %s"
+    deadline = asyncio.get_running_loop().time() + 30
+    while not sql(pg_uri, by_run, (long_run["run_id"],))[0][0] and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.05)
     assert sql(pg_uri, by_run, (long_run["run_id"],))[0][0] > 0  # the run has written checkpoints
     await client.runs.cancel(tid, long_run["run_id"], wait=True, action=action)
     if action == "interrupt":
@@ -248,11 +249,11 @@ async def test_memory_writer_run_extracts_and_saves_through_the_server(dev_serve
     admin = dev_server.client()
     k = key()
     user_id = f"dave-{k}"
-    openai_server.script(k, [json.dumps({
+    openai_server.script(k, [{"content": "", "tool_calls": [{"name": "MemoryExtraction", "args": {
         "episodic": [{"text": f"The user adopted a dog named Biscuit ({k})", "importance": 0.7}],
         "semantic": [{"text": "The user is allergic to peanuts", "category": "fact", "importance": 0.9}],
         "profile_updates": {"name": "Dave"},
-    })])
+    }}]}])
     thread = await admin.threads.create()
     turn = [
         {"role": "user", "content": f"{k} I'm Dave, I adopted a dog called Biscuit. Peanuts make me ill."},

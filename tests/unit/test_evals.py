@@ -11,7 +11,7 @@ from langchain_core.messages.utils import convert_to_openai_messages
 
 import tools.registry as registry
 from evals import run
-from evals.evaluators import answer_contains, output_shape, trajectory_match
+from evals.evaluators import answer_contains, exact_fields, json_shape, output_shape, trajectory_match
 from evals.suites import SUITES
 
 
@@ -129,7 +129,47 @@ def test_llm_judges_run_only_when_a_judge_model_is_configured(tmp_path):
     (result,) = run.run_suites(["react"], judge="scripted-judge:x", out=tmp_path)
     assert result.means["correctness"] == 1.0 and result.means["helpfulness"] == 1.0
     assert judge.remaining == 0
-    prompts = [call.messages[-1].text if hasattr(call.messages[-1], "text") else str(call.messages) for call in judge.calls]
+    prompts = [" ".join(m.text for m in call.messages) for call in judge.calls]
     assert any("17% of 2340 is 397.8." in p for p in prompts)  # correctness saw the reference answer
     (plain,) = run.run_suites(["react"], out=tmp_path)
     assert "correctness" not in plain.means
+
+
+class RecordingClient:
+    """The three LangSmith client calls `sync_dataset` makes, recorded."""
+
+    def __init__(self, existing: set[str]) -> None:
+        self.existing, self.created, self.examples = existing, [], []
+
+    def has_dataset(self, *, dataset_name: str) -> bool:
+        return dataset_name in self.existing
+
+    def create_dataset(self, name: str, description: str):
+        self.created.append(name)
+        self.existing.add(name)
+        return type("Dataset", (), {"id": "ds-1"})()
+
+    def create_examples(self, *, dataset_id: str, examples: list[dict]) -> None:
+        self.examples += examples
+
+
+def test_online_dataset_is_created_once_per_content_hash():
+    suite = SUITES["memory"]
+    examples = run.load_examples(run.DATASETS / suite.dataset)
+    client = RecordingClient(set())
+    name = run.sync_dataset(client, suite, examples)
+    assert name == run.dataset_name(suite) and client.created == [name]
+    assert [e["inputs"] for e in client.examples] == [e.inputs for e in examples]
+    assert all(set(e) == {"id", "inputs", "outputs", "metadata"} for e in client.examples)
+    assert run.sync_dataset(client, suite, examples) == name and client.created == [name]  # not again
+
+
+def test_exact_field_and_json_shape_evaluators_for_structured_outputs():
+    route = exact_fields("route", "kb_prefix", key="route_match")
+    reference = {"route": "kb", "kb_prefix": "edu"}
+    assert route({"route": "kb", "kb_prefix": "edu", "extra": 1}, reference) == {
+        "key": "route_match", "score": 1, "comment": None}
+    assert route({"route": "kb", "kb_prefix": "hr"}, reference)["comment"] == "kb_prefix: 'hr' != 'edu'"
+    shape = json_shape(steps=list, title=str)
+    assert shape({"steps": [], "title": "t"})["score"] == 1
+    assert shape({"steps": "one"})["comment"] == "missing or mistyped: ['steps', 'title']"

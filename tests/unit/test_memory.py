@@ -31,7 +31,7 @@ NOW = datetime(2025, 7, 1, 12, 0, tzinfo=UTC)
 
 @pytest.fixture
 def frozen_now(monkeypatch):
-    monkeypatch.setattr(memory, "_now", lambda: NOW)
+    monkeypatch.setattr(memory.times, "utc_now", lambda: NOW)
     return NOW
 
 
@@ -271,7 +271,7 @@ async def test_recall_records_access_and_the_vector_survives(store):
 
 async def test_ttl_hides_expired_memories(store, monkeypatch):
     monkeypatch.setenv("MEMORY_TTL_DAYS", "1")
-    monkeypatch.setattr(memory, "_now", lambda: NOW)
+    monkeypatch.setattr(memory.times, "utc_now", lambda: NOW)
     await memory.save_memory(store, "u", "episodic", "The user visited the dentist", now=ago(2))
     fresh = await memory.save_memory(store, "u", "episodic", "The user visited the museum")
     assert fresh["expires_at"] == (NOW + timedelta(days=1)).isoformat(timespec="microseconds")

@@ -297,3 +297,14 @@ async def test_body_is_cut_at_max_bytes(server):
     exact = await safe_get(server.url("/exact"), timeout=5, allow_loopback=True, max_bytes=100)
     assert (len(big.content), big.truncated) == (4096, True)
     assert (exact.content, exact.truncated) == (b"y" * 100, False)
+
+
+async def test_connection_dropped_mid_body_is_a_transient_fetch_error(server):
+    # Content-Length promises more than is sent before the server closes the connection.
+    server.routes["/cut"] = Reply(
+        body=iter([b"partial"]), content_type="text/plain", headers={"Content-Length": "1000"}
+    )
+    error = await refused(server.url("/cut"), allow_loopback=True)
+    assert (error.code, error.retryable) == (FetchErrorCode.URL_NOT_ACCESSIBLE, True)
+    assert "interrupted" in str(error)
+

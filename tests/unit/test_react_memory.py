@@ -23,7 +23,8 @@ def extraction(text: str) -> dict:
 
 @pytest.fixture
 def setup(monkeypatch, store):
-    monkeypatch.setenv("MEMORY_EXTRACTION_DELAY", "0.3")
+    # Long enough that nothing fires on its own during a test; tests flush pending extractions.
+    monkeypatch.setenv("MEMORY_EXTRACTION_DELAY", "600")
     graph = builder.compile(checkpointer=InMemorySaver(), store=store)
     slot = {}
     register_model_provider("scripted", lambda name, **kw: slot["model"])
@@ -45,7 +46,7 @@ async def test_turn_is_recorded_and_memories_extracted_after_the_delay(setup):
     chat = await store.asearch(memory.namespace("alice", "chat"), limit=10)
     assert sorted(c.value["text"] for c in chat) == ["I love green tea.", "Noted!"]
     assert await store.asearch(memory.namespace("alice", "semantic")) == []  # not yet: debounced
-    await wait_for_local_extractions()
+    await wait_for_local_extractions(now=True)
     saved = await store.asearch(memory.namespace("alice", "semantic"))
     assert [s.value["text"] for s in saved] == ["The user loves green tea"]
     assert len(model.calls) == 2
@@ -59,7 +60,7 @@ async def test_a_newer_turn_supersedes_a_pending_extraction(setup):
     )
     await turn(graph, "I live in Porto.")
     await turn(graph, "Actually I moved to Lisbon.")
-    await wait_for_local_extractions()
+    await wait_for_local_extractions(now=True)
     assert len(model.calls) == 3  # two answers, one extraction
     assert "Lisbon" in model.calls[-1].messages[-1].text
     assert model.remaining == 0
@@ -71,5 +72,5 @@ async def test_remember_off_writes_nothing(setup):
     graph, store, slot = setup
     slot["model"] = ScriptedChatModel(responses=["ok"])
     await turn(graph, "secret", remember=False)
-    await wait_for_local_extractions()
+    await wait_for_local_extractions(now=True)
     assert await store.alist_namespaces(prefix=("memories",)) == []

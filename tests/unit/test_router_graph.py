@@ -12,6 +12,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.runtime import Runtime
 from langgraph.store.memory import InMemoryStore
+from langgraph.types import Command
 
 import graphs.router.graph as router
 from graphs.router import feedback as feedback_sink
@@ -223,6 +224,23 @@ async def test_plan_cue_hands_the_conversation_to_plan_execute(model_slot, demo_
     assert "plan" in state and state["plan"] == []  # the router's plan (retrieval specs) is not the sub-agent's
 
 
+async def test_a_sub_agents_interrupt_surfaces_on_the_router_thread_and_resumes(model_slot, demo_store):
+    plan = {"tool_calls": [{"name": "Plan", "args": {"steps": [
+        {"id": "a", "description": "compute", "tool": "calculator", "args": {"expression": "6*7"}, "depends_on": []}]}}]}
+    model_slot["model"] = model = ScriptedChatModel(responses=[plan, "The result is 42."])
+    graph = router.builder.compile(checkpointer=InMemorySaver(), store=demo_store)
+    context = RouterContext(model="scripted:test", remember=False, approve_plan=True, route="plan_execute")
+    config = {"configurable": {"thread_id": "approve"}}
+    await graph.ainvoke({"messages": [HumanMessage("compute 6*7")]}, config, context=context)
+    paused = await graph.aget_state(config)
+    assert paused.next == ("plan_execute",)
+    assert paused.tasks[0].interrupts[0].value["plan"][0]["tool"] == "calculator"
+    await graph.ainvoke(Command(resume={"action": "approve"}), config, context=context)
+    state = (await graph.aget_state(config)).values
+    assert [(m.type, m.content) for m in state["messages"]] == [("human", "compute 6*7"), ("ai", "The result is 42.")]
+    assert model.remaining == 0
+
+
 async def test_research_cue_routes_to_deep_research_with_its_context():
     state = {"decision": {"requested_kb_prefix": "", "routed_kb_prefix": "", "kb_prefix": "", "confidence": 0.8,
                           "method": "heuristic", "reason": "research cue", "route": "deep_research", "worker_name": ""}}
@@ -230,6 +248,26 @@ async def test_research_cue_routes_to_deep_research_with_its_context():
     update = await router.apply_override_policy(state, Runtime(context=context, store=None))
     assert update["decision"]["route"] == "deep_research" and update["decision"]["kb_prefix"] == "general"
     assert (context.max_research_rounds, context.max_plan_steps) == (3, 4)  # the sub-agents' own fields
+
+
+async def test_sub_agent_node_mirrors_summarized_history_back_to_the_router():
+    from langchain_core.messages import RemoveMessage
+    from langgraph.graph import START, StateGraph
+
+    from graphs.react.state import InputState, State as ReactState
+
+    async def summarizing_agent(state):
+        return {"messages": [RemoveMessage(id=state["messages"][0].id), AIMessage("new answer", id="a2")],
+                "summary": "they said hello", "execution_log": [{"tool": "x"}]}
+
+    sub = StateGraph(ReactState, input_schema=InputState)
+    sub.add_node("agent", summarizing_agent)
+    sub.add_edge(START, "agent")
+    node = router.subagent_node(sub.compile(name="fake"))
+    before = [HumanMessage("hello", id="h1"), AIMessage("hi", id="a1"), HumanMessage("again", id="h2")]
+    update = await node({"messages": before}, Runtime(context=RouterContext(), store=None), {})
+    assert [(type(m).__name__, m.id) for m in update["messages"]] == [("RemoveMessage", "h1"), ("AIMessage", "a2")]
+    assert update["summary"] == "they said hello" and update["execution_log"] == [{"tool": "x"}]
 
 
 def test_context_refuses_unknown_worker_types():
@@ -326,6 +364,17 @@ async def test_clear_empties_messages_and_summary_but_not_memories(model_slot, d
     state, _, _, _, _ = await run(model_slot, demo_store, ["Hi again"], graph=graph, thread="c",
                                   payload={"clear": True, "messages": [HumanMessage("Hello!")]})
     assert [m.content for m in state["messages"]] == ["Hello!", "Hi again"] and state["clear"] is False
+
+
+async def test_only_a_question_sent_in_this_input_is_answered(model_slot, demo_store):
+    graph = router.builder.compile(checkpointer=InMemorySaver(), store=demo_store)
+    with pytest.raises(Exception, match="provider down"):
+        await run(model_slot, demo_store, [ValueError("provider down")], message="Hello!", graph=graph, thread="o")
+    # the failed turn's question stays on the thread, but a clear-only input does not answer it
+    state, events, _, model, _ = await run(model_slot, demo_store, [], payload={"clear": True}, graph=graph, thread="o")
+    assert model.calls == [] and state["messages"] == [] and not kinds(events, "route_decided")
+    state, _, _, _, _ = await run(model_slot, demo_store, ["Hi!"], message="Good morning", graph=graph, thread="o")
+    assert [m.content for m in state["messages"]] == ["Good morning", "Hi!"]
 
 
 async def test_feedback_is_recorded_against_an_answered_run(model_slot, demo_store):

@@ -159,6 +159,14 @@ async def test_huge_body_is_cut_at_5_mb(server, monkeypatch):
     assert len(inner(result["content"])) == 5 * 1024 * 1024
 
 
+def test_the_documented_body_cap_is_the_fetch_cap():
+    # The tool description tells the model the cap; it must be the one tools.net enforces.
+    from tools.net import DEFAULT_MAX_BYTES
+
+    assert f"{DEFAULT_MAX_BYTES // (1024 * 1024)} MB" in web_read.__doc__
+    assert DEFAULT_MAX_BYTES == 5 * 1024 * 1024
+
+
 async def test_long_text_is_cut_at_max_chars(server, monkeypatch):
     monkeypatch.setenv("WEB_READ_MAX_CHARS", "40")
     server.routes["/text"] = Reply(body="alpha beta gamma " * 10, content_type="text/plain")

@@ -198,6 +198,17 @@ async def test_provider_timeout_and_bad_json(server, monkeypatch):
         await web_search("html")
 
 
+async def test_provider_error_reason_and_non_object_json(server, monkeypatch):
+    monkeypatch.setenv("SEARXNG_URL", server.base_url)
+    server.routes["/search"] = Reply(status=400, body=json.dumps({"error": "format json is disabled"}))
+    with pytest.raises(ToolError, match="HTTP 400.*format json is disabled"):
+        await web_search("reason")
+    server.routes["/search"] = Reply(body="[1, 2]", content_type="application/json")
+    with pytest.raises(ToolError, match="not an object") as caught:
+        await web_search("list")
+    assert not isinstance(caught.value, TransientToolError)
+
+
 class FakeDDGS:
     calls: list = []
     outcome: object = None

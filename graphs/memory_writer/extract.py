@@ -1,7 +1,8 @@
 """Turn a conversation turn into long-term memory: the episodic memories, semantic facts and
 profile fields an LLM extracts from it.
 
-Extraction uses `model.with_structured_output(MemoryExtraction)`; saving goes through
+Extraction asks for `MemoryExtraction` through tool calling (works on OpenAI-compatible servers
+without `json_schema`), through the runtime's model call (timeout, retries); saving goes through
 store/memory.py, so near-duplicates update existing memories instead of piling up. Nothing is
 written when the model call or its output validation fails.
 """
@@ -16,6 +17,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langgraph.store.base import BaseStore
 from pydantic import BaseModel, Field, StringConstraints
 
+from graphs.memory_writer.prompts import EXTRACTION_PROMPT
+from graphs.runtime.models import NOSTREAM_TAGS, ainvoke_with_retries
 from store import memory
 
 MAX_ITEMS = 10
@@ -63,20 +66,6 @@ class MemoryExtraction(BaseModel):
     )
 
 
-EXTRACTION_PROMPT = """You maintain the long-term memory of an assistant about one user.
-Read the latest conversation turn and return only what is worth remembering in future
-conversations:
-- episodic: events and experiences of the user (what happened, when, with whom);
-- semantic: durable facts, preferences, skills, relationships and goals of the user;
-- profile_updates: stable profile fields the user stated (name, city, occupation, language, ...).
-Write each memory as one self-contained sentence about "the user", in the third person.
-Use what the user says about themself; do not store the assistant's suggestions, small talk,
-questions or general knowledge. When the turn changes a known memory, write the new statement in
-full (it replaces the old one). Do not repeat known memories the turn does not change.
-Importance: 0.8-1 for identity, health, home, work and strong preferences; about 0.5 for
-ordinary facts and events; 0.2 or less for trivia. Return empty lists when nothing qualifies."""
-
-
 def _turn(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
     """The messages from the last human message on."""
     for index in range(len(messages) - 1, -1, -1):
@@ -107,7 +96,12 @@ def _render_existing(existing: Sequence[dict]) -> str:
 
 
 async def extract_memories(
-    model: BaseChatModel, messages: Sequence[BaseMessage], existing: list[dict]
+    model: BaseChatModel,
+    messages: Sequence[BaseMessage],
+    existing: list[dict],
+    *,
+    retries: int = 2,
+    timeout: float | None = None,
 ) -> MemoryExtraction:
     """Ask the model which memories the latest turn of `messages` holds.
 
@@ -125,7 +119,10 @@ async def extract_memories(
             f"Latest conversation turn:\n{conversation}"
         ),
     ]
-    result = await model.with_structured_output(MemoryExtraction).ainvoke(prompt)
+    structured = model.with_structured_output(MemoryExtraction, method="function_calling")
+    result = await ainvoke_with_retries(
+        structured.with_config(tags=NOSTREAM_TAGS), prompt, None, retries=retries, step=0, timeout=timeout
+    )
     return result or MemoryExtraction()
 
 
@@ -142,6 +139,9 @@ async def extract_and_save(
     messages: Sequence[BaseMessage],
     model: BaseChatModel,
     thread_id: str | None,
+    *,
+    retries: int = 2,
+    timeout: float | None = None,
 ) -> dict:
     """Save what the model extracts from the latest turn of `messages` (dedupe applies).
 
@@ -159,7 +159,7 @@ async def extract_and_save(
                 store, user_id, human.text[: memory.memory_config().max_text_chars], kind,
                 top_k=MAX_EXISTING // 2, record_access=False,
             )
-    extraction = await extract_memories(model, messages, existing)
+    extraction = await extract_memories(model, messages, existing, retries=retries, timeout=timeout)
 
     saves = [("episodic", item.text, None, item.importance) for item in extraction.episodic]
     saves += [("semantic", item.text, item.category, item.importance) for item in extraction.semantic]

@@ -1,13 +1,14 @@
 """Manage knowledge bases and users' memories from the shell, on the configured store
 (POSTGRES_URI, else the embedded Postgres, started if needed).
 
-    python -m store.cli ingest <kb> <path-or-url>... [--description TEXT]
-    python -m store.cli list
-    python -m store.cli search <kb> <query> [--strategy hybrid|dense|keyword] [--top-k 5]
-    python -m store.cli delete <kb>
-    python -m store.cli delete-memory <user_id> <memory_id>
-    python -m store.cli forget-user <user_id>
+    python -m server.cli ingest <kb> <path-or-url>... [--description TEXT]
+    python -m server.cli list
+    python -m server.cli search <kb> <query> [--strategy hybrid|dense|keyword] [--top-k 5]
+    python -m server.cli delete <kb>
+    python -m server.cli delete-memory <user_id> <memory_id>
+    python -m server.cli forget-user <user_id>
 
+An entry point above the layers: it uses store/ (knowledge bases, memories) and tools.net.
 Every command takes `--json` for machine-readable output. URLs are fetched with the SSRF-safe
 fetch of tools.net (public http(s) only; set WEB_ALLOW_LOOPBACK=1 to allow 127.0.0.1/::1);
 HTML, markdown and plain-text URLs are supported, PDFs must be downloaded and ingested as files.
@@ -159,7 +160,7 @@ def parser() -> argparse.ArgumentParser:
     """The command-line interface."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--json", action="store_true", help="print JSON instead of text")
-    top = argparse.ArgumentParser(prog="python -m store.cli", description="Manage knowledge bases and users' memories.")
+    top = argparse.ArgumentParser(prog="python -m server.cli", description="Manage knowledge bases and users' memories.")
     sub = top.add_subparsers(dest="command", required=True)
     ingest = sub.add_parser("ingest", parents=[common], help="ingest files, folders or URLs (creates the kb)")
     ingest.add_argument("kb")

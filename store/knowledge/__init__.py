@@ -1,0 +1,124 @@
+"""Knowledge bases in the LangGraph store: named collections of chunked documents, searched
+dense (vectors), keyword (BM25) or hybrid (reciprocal rank fusion of the two).
+
+Layout in the store (any `BaseStore`; the `store.postgres.store()` Postgres store in production):
+
+- `("kb_registry",)` / `<name>`: one item per knowledge base (description, created_at,
+  updated_at, document/chunk/character counts, embeddings model). Not embedded.
+- `("kb_docs", <name>)` / `sha256(source)`: one record per ingested document (source, title,
+  format, chunk count, fingerprint of its chunks). Not embedded.
+- `("kb", <name>)` / `chunk id`: one item per chunk, `content` embedded for dense search.
+
+Chunk ids are `sha256(kb, source, position)`: stable across runs for the same document and
+chunking settings. Re-ingesting a source overwrites positions 0..n-1 and deletes the positions
+the old version had beyond n, so a source's chunks are replaced, never duplicated; a document
+whose chunks are unchanged is skipped (nothing re-embedded).
+
+Keyword search is BM25. On the Postgres store it runs in SQL (store/sql.py) over the project's
+own table `kb_fulltext` (one tsvector per chunk, GIN-indexed, written on ingest and delete); on
+other stores (InMemoryStore in unit tests and evals) `keyword_fallback.py` ranks in process.
+
+Modules by job: `config` (constants, KB_* settings), `registry` (names, create/list/get/delete),
+`parse` (parsing and chunking), `ingest`, `search` (dense, keyword, hybrid, retrieve),
+`keyword_fallback` (in-process BM25).
+"""
+
+from store.knowledge.config import (
+    BM25_B,
+    BM25_K1,
+    CHUNK_NAMESPACE_ROOT,
+    DOCUMENT_NAMESPACE_ROOT,
+    FORMAT_BY_EXTENSION,
+    FORMAT_BY_MEDIA_TYPE,
+    MAX_TOP_K,
+    REGISTRY_NAMESPACE,
+    RRF_K,
+    STRATEGIES,
+    TEXT_FORMATS,
+    KnowledgeConfig,
+    knowledge_config,
+)
+from store.knowledge.ingest import ingest_bytes, ingest_path, ingest_text, ingest_texts
+from store.knowledge.keyword_fallback import bm25_rank, tokenize
+from store.knowledge.parse import (
+    Chunk,
+    PreparedDocument,
+    chunk_pages,
+    chunk_text,
+    format_for,
+    html_to_markdown,
+    pdf_pages,
+    prepare_bytes,
+    prepare_text,
+)
+from store.knowledge.registry import (
+    KBExistsError,
+    KBUnknownError,
+    chunk_id,
+    chunk_namespace,
+    create_kb,
+    delete_kb,
+    document_key,
+    document_namespace,
+    get_kb,
+    list_kbs,
+    validate_kb_name,
+)
+from store.knowledge.search import (
+    SEARCHES,
+    Hit,
+    dense_search,
+    hybrid_search,
+    keyword_search,
+    reciprocal_rank_fusion,
+    retrieve,
+)
+
+__all__ = [
+    "BM25_B",
+    "BM25_K1",
+    "CHUNK_NAMESPACE_ROOT",
+    "DOCUMENT_NAMESPACE_ROOT",
+    "FORMAT_BY_EXTENSION",
+    "FORMAT_BY_MEDIA_TYPE",
+    "MAX_TOP_K",
+    "REGISTRY_NAMESPACE",
+    "RRF_K",
+    "SEARCHES",
+    "STRATEGIES",
+    "TEXT_FORMATS",
+    "Chunk",
+    "Hit",
+    "KBExistsError",
+    "KBUnknownError",
+    "KnowledgeConfig",
+    "PreparedDocument",
+    "bm25_rank",
+    "chunk_id",
+    "chunk_namespace",
+    "chunk_pages",
+    "chunk_text",
+    "create_kb",
+    "delete_kb",
+    "dense_search",
+    "document_key",
+    "document_namespace",
+    "format_for",
+    "get_kb",
+    "html_to_markdown",
+    "hybrid_search",
+    "ingest_bytes",
+    "ingest_path",
+    "ingest_text",
+    "ingest_texts",
+    "keyword_search",
+    "knowledge_config",
+    "list_kbs",
+    "pdf_pages",
+    "prepare_bytes",
+    "prepare_text",
+    "reciprocal_rank_fusion",
+    "retrieve",
+    "tokenize",
+    "validate_kb_name",
+]

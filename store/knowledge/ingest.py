@@ -1,0 +1,269 @@
+"""Ingestion: documents prepared off the event loop, chunks written in batches, replaced by source."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import hashlib
+import json
+import os
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from langgraph.store.base import BaseStore, GetOp, PutOp
+
+from store.clean import strip_nul
+from store.knowledge.config import (
+    FORMAT_BY_EXTENSION,
+    GROUP_CHUNKS,
+    GROUP_DOCUMENTS,
+    PUT_BATCH,
+    TEXT_FORMATS,
+    knowledge_config,
+)
+from store.knowledge.parse import PreparedDocument, format_for, prepare_bytes, prepare_text, text_splitter
+from store.knowledge.registry import (
+    chunk_id,
+    chunk_namespace,
+    document_key,
+    document_namespace,
+    get_kb,
+    now_stamp,
+    refresh_stats,
+)
+from store.sql import adapter_for
+
+
+def _fingerprint(values: list[dict]) -> str:
+    return hashlib.sha256(json.dumps(values, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+def _chunk_values(kb: str, document: PreparedDocument) -> list[dict]:
+    return strip_nul([
+        {
+            "kb": kb,
+            "source": document.source,
+            "title": document.title,
+            "format": document.format,
+            "position": chunk.position,
+            "page": chunk.page,
+            "section": chunk.section,
+            "content": chunk.content,
+        }
+        for chunk in document.chunks
+    ])
+
+
+async def _write_documents(store: BaseStore, kb: str, documents: list[PreparedDocument]) -> list[dict]:
+    """Replace each document's chunks in `kb`, skipping unchanged ones; batched across documents
+    so the store embeds many chunks per call."""
+    namespace, docs = chunk_namespace(kb), document_namespace(kb)
+    previous = await store.abatch([GetOp(docs, document_key(d.source)) for d in documents])
+    results, pending, puts, stale, records = [], [], [], [], []
+    for document, before in zip(documents, previous):
+        values = _chunk_values(kb, document)
+        fingerprint = _fingerprint(values)
+        result = {"source": document.source, "title": document.title, "format": document.format, "chunks": len(values)}
+        if before is not None and before.value.get("fingerprint") == fingerprint:
+            results.append({**result, "status": "unchanged", "removed": 0})
+            continue
+        old_count = before.value["chunks"] if before is not None else 0
+        key = document_key(document.source)
+        record = {
+            **{k: result[k] for k in ("source", "title", "format", "chunks")},
+            "characters": sum(len(v["content"]) for v in values),
+            "fingerprint": fingerprint,
+            "ingested_at": now_stamp(),
+        }
+        # Recorded first with the larger count, so an interrupted write still knows every position to clean up.
+        pending.append(PutOp(docs, key, {**record, "chunks": max(old_count, len(values)), "fingerprint": None}, index=False))
+        records.append(PutOp(docs, key, record, index=False))
+        puts += [PutOp(namespace, chunk_id(kb, document.source, v["position"]), v, index=["content"]) for v in values]
+        removed = [PutOp(namespace, chunk_id(kb, document.source, p), None) for p in range(len(values), old_count)]
+        stale += removed
+        status = "empty" if not values else ("updated" if before is not None else "created")
+        results.append({**result, "status": status, "removed": len(removed)})
+    for batch in (pending, *(puts[i : i + PUT_BATCH] for i in range(0, len(puts), PUT_BATCH))):
+        if batch:
+            await store.abatch(batch)
+    adapter = adapter_for(store)
+    if adapter is not None:  # full text next to the chunk rows, before the records mark them done
+        config = knowledge_config().text_search_config
+        await adapter.index_kb_chunks(kb, [(op.key, op.value["content"]) for op in puts], config)
+    if stale:
+        await store.abatch(stale)
+        if adapter is not None:
+            await adapter.unindex_kb_chunks(kb, [op.key for op in stale])
+    if records:
+        await store.abatch(records)
+    return results
+
+
+async def _write_prepared(store: BaseStore, kb: str, preparers: Iterable[Callable[[], PreparedDocument]]) -> list[dict]:
+    """Prepare documents off the event loop and write them in groups of about GROUP_CHUNKS chunks."""
+    results: list[dict] = []
+    group: list[PreparedDocument] = []
+    size = 0
+    for prepare in preparers:
+        document = await asyncio.to_thread(prepare)
+        group.append(document)
+        size += len(document.chunks)
+        if size >= GROUP_CHUNKS or len(group) >= GROUP_DOCUMENTS:
+            results += await _write_documents(store, kb, group)
+            group, size = [], 0
+    if group:
+        results += await _write_documents(store, kb, group)
+    return results
+
+
+def _chunking(chunk_size: int | None, chunk_overlap: int | None) -> dict:
+    config = knowledge_config()
+    chunking = {
+        "chunk_size": config.chunk_size if chunk_size is None else chunk_size,
+        "chunk_overlap": config.chunk_overlap if chunk_overlap is None else chunk_overlap,
+    }
+    text_splitter(**chunking)  # fail fast on impossible settings
+    return chunking
+
+
+
+def _check_source(source: str) -> str:
+    if not isinstance(source, str) or not source.strip():
+        raise ValueError("source must be a non-empty string (a path, URL or any stable name of the document).")
+    return source.strip()
+
+
+def _check_format(format: str) -> str:
+    if format not in (*TEXT_FORMATS, "pdf"):
+        raise ValueError(f"Unknown format {format!r}: use one of {', '.join((*TEXT_FORMATS, 'pdf'))}.")
+    return format
+
+
+async def ingest_texts(
+    store: BaseStore,
+    kb: str,
+    documents: Iterable[Mapping[str, Any]],
+    *,
+    chunk_size: int | None = None,
+    chunk_overlap: int | None = None,
+) -> list[dict]:
+    """Ingest many text documents at once: each a mapping {"text", "source", "title"?, "format"?}
+    (format "text" by default, or "markdown" / "html"). Chunks are embedded in large batches.
+
+    Returns one result per document, as ingest_text. Sources must be distinct within one call.
+    """
+    documents = [dict(d) for d in documents]
+    sources = [_check_source(d.get("source")) for d in documents]
+    duplicated = sorted({s for s in sources if sources.count(s) > 1})
+    if duplicated:
+        raise ValueError(f"Each source may appear once per call; repeated: {', '.join(duplicated)}.")
+    for d in documents:
+        if _check_format(d.get("format", "text")) == "pdf":
+            raise ValueError("ingest_texts takes text formats only; use ingest_bytes for PDFs.")
+    await get_kb(store, kb)
+    chunking = _chunking(chunk_size, chunk_overlap)
+    results = await _write_prepared(
+        store,
+        kb,
+        (
+            functools.partial(prepare_text, d["text"], source, d.get("title"), d.get("format", "text"), chunking)
+            for d, source in zip(documents, sources)
+        ),
+    )
+    await refresh_stats(store, kb)
+    return results
+
+
+async def ingest_text(
+    store: BaseStore,
+    kb: str,
+    text: str,
+    source: str,
+    title: str | None = None,
+    format: str = "text",
+    *,
+    chunk_size: int | None = None,
+    chunk_overlap: int | None = None,
+) -> dict:
+    """Chunk and store one text document (format "text", "markdown" or "html") in `kb`.
+
+    Re-ingesting the same `source` replaces its chunks. Returns {"source", "title", "format",
+    "chunks", "status" ("created" | "updated" | "unchanged" | "empty"), "removed" (stale chunks
+    deleted)}. Raises KBUnknownError if `kb` does not exist.
+    """
+    document = {"text": text, "source": source, "title": title, "format": format}
+    (result,) = await ingest_texts(store, kb, [document], chunk_size=chunk_size, chunk_overlap=chunk_overlap)
+    return result
+
+
+
+async def ingest_bytes(
+    store: BaseStore,
+    kb: str,
+    data: bytes,
+    source: str,
+    format: str,
+    title: str | None = None,
+    *,
+    chunk_size: int | None = None,
+    chunk_overlap: int | None = None,
+) -> dict:
+    """Chunk and store one document given as bytes: "pdf", or UTF-8 "text"/"markdown"/"html".
+
+    For content already fetched elsewhere (e.g. a URL fetched by the CLI); `source` should be
+    the URL. Same result and replacement rules as ingest_text.
+    """
+    source = _check_source(source)
+    _check_format(format)
+    await get_kb(store, kb)
+    chunking = _chunking(chunk_size, chunk_overlap)
+    (result,) = await _write_prepared(store, kb, [functools.partial(prepare_bytes, data, source, title, format, chunking)])
+    await refresh_stats(store, kb)
+    return result
+
+
+def _files_under(root: Path) -> tuple[list[Path], list[Path]]:
+    if root.is_file():
+        if format_for(root.name) is None:
+            raise ValueError(
+                f"Unsupported file type {root.suffix or root.name!r}: supported are {', '.join(sorted(FORMAT_BY_EXTENSION))}."
+            )
+        return [root], []
+    files, skipped = [], []
+    for path in sorted(root.rglob("*")):
+        relative = path.relative_to(root)
+        if any(part.startswith(".") for part in relative.parts) or not path.is_file():
+            continue
+        (files if format_for(path.name) else skipped).append(path)
+    return files, skipped
+
+
+def _prepare_file(path: Path, chunking: dict) -> PreparedDocument:
+    return prepare_bytes(path.read_bytes(), str(path), None, format_for(path.name), chunking)
+
+
+async def ingest_path(
+    store: BaseStore,
+    kb: str,
+    path: str | os.PathLike,
+    *,
+    chunk_size: int | None = None,
+    chunk_overlap: int | None = None,
+) -> dict:
+    """Ingest a file, or every supported file under a folder (recursive; hidden entries ignored).
+
+    Formats by extension: .txt/.text, .md/.markdown, .html/.htm, .pdf. A document's source is its
+    absolute path, so ingesting the same file again replaces its chunks. Returns
+    {"kb", "documents": [per-document results as ingest_text], "skipped": [unsupported files]}.
+    """
+    root = Path(path).expanduser()
+    if not root.exists():
+        raise FileNotFoundError(f"No such file or folder: {root}")
+    await get_kb(store, kb)
+    chunking = _chunking(chunk_size, chunk_overlap)
+    files, skipped = _files_under(root.resolve())
+    documents = await _write_prepared(store, kb, (functools.partial(_prepare_file, f, chunking) for f in files))
+    await refresh_stats(store, kb)
+    return {"kb": kb, "documents": documents, "skipped": [str(p) for p in skipped]}
+

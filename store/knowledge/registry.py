@@ -1,0 +1,167 @@
+"""Knowledge-base names and the registry: create, list, get, delete, totals."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from datetime import datetime, timezone
+
+from langgraph.store.base import BaseStore, PutOp
+
+from store.knowledge.config import (
+    CHUNK_NAMESPACE_ROOT,
+    DOCUMENT_NAMESPACE_ROOT,
+    KB_NAME,
+    PAGE_SIZE,
+    REGISTRY_NAMESPACE,
+)
+from store.sql import adapter_for
+
+
+class KBUnknownError(ValueError):
+    """The named knowledge base does not exist; the message lists the ones that do."""
+
+    def __init__(self, name: str, existing: Sequence[str]) -> None:
+        self.name = name
+        self.existing = list(existing)
+        known = ", ".join(self.existing) if self.existing else "none yet"
+        super().__init__(f"Unknown knowledge base {name!r}. Existing knowledge bases: {known}.")
+
+
+class KBExistsError(ValueError):
+    """create_kb was asked to create a knowledge base that already exists."""
+
+
+
+def validate_kb_name(name: str) -> str:
+    """Return `name` if it is a valid knowledge base name (lowercase [a-z0-9_-], 1-64 chars)."""
+    if not isinstance(name, str) or not KB_NAME.fullmatch(name):
+        raise ValueError(
+            f"Invalid knowledge base name {name!r}: use 1-64 characters from lowercase a-z, 0-9, '_' and '-'."
+        )
+    return name
+
+
+def chunk_namespace(kb: str) -> tuple[str, str]:
+    """The store namespace holding a knowledge base's chunks."""
+    return (CHUNK_NAMESPACE_ROOT, kb)
+
+
+def document_namespace(kb: str) -> tuple[str, str]:
+    """The store namespace holding a knowledge base's document records."""
+    return (DOCUMENT_NAMESPACE_ROOT, kb)
+
+
+def chunk_id(kb: str, source: str, position: int) -> str:
+    """The stable id of the chunk at `position` of `source` in `kb`."""
+    return hashlib.sha256(f"{kb}\n{source}\n{position}".encode()).hexdigest()[:32]
+
+
+def document_key(source: str) -> str:
+    """The key of a source's document record."""
+    return hashlib.sha256(source.encode()).hexdigest()[:32]
+
+
+def now_stamp() -> str:
+    """The current UTC time as an ISO string (seconds)."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+async def search_all(store: BaseStore, namespace: tuple[str, ...]) -> list:
+    """Every item of one namespace, page by page."""
+    items, offset = [], 0
+    while True:
+        page = await store.asearch(namespace, limit=PAGE_SIZE, offset=offset)
+        items.extend(page)
+        if len(page) < PAGE_SIZE:
+            return items
+        offset += PAGE_SIZE
+
+
+async def list_kbs(store: BaseStore) -> list[dict]:
+    """Every knowledge base's registry entry, sorted by name."""
+    items = await search_all(store, REGISTRY_NAMESPACE)
+    return sorted((dict(item.value) for item in items), key=lambda kb: kb["name"])
+
+
+async def get_kb(store: BaseStore, name: str) -> dict:
+    """The registry entry of `name`; KBUnknownError (listing the existing ones) if there is none."""
+    validate_kb_name(name)
+    item = await store.aget(REGISTRY_NAMESPACE, name)
+    if item is None:
+        raise KBUnknownError(name, [kb["name"] for kb in await list_kbs(store)])
+    return dict(item.value)
+
+
+async def create_kb(store: BaseStore, name: str, description: str = "", *, exist_ok: bool = False) -> dict:
+    """Register a knowledge base and return its entry.
+
+    With `exist_ok`, an existing entry is returned (its description replaced when a non-empty
+    one is given); otherwise an existing name raises KBExistsError.
+    """
+    validate_kb_name(name)
+    item = await store.aget(REGISTRY_NAMESPACE, name)
+    if item is not None:
+        if not exist_ok:
+            raise KBExistsError(f"Knowledge base {name!r} already exists.")
+        entry = dict(item.value)
+        if description and description != entry.get("description"):
+            entry.update(description=description, updated_at=now_stamp())
+            await store.aput(REGISTRY_NAMESPACE, name, entry, index=False)
+    else:
+        from store.embeddings import embeddings_spec
+
+        now = now_stamp()
+        entry = {
+            "name": name,
+            "description": description,
+            "created_at": now,
+            "updated_at": now,
+            "documents": 0,
+            "chunks": 0,
+            "characters": 0,
+            "embeddings_model": embeddings_spec().model,
+        }
+        await store.aput(REGISTRY_NAMESPACE, name, entry, index=False)
+    return entry
+
+
+async def _delete_namespace(store: BaseStore, namespace: tuple[str, ...]) -> int:
+    deleted = 0
+    while True:
+        page = await store.asearch(namespace, limit=PAGE_SIZE)
+        if not page:
+            return deleted
+        await store.abatch([PutOp(item.namespace, item.key, None) for item in page])
+        deleted += len(page)
+
+
+async def delete_kb(store: BaseStore, name: str) -> dict:
+    """Delete a knowledge base: its chunks, document records and registry entry.
+
+    Returns {"name", "documents", "chunks"} with the numbers of items deleted.
+    """
+    await get_kb(store, name)
+    chunks = await _delete_namespace(store, chunk_namespace(name))
+    adapter = adapter_for(store)
+    if adapter is not None:
+        await adapter.unindex_kb_chunks(name)
+    documents = await _delete_namespace(store, document_namespace(name))
+    await store.adelete(REGISTRY_NAMESPACE, name)
+    return {"name": name, "documents": documents, "chunks": chunks}
+
+
+async def refresh_stats(store: BaseStore, name: str) -> dict:
+    """Recount the registry entry's totals from the document records."""
+    records = [item.value for item in await search_all(store, document_namespace(name))]
+    item = await store.aget(REGISTRY_NAMESPACE, name)
+    entry = dict(item.value) if item else {"name": name, "description": "", "created_at": now_stamp()}
+    entry.update(
+        documents=len(records),
+        chunks=sum(r["chunks"] for r in records),
+        characters=sum(r["characters"] for r in records),
+        updated_at=now_stamp(),
+    )
+    await store.aput(REGISTRY_NAMESPACE, name, entry, index=False)
+    return entry
+

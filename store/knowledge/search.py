@@ -1,0 +1,173 @@
+"""Retrieval: dense (the store's vectors), keyword (BM25) and hybrid (reciprocal rank fusion)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langgraph.store.base import BaseStore, GetOp
+
+from store.knowledge.config import BM25_B, BM25_K1, MAX_TOP_K, RRF_K, STRATEGIES, knowledge_config
+from store.knowledge.keyword_fallback import bm25_rank
+from store.knowledge.registry import chunk_namespace, get_kb, search_all
+from store.sql import adapter_for
+
+
+@dataclass(frozen=True)
+class Hit:
+    id: str
+    value: dict
+    score: float
+
+
+def _check_query(query: str, top_k: int, strategy: str) -> str:
+    if strategy not in STRATEGIES:
+        raise ValueError(f"Unknown strategy {strategy!r}: use one of {', '.join(STRATEGIES)}.")
+    if not isinstance(query, str) or not query.strip():
+        raise ValueError("query must be a non-empty string.")
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
+        raise ValueError(f"top_k must be an integer from 1 to {MAX_TOP_K}, got {top_k!r}.")
+    return query.strip()
+
+
+async def _dense_hits(store: BaseStore, kb: str, query: str, limit: int) -> list[Hit]:
+    items = await store.asearch(chunk_namespace(kb), query=query, limit=limit)
+    return [Hit(item.key, dict(item.value), float(item.score or 0.0)) for item in items if item.score is not None]
+
+
+
+async def _keyword_hits(store: BaseStore, kb: str, entry: dict, query: str, limit: int) -> list[Hit]:
+    adapter = adapter_for(store)
+    if adapter is None:
+        return await _fallback_keyword_hits(store, kb, query, limit)
+    chunks = max(int(entry.get("chunks") or 0), 1)
+    ranked = await adapter.kb_keyword_search(
+        kb,
+        query,
+        knowledge_config().text_search_config,
+        n=chunks,
+        avgdl=max(float(entry.get("characters") or 0) / chunks, 1.0),
+        k1=BM25_K1,
+        b=BM25_B,
+        limit=limit,
+    )
+    namespace = chunk_namespace(kb)
+    items = await store.abatch([GetOp(namespace, key, False) for key, _ in ranked])
+    return [
+        Hit(key, dict(item.value), score)
+        for (key, score), item in zip(ranked, items, strict=True)
+        if item is not None
+    ]
+
+
+async def _fallback_keyword_hits(store: BaseStore, kb: str, query: str, limit: int) -> list[Hit]:
+    """In-process BM25 over every chunk of `kb` (stores without the SQL adapter)."""
+    items = {item.key: item.value for item in await search_all(store, chunk_namespace(kb))}
+    ranked = await asyncio.to_thread(bm25_rank, query, [(key, value["content"]) for key, value in items.items()])
+    return [Hit(key, dict(items[key]), score) for key, score in ranked[:limit]]
+
+
+def reciprocal_rank_fusion(rankings: Sequence[Sequence[str]], k: int = RRF_K) -> list[tuple[str, float]]:
+    """Fuse ranked id lists: score(d) = sum over lists of 1 / (k + rank of d), ranks from 1. Best first."""
+    scores: dict[str, float] = {}
+    for ranking in rankings:
+        for rank, doc_id in enumerate(ranking, 1):
+            scores[doc_id] = scores.get(doc_id, 0.0) + 1.0 / (k + rank)
+    return sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))
+
+
+def _candidate_depth(top_k: int) -> int:
+    return min(100, max(4 * top_k, 40))
+
+
+def _locator(value: dict) -> str:
+    parts = [value["source"]]
+    if value.get("page"):
+        parts.append(f"page {value['page']}")
+    if value.get("section"):
+        parts.append(f"section {value['section']}")
+    return ", ".join(parts)
+
+
+def _result(kb: str, query: str, strategy: str, hits: list[tuple[Hit, dict[str, int | None]]]) -> dict:
+    """The retrieve-only contract: {"context", "retrieval_results", "reference"} (+ kb, query, strategy)."""
+    results, reference, passages = [], [], []
+    for index, (hit, ranks) in enumerate(hits, 1):
+        value = hit.value
+        common = {
+            "index": index,
+            "id": hit.id,
+            "source": value["source"],
+            "title": value.get("title"),
+            "position": value.get("position"),
+            "page": value.get("page"),
+            "section": value.get("section"),
+        }
+        results.append(
+            {**common, "content": value["content"], "score": round(hit.score, 6), "strategy": strategy, "rank": index, "ranks": ranks}
+        )
+        reference.append(common)
+        passages.append(f"[{index}] {value.get('title') or value['source']} ({_locator(value)})\n{value['content']}")
+    return {
+        "kb": kb,
+        "query": query,
+        "strategy": strategy,
+        "context": "\n\n".join(passages),
+        "retrieval_results": results,
+        "reference": reference,
+    }
+
+
+async def dense_search(store: BaseStore, kb: str, query: str, top_k: int = 5) -> dict:
+    """Vector search (the store's semantic index, cosine similarity) over `kb`'s chunks."""
+    query = _check_query(query, top_k, "dense")
+    await get_kb(store, kb)
+    hits = await _dense_hits(store, kb, query, top_k)
+    return _result(kb, query, "dense", [(hit, {"dense": rank}) for rank, hit in enumerate(hits, 1)])
+
+
+async def keyword_search(store: BaseStore, kb: str, query: str, top_k: int = 5) -> dict:
+    """BM25 keyword search over `kb`'s chunks (Postgres full-text on a Postgres store)."""
+    query = _check_query(query, top_k, "keyword")
+    entry = await get_kb(store, kb)
+    hits = await _keyword_hits(store, kb, entry, query, top_k)
+    return _result(kb, query, "keyword", [(hit, {"keyword": rank}) for rank, hit in enumerate(hits, 1)])
+
+
+async def hybrid_search(store: BaseStore, kb: str, query: str, top_k: int = 5, *, rrf_k: int = RRF_K) -> dict:
+    """Dense and keyword candidates fused by reciprocal rank fusion (k=60); score is the RRF score."""
+    query = _check_query(query, top_k, "hybrid")
+    entry = await get_kb(store, kb)
+    depth = _candidate_depth(top_k)
+    dense, keyword = await asyncio.gather(
+        _dense_hits(store, kb, query, depth), _keyword_hits(store, kb, entry, query, depth)
+    )
+    by_id = {hit.id: hit for hit in (*keyword, *dense)}
+    dense_rank = {hit.id: rank for rank, hit in enumerate(dense, 1)}
+    keyword_rank = {hit.id: rank for rank, hit in enumerate(keyword, 1)}
+    fused = reciprocal_rank_fusion([[h.id for h in dense], [h.id for h in keyword]], k=rrf_k)[:top_k]
+    return _result(
+        kb,
+        query,
+        "hybrid",
+        [
+            (Hit(doc_id, by_id[doc_id].value, score), {"dense": dense_rank.get(doc_id), "keyword": keyword_rank.get(doc_id)})
+            for doc_id, score in fused
+        ],
+    )
+
+
+SEARCHES = {"dense": dense_search, "keyword": keyword_search, "hybrid": hybrid_search}
+
+
+async def retrieve(store: BaseStore, kb: str, query: str, *, strategy: str = "hybrid", top_k: int = 5) -> dict[str, Any]:
+    """Search `kb` with one strategy ("dense", "keyword" or "hybrid") and return the retrieve-only
+    contract {"context", "retrieval_results", "reference"} (plus "kb", "query", "strategy").
+
+    Raises ValueError for an empty query, top_k outside 1..50 or an unknown strategy, and
+    KBUnknownError (a ValueError listing the existing knowledge bases) for an unknown kb.
+    """
+    _check_query(query, top_k, strategy)
+    return await SEARCHES[strategy](store, kb, query, top_k)

@@ -1,0 +1,216 @@
+"""Reads: weighted recall, keyword / time-range / recent listings and the profile."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from langgraph.store.base import BaseStore, GetOp, Item, SearchOp
+
+from store.memory import times
+from store.memory.config import (
+    CATEGORIES,
+    MAX_POOL,
+    MEMORY_KINDS,
+    PROFILE_FACTS_PER_CATEGORY,
+    PROFILE_FACTS_SCANNED,
+    PROFILE_KEY,
+    ROLES,
+    SCORINGS,
+    TEXT_KINDS,
+    MemoryConfig,
+    memory_config,
+)
+from store.memory.listing import haystack, list_items
+from store.memory.scoring import rank_weighted, recency_factor
+from store.memory.times import age_days, expired, resolve_time_range, stamp
+from store.memory.validate import (
+    as_result,
+    checked_keywords,
+    checked_limit,
+    checked_text,
+    choice,
+    namespace,
+    user_label,
+)
+from store.memory.write import put_op, with_expiry
+
+
+async def recall(
+    store: BaseStore,
+    user_id: str,
+    query: str,
+    kind: str,
+    *,
+    top_k: int = 5,
+    category: str | None = None,
+    role: str | None = None,
+    scoring: str = "weighted",
+    record_access: bool = True,
+    now: datetime | None = None,
+) -> list[dict]:
+    """Semantic search over one kind of the user's memories (episodic, semantic or chat).
+
+    `scoring="weighted"` re-ranks `top_k * MEMORY_CANDIDATE_FACTOR` vector candidates with
+    `rank_weighted`; `"plain"` keeps the store's similarity order (duplicates included). Each
+    result carries `score` (the ranking score) and `similarity` (the store's). With
+    `record_access`, the returned memories get `access_count + 1` and `last_accessed_at` = now
+    (the vector is kept).
+    """
+    config = memory_config()
+    ns = namespace(user_id, choice(kind, TEXT_KINDS, "kind"))
+    query = checked_text(query, config, "query")
+    top_k = checked_limit(top_k, "top_k")
+    scoring = choice(scoring, SCORINGS, "scoring")
+    if category is not None and kind != "semantic":
+        raise ValueError("category applies to semantic memories only")
+    if category is not None:
+        choice(category, CATEGORIES, "category")
+    if role is not None and kind != "chat":
+        raise ValueError("role applies to chat history only")
+    if role is not None:
+        choice(role, ROLES, "role")
+    now = now or times.utc_now()
+
+    wanted = {k: v for k, v in (("category", category), ("role", role)) if v is not None}
+    pool = min(top_k * config.candidate_factor, MAX_POOL)
+    hits = await store.asearch(
+        ns, query=query, filter=wanted or None, limit=pool, refresh_ttl=False
+    )
+    hits = [hit for hit in hits if not expired(hit.value, now)]
+    if scoring == "weighted":
+        ranked = rank_weighted(hits, kind, config, now)
+    else:
+        ranked = [(hit, hit.score or 0.0) for hit in hits]
+    ranked = ranked[:top_k]
+    if record_access and ranked:
+        ranked = await _record_access(store, ranked, config, now)
+    return [as_result(hit, score, similarity=hit.score) for hit, score in ranked]
+
+
+async def _record_access(
+    store: BaseStore, ranked: list[tuple[Item, float]], config: MemoryConfig, now: datetime
+) -> list[tuple[Item, float]]:
+    touched, ops = [], []
+    for hit, score in ranked:
+        value = {
+            **hit.value,
+            "access_count": int(hit.value.get("access_count", 0)) + 1,
+            "last_accessed_at": stamp(now),
+        }
+        value = with_expiry(value, config, now)
+        ops.append(put_op(store, hit.namespace, hit.key, value, False, config))
+        hit.value = value
+        touched.append((hit, score))
+    await store.abatch(ops)
+    return touched
+
+
+def _kinds_for(memory_type: str) -> tuple[str, ...]:
+    memory_type = choice(memory_type, (*TEXT_KINDS, "all"), "memory_type")
+    return TEXT_KINDS if memory_type == "all" else (memory_type,)
+
+
+async def keyword_search(
+    store: BaseStore,
+    user_id: str,
+    keywords: list[str],
+    memory_type: str = "all",
+    limit: int = 10,
+) -> list[dict]:
+    """Memories whose text contains ANY of the keywords (case-insensitive substring).
+
+    `memory_type`: episodic, semantic, chat, or all (the three). Ranked by how many keywords
+    match, then newest first; `score` = matched keywords / keywords, `matched_keywords` lists them.
+    """
+    kinds = _kinds_for(memory_type)
+    keywords = checked_keywords(keywords)
+    limit = checked_limit(limit)
+    items = await list_items(store, user_id, kinds, limit=limit, keywords=keywords)
+    results = []
+    for item in items:
+        text = haystack(item.value).casefold()
+        matched = [k for k in keywords if k.casefold() in text]
+        results.append(as_result(item, len(matched) / len(keywords), matched_keywords=matched))
+    return results
+
+
+
+async def time_filter(
+    store: BaseStore,
+    user_id: str,
+    start_date: str | None = None,
+    end_date: str | None = None,
+    days_ago: int | None = None,
+    limit: int = 10,
+    *,
+    now: datetime | None = None,
+) -> list[dict]:
+    """Episodic and semantic memories created within a time range, newest first.
+
+    Dates are ISO 8601 (see `resolve_time_range`); `score` is the recency factor
+    0.5 ** (age_days / MEMORY_HALF_LIFE_DAYS).
+    """
+    user_label(user_id)
+    start, end = resolve_time_range(start_date, end_date, days_ago, now=now)
+    limit = checked_limit(limit)
+    now = now or times.utc_now()
+    items = await list_items(store, user_id, MEMORY_KINDS, limit=limit, start=start, end=end)
+    half_life = memory_config().half_life_days
+    return [as_result(item, recency_factor(age_days(item.value, now), half_life)) for item in items]
+
+
+async def recent_activity(
+    store: BaseStore, user_id: str, limit: int = 10, *, now: datetime | None = None
+) -> list[dict]:
+    """The latest created or updated episodic and semantic memories, newest `updated_at` first;
+    `score` is the recency factor."""
+    limit = checked_limit(limit)
+    now = now or times.utc_now()
+    items = await list_items(store, user_id, MEMORY_KINDS, limit=limit, order="updated_at")
+    half_life = memory_config().half_life_days
+    return [as_result(item, recency_factor(age_days(item.value, now), half_life)) for item in items]
+
+
+async def get_profile(
+    store: BaseStore, user_id: str, categories: list[str] | None = None
+) -> dict:
+    """The user's structured profile plus their semantic facts grouped by category.
+
+    Returns `{"fields": {...}, "created_at", "updated_at", "facts": {category: [memory, ...]}}`,
+    up to 10 facts per category, most important first (`score` = importance), chosen among the
+    50 most recently written of that category. `categories` limits the categories (None: all).
+    """
+    profile_ns = namespace(user_id, "profile")
+    semantic_ns = namespace(user_id, "semantic")
+    if categories is None:
+        wanted = list(CATEGORIES)
+    elif isinstance(categories, (list, tuple)) and not isinstance(categories, str):
+        wanted = [choice(c, CATEGORIES, "category") for c in dict.fromkeys(categories)]
+    else:
+        raise ValueError(f"categories must be a list of: {', '.join(CATEGORIES)}")
+    ops = [GetOp(profile_ns, PROFILE_KEY, False)] + [
+        SearchOp(semantic_ns, {"category": c}, PROFILE_FACTS_SCANNED, 0, None, False)
+        for c in wanted
+    ]
+    profile, *per_category = await store.abatch(ops)
+    now = times.utc_now()
+    value = profile.value if profile and not expired(profile.value, now) else {}
+    facts = {}
+    for category, items in zip(wanted, per_category, strict=True):
+        live = [item for item in items if not expired(item.value, now)]
+        live.sort(key=_importance_then_recency, reverse=True)
+        facts[category] = [
+            as_result(item, float(item.value.get("importance", 0)))
+            for item in live[:PROFILE_FACTS_PER_CATEGORY]
+        ]
+    return {
+        "fields": value.get("fields") or {},
+        "created_at": value.get("created_at"),
+        "updated_at": value.get("updated_at"),
+        "facts": facts,
+    }
+
+
+def _importance_then_recency(item: Item) -> tuple[float, str]:
+    return float(item.value.get("importance", 0)), item.value.get("updated_at") or ""
+

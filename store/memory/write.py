@@ -1,0 +1,244 @@
+"""Writes: save with dedupe, chat messages, the profile, deletes and forgetting a user."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timedelta
+
+from langgraph.store.base import BaseStore, GetOp, PutOp
+
+from store.clean import strip_nul
+from store.memory import times
+from store.memory.config import (
+    KINDS,
+    MAX_PROFILE_FIELDS,
+    MEMORY_KINDS,
+    PROFILE_KEY,
+    ROLES,
+    SCAN_PAGE,
+    SOURCES,
+    MemoryConfig,
+    memory_config,
+)
+from store.memory.times import expired, parse_stamp, stamp
+from store.memory.validate import (
+    checked_category,
+    checked_importance,
+    checked_keywords,
+    checked_text,
+    choice,
+    namespace,
+    optional_id,
+    profile_fields,
+    user_prefix,
+)
+from store.sql import adapter_for
+
+
+def ttl_minutes(store: BaseStore, value: dict, config: MemoryConfig) -> float | None:
+    """The row TTL (minutes) matching the value's `expires_at`, when the store supports TTL."""
+    # The row's expiry follows the value's `expires_at` by the real clock, so a write with an
+    # overridden `now` (imports, replays) expires in the store when the value says it does.
+    expires = parse_stamp(value.get("expires_at"))
+    if not (config.ttl_days and store.supports_ttl and expires):
+        return None
+    return (expires - times.utc_now()).total_seconds() / 60
+
+
+def with_expiry(value: dict, config: MemoryConfig, now: datetime) -> dict:
+    """`value` with `expires_at` set from MEMORY_TTL_DAYS (unchanged without a TTL)."""
+    if config.ttl_days:
+        return {**value, "expires_at": stamp(now + timedelta(days=config.ttl_days))}
+    return value
+
+
+def put_op(
+    store: BaseStore, ns: tuple, key: str, value: dict, reindex: bool, config: MemoryConfig
+) -> PutOp:
+    """The PutOp writing `value` (NUL stripped), re-embedding the text only when `reindex`."""
+    # index=False keeps the stored vector (Postgres upserts the row only); used when the
+    # text did not change.
+    index = ["text"] if reindex else False
+    return PutOp(ns, key, strip_nul(value), index=index, ttl=ttl_minutes(store, value, config))
+
+
+async def save_memory(
+    store: BaseStore,
+    user_id: str,
+    kind: str,
+    text: str,
+    *,
+    category: str | None = None,
+    importance: float = 0.5,
+    source: str = "tool",
+    thread_id: str | None = None,
+    keywords: list[str] | None = None,
+    now: datetime | None = None,
+) -> dict:
+    """Save an episodic or semantic memory, or update a near-duplicate of it.
+
+    An existing memory of the same kind (and category) whose similarity to `text` is at least
+    MEMORY_DEDUPE_THRESHOLD is updated instead: text replaced, importance = max(old, new),
+    `updated_at` bumped. Returns the memory with `"action": "created" | "updated"`
+    (an update also carries `similarity` and `previous_text`). `now` overrides the clock for
+    imports and replays.
+    """
+    config = memory_config()
+    ns = namespace(user_id, choice(kind, MEMORY_KINDS, "kind"))
+    text = checked_text(text, config)
+    category = checked_category(kind, category)
+    importance = checked_importance(importance)
+    source = choice(source, SOURCES, "source")
+    thread_id = optional_id(thread_id, "thread_id")
+    keywords = checked_keywords(keywords) if keywords else None
+    now = now or times.utc_now()
+    written = stamp(now)
+
+    hits = await store.asearch(
+        ns, query=text, filter={"category": category} if category else None, limit=3,
+        refresh_ttl=False,
+    )
+    duplicate = next((h for h in hits if not expired(h.value, now)), None)
+    if duplicate and (duplicate.score or 0) >= config.dedupe_threshold:
+        old = duplicate.value
+        value = {
+            **old,
+            "text": text,
+            "importance": max(float(old.get("importance", 0)), importance),
+            "updated_at": written,
+            "source": source,
+        }
+        if thread_id:
+            value["thread_id"] = thread_id
+        if keywords:
+            value["keywords"] = list(dict.fromkeys([*(old.get("keywords") or []), *keywords]))
+        value = with_expiry(value, config, now)
+        reindex = text != old.get("text")
+        await store.abatch([put_op(store, ns, duplicate.key, value, reindex, config)])
+        return {
+            "id": duplicate.key, **value, "action": "updated",
+            "similarity": duplicate.score, "previous_text": old.get("text"),
+        }
+
+    value = {
+        "text": text,
+        "kind": kind,
+        **({"category": category} if category else {}),
+        "importance": importance,
+        "created_at": written,
+        "updated_at": written,
+        "last_accessed_at": None,
+        "access_count": 0,
+        "source": source,
+        **({"thread_id": thread_id} if thread_id else {}),
+        **({"keywords": keywords} if keywords else {}),
+    }
+    value = with_expiry(value, config, now)
+    key = str(uuid.uuid4())
+    await store.abatch([put_op(store, ns, key, value, True, config)])
+    return {"id": key, **value, "action": "created"}
+
+
+async def record_chat_message(
+    store: BaseStore,
+    user_id: str,
+    role: str,
+    text: str,
+    thread_id: str | None,
+    *,
+    now: datetime | None = None,
+) -> dict:
+    """Append one raw chat message to the user's history (no dedupe).
+
+    Text longer than MEMORY_MAX_TEXT_CHARS is cut to that length and marked `"truncated": true`
+    (a chat log keeps what it can rather than refusing the turn).
+    """
+    config = memory_config()
+    ns = namespace(user_id, "chat")
+    role = choice(role, ROLES, "role")
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError("text must be a non-empty string")
+    thread_id = optional_id(thread_id, "thread_id")
+    truncated = len(text) > config.max_text_chars
+    written = stamp(now or times.utc_now())
+    value = {
+        "text": text[: config.max_text_chars].strip(),
+        "kind": "chat",
+        "role": role,
+        "importance": 0.5,
+        "created_at": written,
+        "updated_at": written,
+        "last_accessed_at": None,
+        "access_count": 0,
+        "source": "chat",
+        **({"thread_id": thread_id} if thread_id else {}),
+        **({"truncated": True} if truncated else {}),
+    }
+    value = with_expiry(value, config, now or times.utc_now())
+    key = str(uuid.uuid4())
+    await store.abatch([put_op(store, ns, key, value, True, config)])
+    return {"id": key, **value}
+
+
+
+async def update_profile(
+    store: BaseStore, user_id: str, fields: dict, *, now: datetime | None = None
+) -> dict:
+    """Merge `fields` into the user's profile (a value None removes that field); returns it."""
+    config = memory_config()
+    ns = namespace(user_id, "profile")
+    changes = profile_fields(fields)
+    current = await store.aget(ns, PROFILE_KEY, refresh_ttl=False)
+    now = now or times.utc_now()
+    written = stamp(now)
+    old = current.value if current and not expired(current.value, now) else {}
+    merged = {**(old.get("fields") or {}), **changes}
+    merged = {name: value for name, value in merged.items() if value is not None}
+    if len(merged) > MAX_PROFILE_FIELDS:
+        raise ValueError(f"a profile holds at most {MAX_PROFILE_FIELDS} fields")
+    value = {
+        "text": "; ".join(f"{name}: {text}" for name, text in merged.items()),
+        "kind": "profile",
+        "fields": merged,
+        "importance": 1.0,
+        "created_at": old.get("created_at") or written,
+        "updated_at": written,
+        "last_accessed_at": old.get("last_accessed_at"),
+        "access_count": old.get("access_count", 0),
+        "source": "tool",
+    }
+    value = with_expiry(value, config, now)
+    await store.abatch([put_op(store, ns, PROFILE_KEY, value, False, config)])
+    return {"id": PROFILE_KEY, **value, "score": None}
+
+
+async def delete_memory(store: BaseStore, user_id: str, memory_id: str) -> dict:
+    """Delete one memory of this user by id (any kind). Never touches another user's items.
+
+    Returns `{"id", "deleted": bool, "kind"}` (`kind` None when nothing was found).
+    """
+    labels = [namespace(user_id, kind) for kind in KINDS]
+    memory_id = optional_id(memory_id, "memory_id")
+    if memory_id is None:
+        raise ValueError("memory_id must be a non-empty string")
+    found = await store.abatch([GetOp(ns, memory_id, False) for ns in labels])
+    for ns, item in zip(labels, found, strict=True):
+        if item is not None:
+            await store.adelete(ns, memory_id)
+            return {"id": memory_id, "deleted": True, "kind": ns[2]}
+    return {"id": memory_id, "deleted": False, "kind": None}
+
+
+async def forget_user(store: BaseStore, user_id: str) -> int:
+    """Delete every memory, profile and chat message of the user; returns how many items."""
+    prefix = user_prefix(user_id)
+    adapter = adapter_for(store)
+    if adapter is not None:
+        return await adapter.delete_under(prefix)
+    deleted = 0
+    for ns in await store.alist_namespaces(prefix=prefix, limit=1000):
+        while items := await store.asearch(ns, limit=SCAN_PAGE, refresh_ttl=False):
+            await store.abatch([PutOp(item.namespace, item.key, None) for item in items])
+            deleted += len(items)
+    return deleted
+

@@ -1,0 +1,368 @@
+"""Every SQL statement the project runs against langgraph-checkpoint-postgres's tables, in one place.
+
+The library's public APIs (`BaseStore`, the saver) cannot express a few things the project needs:
+memory listings filtered by substring and timestamp range, deleting all of a user's namespaces at
+once, deleting the checkpoints a run wrote (rollback), full-text keyword search and the
+benchmark's bulk load. Those statements live here, on a connection pool the project opened itself
+(`store.postgres.open_pool`), never on the library's private members. `check_tables` runs when
+the factories open the store and the checkpointer: it fails with the installed library version
+when a table or column these statements rely on is gone (tests/integration/test_store_sql.py
+fails the same way when an upgrade changes the schema).
+
+Knowledge-base full text lives in a table of our own, `kb_fulltext`, not in an index on the
+library's `store` table (see docs/knowledge.md): it is written on ingest and delete next to the
+store's chunk rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+from langgraph.store.base import BaseStore, Item
+from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool
+
+LIBRARY = "langgraph-checkpoint-postgres"
+
+# The library's tables and the columns the statements below read or write.
+STORE_COLUMNS = {
+    "store": {"prefix", "key", "value", "created_at", "updated_at", "expires_at"},
+    "store_vectors": {"prefix", "key", "field_name", "embedding"},
+}
+CHECKPOINT_COLUMNS = {
+    "checkpoints": {"thread_id", "checkpoint_ns", "checkpoint_id", "checkpoint", "metadata"},
+    "checkpoint_writes": {"thread_id", "checkpoint_ns", "checkpoint_id"},
+    "checkpoint_blobs": {"thread_id", "checkpoint_ns", "channel", "version"},
+}
+
+KB_PREFIX = "kb."  # chunk rows of knowledge base <name> have prefix "kb.<name>"
+
+
+class LibrarySchemaError(RuntimeError):
+    """langgraph-checkpoint-postgres's tables are not what store/sql.py was written for."""
+
+
+def library_version() -> str:
+    """The installed langgraph-checkpoint-postgres version."""
+    try:
+        return version(LIBRARY)
+    except PackageNotFoundError:
+        return "not installed"
+
+
+def adapter_for(store: BaseStore) -> StoreSQL | None:
+    """The SQL adapter of a store built by `store.postgres.store()`; None for any other store."""
+    adapter = getattr(store, "sql", None)
+    return adapter if isinstance(adapter, StoreSQL) else None
+
+
+def _escape_like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _tsquery_literal(lexeme: str) -> str:
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+# BM25 over kb_fulltext. The `@@` predicate is served by the GIN index on `tsv`; document
+# frequencies are exact because every chunk holding a query lexeme is a candidate.
+KB_KEYWORD_SQL = """
+    WITH candidates AS MATERIALIZED (
+        SELECT chunk_key AS key, tsv, chars FROM kb_fulltext
+        WHERE kb = %(kb)s AND tsv @@ %(tsquery)s::tsquery
+    ),
+    frequencies AS (
+        SELECT c.key, c.chars, t.lexeme, coalesce(cardinality(t.positions), 1) AS tf
+        FROM candidates c CROSS JOIN LATERAL unnest(c.tsv) AS t
+        WHERE t.lexeme = ANY(%(lexemes)s::text[])
+    ),
+    document_frequency AS (
+        SELECT lexeme, count(*) AS df FROM frequencies GROUP BY lexeme
+    )
+    SELECT f.key, sum(
+        ln(1 + (greatest(%(n)s, (SELECT count(*) FROM candidates)) - d.df + 0.5) / (d.df + 0.5))
+        * f.tf * (%(k1)s + 1)
+        / (f.tf + %(k1)s * (1 - %(b)s + %(b)s * f.chars / %(avgdl)s))
+    ) AS score
+    FROM frequencies f JOIN document_frequency d USING (lexeme)
+    GROUP BY f.key
+    ORDER BY score DESC, f.key
+    LIMIT %(limit)s
+"""
+
+
+class StoreSQL:
+    """The project's SQL on the library's tables and on `kb_fulltext`, over a pool we opened."""
+
+    def __init__(self, pool: AsyncConnectionPool) -> None:
+        self.pool = pool
+
+    async def _fetch(self, sql: str, params: Any = None) -> list[dict]:
+        async with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+            await cur.execute(sql, params)
+            return await cur.fetchall() if cur.description else []
+
+    # --- start-up check ---------------------------------------------------------------------
+
+    async def check_tables(self, expected: dict[str, set[str]]) -> None:
+        """Raise LibrarySchemaError naming the library version when an expected table or column
+        is missing from the current schema (run after the library's `setup()`)."""
+        rows = await self._fetch(
+            "SELECT table_name, column_name FROM information_schema.columns "
+            "WHERE table_schema = current_schema() AND table_name = ANY(%s)",
+            (list(expected),),
+        )
+        present: dict[str, set[str]] = {}
+        for row in rows:
+            present.setdefault(row["table_name"], set()).add(row["column_name"])
+        problems = [
+            f"table {table} is missing" if table not in present
+            else f"table {table} lacks column(s) {', '.join(sorted(columns - present[table]))}"
+            for table, columns in expected.items()
+            if columns - present.get(table, set())
+        ]
+        if problems:
+            raise LibrarySchemaError(
+                f"{LIBRARY} {library_version()} set up tables store/sql.py does not know: "
+                f"{'; '.join(problems)}. Install the version pinned in constraints.txt, or update "
+                "store/sql.py (and its schema test) for the new tables."
+            )
+
+    async def vector_dims(self) -> int | None:
+        """The dimension of the store's existing vector column (None: no table yet, -1: untyped)."""
+        rows = await self._fetch(
+            "SELECT a.atttypmod AS dims FROM pg_attribute a "
+            "WHERE a.attrelid = to_regclass('store_vectors') AND a.attname = 'embedding'"
+        )
+        return rows[0]["dims"] if rows else None
+
+    # --- memories -------------------------------------------------------------------------------
+
+    async def list_items(
+        self,
+        prefixes: Sequence[str],
+        limit: int,
+        keywords: Sequence[str] | None = None,
+        start: datetime | None = None,
+        end: datetime | None = None,
+        order: str = "created_at",
+    ) -> list[Item]:
+        """Live items under the exact `prefixes` whose text or keywords contain ANY keyword
+        (case-insensitive) and whose value's `created_at` is in [start, end); ordered by matched
+        keyword count, then the value's `order` timestamp newest first, then key."""
+        haystack = "coalesce(value->>'text', '') || ' ' || coalesce(value->>'keywords', '')"
+        where = ["prefix = ANY(%(prefixes)s)", "(expires_at IS NULL OR expires_at > NOW())"]
+        params: dict[str, Any] = {"prefixes": list(prefixes), "limit": limit}
+        ranking = ""
+        if keywords:
+            params["patterns"] = [f"%{_escape_like(k)}%" for k in keywords]
+            where.append(f"{haystack} ILIKE ANY(%(patterns)s)")
+            ranking = (
+                f"(SELECT count(*) FROM unnest(%(patterns)s::text[]) AS p(pattern) "
+                f"WHERE {haystack} ILIKE p.pattern) DESC, "
+            )
+        if start is not None:
+            where.append("(value->>'created_at')::timestamptz >= %(start)s")
+            params["start"] = start
+        if end is not None:
+            where.append("(value->>'created_at')::timestamptz < %(end)s")
+            params["end"] = end
+        order_field = {"created_at": "created_at", "updated_at": "updated_at"}[order]
+        rows = await self._fetch(
+            "SELECT prefix, key, value, created_at, updated_at FROM store WHERE "
+            + " AND ".join(where)
+            + f" ORDER BY {ranking}(value->>'{order_field}')::timestamptz DESC NULLS LAST, key"
+            + " LIMIT %(limit)s",
+            params,
+        )
+        return [
+            Item(
+                value=row["value"],
+                key=row["key"],
+                namespace=tuple(row["prefix"].split(".")),
+                created_at=row["created_at"],
+                updated_at=row["updated_at"],
+            )
+            for row in rows
+        ]
+
+    async def delete_under(self, prefix: Sequence[str]) -> int:
+        """Delete every item in the namespace `prefix` and below it (vectors cascade); returns how many."""
+        joined = ".".join(prefix)
+        async with self.pool.connection() as conn, conn.cursor() as cur:
+            await cur.execute(
+                "DELETE FROM store WHERE prefix = %s OR prefix LIKE %s",
+                (joined, f"{_escape_like(joined)}.%"),
+            )
+            return cur.rowcount
+
+    # --- knowledge-base full text ---------------------------------------------------------------
+
+    async def ensure_kb_fulltext(self, config: str) -> None:
+        """Create `kb_fulltext` if missing (filled from the chunks already in the store, replacing
+        the GIN index earlier versions put on the library's table), and re-derive the rows
+        written with another text search configuration than `config`."""
+        async with self.pool.connection() as conn, conn.transaction():
+            cur = await conn.execute("SELECT to_regclass('kb_fulltext') IS NULL AS missing")
+            missing = _first(await cur.fetchone())
+            if missing:
+                await conn.execute(
+                    "CREATE TABLE IF NOT EXISTS kb_fulltext ("
+                    " kb text NOT NULL, chunk_key text NOT NULL, config regconfig NOT NULL,"
+                    " tsv tsvector NOT NULL, chars integer NOT NULL,"
+                    " PRIMARY KEY (kb, chunk_key))"
+                )
+                # fastupdate off: new rows go straight into the index, not a pending list the
+                # planner avoids until a vacuum flushes it
+                await conn.execute(
+                    "CREATE INDEX IF NOT EXISTS kb_fulltext_tsv ON kb_fulltext USING gin (tsv) "
+                    "WITH (fastupdate = off)"
+                )
+                await conn.execute(
+                    "INSERT INTO kb_fulltext (kb, chunk_key, config, tsv, chars) "
+                    "SELECT substr(prefix, %(skip)s), key, %(config)s::regconfig, "
+                    " to_tsvector(%(config)s::regconfig, coalesce(value->>'content', '')), "
+                    " length(coalesce(value->>'content', '')) "
+                    "FROM store WHERE prefix LIKE %(pattern)s ON CONFLICT DO NOTHING",
+                    {"skip": len(KB_PREFIX) + 1, "config": config, "pattern": f"{KB_PREFIX}%"},
+                )
+                await conn.execute(f"DROP INDEX IF EXISTS store_kb_fts_{_identifier(config)}")
+            await conn.execute(
+                "UPDATE kb_fulltext f SET config = %(config)s::regconfig, "
+                " tsv = to_tsvector(%(config)s::regconfig, coalesce(s.value->>'content', '')) "
+                "FROM store s WHERE f.config <> %(config)s::regconfig "
+                " AND s.prefix = %(root)s || f.kb AND s.key = f.chunk_key",
+                {"config": config, "root": KB_PREFIX},
+            )
+
+    async def index_kb_chunks(
+        self, kb: str, chunks: Iterable[tuple[str, str]], config: str
+    ) -> None:
+        """Write the full text of (chunk key, content) pairs of knowledge base `kb` (upsert)."""
+        pairs = list(chunks)
+        if not pairs:
+            return
+        keys, contents = [key for key, _ in pairs], [content for _, content in pairs]
+        async with self.pool.connection() as conn:
+            await conn.execute(
+                "INSERT INTO kb_fulltext (kb, chunk_key, config, tsv, chars) "
+                "SELECT %(kb)s, c.key, %(config)s::regconfig, "
+                " to_tsvector(%(config)s::regconfig, c.content), length(c.content) "
+                "FROM unnest(%(keys)s::text[], %(contents)s::text[]) AS c(key, content) "
+                "ON CONFLICT (kb, chunk_key) DO UPDATE "
+                "SET config = excluded.config, tsv = excluded.tsv, chars = excluded.chars",
+                {"kb": kb, "config": config, "keys": keys, "contents": contents},
+            )
+
+    async def unindex_kb_chunks(self, kb: str, keys: Sequence[str] | None = None) -> None:
+        """Delete the full text of these chunks of `kb` (None: of the whole knowledge base)."""
+        async with self.pool.connection() as conn:
+            if keys is None:
+                await conn.execute("DELETE FROM kb_fulltext WHERE kb = %s", (kb,))
+            elif keys:
+                await conn.execute(
+                    "DELETE FROM kb_fulltext WHERE kb = %s AND chunk_key = ANY(%s)", (kb, list(keys))
+                )
+
+    async def kb_keyword_search(
+        self, kb: str, query: str, config: str, *, n: int, avgdl: float, k1: float, b: float,
+        limit: int,
+    ) -> list[tuple[str, float]]:
+        """BM25 (chunk key, score) of `kb`'s chunks for `query`, best first: query lexemes from
+        `to_tsvector(config, query)`, term frequencies from the stored tsvectors, lengths in
+        characters; `n` and `avgdl` (the knowledge base's chunk count and mean chunk length)
+        from the registry."""
+        rows = await self._fetch(
+            "SELECT tsvector_to_array(to_tsvector(%s::regconfig, %s)) AS lexemes", (config, query)
+        )
+        lexemes = list(rows[0]["lexemes"])
+        if not lexemes:
+            return []
+        params = {
+            "kb": kb,
+            "tsquery": " | ".join(_tsquery_literal(lexeme) for lexeme in lexemes),
+            "lexemes": lexemes,
+            "n": n,
+            "k1": k1,
+            "b": b,
+            "avgdl": avgdl,
+            "limit": limit,
+        }
+        return [(row["key"], float(row["score"])) for row in await self._fetch(KB_KEYWORD_SQL, params)]
+
+    # --- checkpoints ------------------------------------------------------------------------------
+
+    async def delete_checkpoints_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Delete the checkpoints the runs wrote, their writes and the blobs no checkpoint of those
+        threads references any more (the server's rollback), in one transaction."""
+        if not run_ids:
+            return
+        async with (
+            self.pool.connection() as conn,
+            conn.transaction(),
+            conn.cursor(row_factory=dict_row) as cur,
+        ):
+            await cur.execute(
+                "DELETE FROM checkpoints WHERE metadata->>'run_id' = ANY(%s) "
+                "RETURNING thread_id, checkpoint_ns, checkpoint_id",
+                (list(run_ids),),
+            )
+            deleted = await cur.fetchall()
+            if not deleted:
+                return
+            await cur.execute(
+                "DELETE FROM checkpoint_writes w USING unnest(%s::text[], %s::text[], %s::text[]) "
+                "AS d(thread_id, checkpoint_ns, checkpoint_id) "
+                "WHERE w.thread_id = d.thread_id AND w.checkpoint_ns = d.checkpoint_ns "
+                "AND w.checkpoint_id = d.checkpoint_id",
+                (
+                    [r["thread_id"] for r in deleted],
+                    [r["checkpoint_ns"] for r in deleted],
+                    [r["checkpoint_id"] for r in deleted],
+                ),
+            )
+            await cur.execute(
+                "DELETE FROM checkpoint_blobs b WHERE b.thread_id = ANY(%s) AND NOT EXISTS ("
+                " SELECT 1 FROM checkpoints c WHERE c.thread_id = b.thread_id"
+                " AND c.checkpoint_ns = b.checkpoint_ns"
+                " AND c.checkpoint->'channel_versions'->>b.channel = b.version)",
+                (sorted({row["thread_id"] for row in deleted}),),
+            )
+
+    # --- benchmark bulk load ----------------------------------------------------------------------
+
+    async def copy_items(self, rows: Iterable[tuple[str, str, dict, Any]], field: str) -> None:
+        """Bulk-load (prefix, key, value, vector) rows with COPY: the value into `store`, the
+        vector (a numpy array, through pgvector's psycopg adapter) into `store_vectors` under
+        `field`. For benchmarks: no embedding, no dedupe, no TTL."""
+        from pgvector.psycopg import register_vector_async
+        from psycopg.types.json import Jsonb
+
+        rows = list(rows)
+        async with self.pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
+            await register_vector_async(conn)
+            async with cur.copy("COPY store (prefix, key, value) FROM STDIN") as copy:
+                for prefix, key, value, _vector in rows:
+                    await copy.write_row((prefix, key, Jsonb(value)))
+            async with cur.copy(
+                "COPY store_vectors (prefix, key, field_name, embedding) FROM STDIN WITH (FORMAT BINARY)"
+            ) as copy:
+                copy.set_types(["text", "text", "text", "vector"])
+                for prefix, key, _value, vector in rows:
+                    await copy.write_row((prefix, key, field, vector))
+        async with self.pool.connection() as conn:
+            await conn.execute("ANALYZE store")
+            await conn.execute("ANALYZE store_vectors")
+
+
+def _first(row: Any) -> Any:
+    return next(iter(row.values())) if isinstance(row, dict) else row[0]
+
+
+def _identifier(name: str) -> str:
+    if not name.replace("_", "").isalnum() or not name.isascii():
+        raise ValueError(f"{name!r} is not a plain identifier")
+    return name

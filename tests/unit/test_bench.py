@@ -1,0 +1,57 @@
+"""`python -m bench` pieces do the work they claim to measure (no timing is asserted)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from langchain.agents import create_agent
+from langchain_core.messages import ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+
+from bench import overhead, server
+from bench.__main__ import summary
+from graphs.react.graph import builder
+from graphs.runtime.models import register_model_provider
+from tools.registry import builtin_tools
+
+
+async def test_react_and_create_agent_turns_do_the_same_work():
+    react_model, agent_model = overhead.scripted_model(1), overhead.scripted_model(1)
+    register_model_provider(overhead.PROVIDER, lambda name, **kw: react_model)
+    react = overhead.react_turn(builder.compile(checkpointer=InMemorySaver()), "stream")
+    agent = overhead.agent_turn(
+        create_agent(agent_model, tools=[builtin_tools()["calculator"]], checkpointer=InMemorySaver()), "invoke"
+    )
+    await react()
+    await agent()
+    for model in (react_model, agent_model):
+        assert model.remaining == 0  # two model calls each
+        result = model.calls[1].messages[-1]
+        assert isinstance(result, ToolMessage) and result.text == "391"  # the real calculator ran
+        assert model.calls[0].tool_names and "calculator" in model.calls[0].tool_names
+
+
+def test_server_config_serves_react_and_echo_from_absolute_paths(tmp_path):
+    config = json.loads(server.resolved_config(tmp_path).read_text())
+    assert set(config["graphs"]) == {"react", "echo"}
+    for spec in [*config["graphs"].values(), config["checkpointer"]["path"]]:
+        assert Path(spec.partition(":")[0]).is_file(), spec
+    assert Path(config["dependencies"][0]) == Path(server.ROOT)
+
+
+def test_summary_lists_each_figure_with_its_baseline_and_failures():
+    row = {"median_ms": 10.0, "p95_ms": 12.0, "turns": 5}
+    report = {
+        "started_at": "now", "note": "measured under load", "seconds": {"overhead": 1.0, "server": 2.0},
+        "machine": {"cpu": "cpu", "cpus": 2, "memory_gb": 4, "platform": "linux", "python": "3.11",
+                    "git_commit": "abc", "load_average_start": [1, 1, 1], "load_average_end": [2, 2, 2]},
+        "figures": {
+            "overhead": {"invoke": {"react": row, "create_agent": {**row, "median_ms": 8.0}, "ratio": 1.25}},
+            "server": {"error": "RuntimeError: langgraph dev exited"},
+        },
+    }
+    text = summary(report)
+    assert "| react turn, invoke (median) | 10.00 ms | create_agent 8.00 ms | 1.25x |" in text
+    assert "| server | failed: RuntimeError: langgraph dev exited | | |" in text
+    assert "measured under load" in text and "2 CPUs" in text

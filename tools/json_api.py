@@ -1,0 +1,67 @@
+"""GET a JSON object from a web API the operator configured (search providers, Open-Meteo).
+
+These endpoints are chosen by the operator, not by a user or a model, so the requests do not go
+through the SSRF policy of tools.net. Timeouts, unreachable services, HTTP 408, 429 and 5xx raise
+`TransientToolError` (the tool runner may retry); other failures raise `ToolError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+
+from tools.errors import ToolError, TransientToolError, is_transient_http_status
+
+_REASON_FIELDS = ("reason", "error", "message", "detail")
+
+
+def _reason(response: httpx.Response) -> str | None:
+    """The explanation an API put in its JSON error body, if any."""
+    try:
+        body = response.json()
+    except ValueError:
+        return None
+    if not isinstance(body, dict):
+        return None
+    return next((str(body[f]) for f in _REASON_FIELDS if isinstance(body.get(f), str) and body[f]), None)
+
+
+async def get_json(
+    service: str,
+    url: str,
+    *,
+    params: Mapping[str, Any],
+    timeout: float,
+    headers: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """GET `url` with `params` and return the JSON object it answers.
+
+    `service` names the API in error messages ("SearXNG search", "Open-Meteo forecast").
+    """
+    try:
+        async with httpx.AsyncClient(timeout=timeout) as client:
+            response = await client.get(url, params=params, headers=headers)
+    except httpx.TimeoutException:
+        raise TransientToolError(f"{service} timed out: no answer within {timeout:g} s.") from None
+    except httpx.TransportError as exc:
+        raise TransientToolError(f"{service} is unreachable: {exc or type(exc).__name__}.") from None
+    status = response.status_code
+    if status >= 400:
+        message = f"{service} failed with HTTP {status} {response.reason_phrase}".rstrip() + "."
+        reason = _reason(response)
+        if reason:
+            message += f" Reason: {reason}"
+        if is_transient_http_status(status):
+            raise TransientToolError(message)
+        if status in (401, 403):
+            message += " Check the API key or access settings."
+        raise ToolError(message)
+    try:
+        body = response.json()
+    except ValueError:
+        raise ToolError(f"{service} answered HTTP {status} with a body that is not JSON.") from None
+    if not isinstance(body, dict):
+        raise ToolError(f"{service} answered JSON that is not an object.")
+    return body
