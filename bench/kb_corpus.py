@@ -212,7 +212,7 @@ def build_corpus(seed: int = SEED) -> Corpus:
         passages.append(Passage(pid, "code", f"Service bulletin {code} for the {machine}: {issue}. "
                                              f"Technicians should {action} and record the work in the {log}."))
         bulletins.append((pid, code, machine))
-    for n, (pid, code, machine) in enumerate(rng.sample(bulletins, 40)):
+    for n, (pid, code, _machine) in enumerate(rng.sample(bulletins, 40)):
         text = rng.choice([
             f"What does service bulletin {code} ask technicians to do?",
             f"Which machine is bulletin {code} about?",

@@ -416,7 +416,7 @@ def build_dataset(seed: int = 7, sessions: int = 48, weeks: int = 16) -> Dataset
                 f"q-{slot.topic}-{number}", ask(question), "semantic", (current_record,),
                 (current_turn,), stale, slot.topic,
             ))
-    for (said, _text, _importance, question), record, turn in event_records:
+    for (_said, _text, _importance, question), record, turn in event_records:
         data.questions.append(Question(
             f"q-event-{len(data.questions)}", ask(question), "episodic", (record,), (turn,), (), "event",
         ))

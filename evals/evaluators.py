@@ -181,12 +181,11 @@ def judges(spec: str, which: tuple[str, ...] = JUDGE_PROMPTS) -> list[Evaluator]
 
     correctness: the answer against `reference_outputs.reference_answer`; helpfulness: the answer
     for the question; groundedness: the answer against the turn's tool results."""
+    from langchain_openai import ChatOpenAI
     from openevals.llm import create_llm_as_judge
     from openevals.prompts import CORRECTNESS_PROMPT, RAG_GROUNDEDNESS_PROMPT, RAG_HELPFULNESS_PROMPT
 
     from graphs.runtime.models import load_chat_model
-
-    from langchain_openai import ChatOpenAI
 
     model = load_chat_model(spec, temperature=0)
     # Tool calling, not json_schema: OpenAI-compatible servers (vLLM, Ollama) often lack the latter.

@@ -17,7 +17,6 @@ import argparse
 import hashlib
 import json
 import os
-import sys
 import uuid
 import warnings
 from collections.abc import Iterator, Sequence

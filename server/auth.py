@@ -21,13 +21,13 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
-import os
 from functools import lru_cache
 from typing import Any
 
 from langgraph_sdk import Auth
 
 from graphs.runtime.state import check_input_messages
+from settings import settings
 from store import knowledge, memory
 from tools.identity import ADMIN, acts_for_any_user
 
@@ -50,8 +50,7 @@ def _digest(key: str) -> bytes:
 
 
 @lru_cache(maxsize=4)
-def _parse_keys(spec: str, admins: str) -> dict[bytes, tuple[str, bool]]:
-    admin_users = {name.strip() for name in admins.split(",") if name.strip()}
+def _parse_keys(spec: str, admin_users: frozenset[str]) -> dict[bytes, tuple[str, bool]]:
     keys: dict[bytes, tuple[str, bool]] = {}
     for entry in filter(None, (part.strip() for part in spec.split(","))):
         user_id, separator, key = entry.partition("=")
@@ -65,7 +64,9 @@ def _parse_keys(spec: str, admins: str) -> dict[bytes, tuple[str, bool]]:
 
 def api_keys() -> dict[bytes, tuple[str, bool]]:
     """sha256(key) -> (user_id, is_admin), from AGENT_API_KEYS and AGENT_ADMIN_USERS."""
-    return _parse_keys(os.environ.get("AGENT_API_KEYS", ""), os.environ.get("AGENT_ADMIN_USERS", ""))
+    config = settings()
+    spec = config.AGENT_API_KEYS.get_secret_value() if config.AGENT_API_KEYS else ""
+    return _parse_keys(spec, frozenset(config.AGENT_ADMIN_USERS))
 
 
 def _presented_key(authorization: str | None, headers: dict[bytes, bytes] | None) -> str | None:
@@ -84,7 +85,7 @@ def trust_studio_header() -> bool:
     """`AGENT_TRUST_STUDIO_HEADER`: on `langgraph dev` with keys configured, treat requests that
     carry Studio's `x-auth-scheme: langsmith` header as an administrator. Off by default: anyone
     who can reach the server can send that header."""
-    return os.environ.get("AGENT_TRUST_STUDIO_HEADER", "").strip().lower() in ("1", "true", "yes", "on")
+    return settings().AGENT_TRUST_STUDIO_HEADER
 
 
 @lru_cache(maxsize=1)
@@ -101,7 +102,7 @@ async def authenticate(
 ) -> Auth.types.MinimalUserDict:
     """Map the request's API key to its user; without configured keys, an open administrator."""
     keys = api_keys()
-    local_dev = os.environ.get("LANGSMITH_LANGGRAPH_API_VARIANT") == "local_dev"
+    local_dev = settings().LANGSMITH_LANGGRAPH_API_VARIANT == "local_dev"
     if keys and local_dev and trust_studio_header() and _header(headers, b"x-auth-scheme") == "langsmith":
         return {"identity": STUDIO_USER, "permissions": [ADMIN]}
     if not keys:
@@ -244,5 +245,6 @@ async def store_scope(ctx: Auth.types.AuthContext, value: dict) -> None:
     )
 
 
-# A malformed AGENT_API_KEYS stops the server at start-up rather than failing every request.
+# A bad environment variable (a malformed AGENT_API_KEYS among them) stops the server at start-up
+# with the variable's name, rather than failing every request.
 api_keys()

@@ -17,6 +17,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from langchain_core.embeddings import Embeddings
+from pydantic import SecretStr
+
+from settings import settings
 
 DEFAULT_EMBEDDINGS_MODEL = "local:all-MiniLM-L6-v2"
 
@@ -42,13 +45,9 @@ class EmbeddingsSpec:
 
 def embeddings_spec() -> EmbeddingsSpec:
     """Read the embeddings model and its dimension from the environment."""
-    model = os.environ.get("EMBEDDINGS_MODEL", "").strip() or DEFAULT_EMBEDDINGS_MODEL
-    if ":" not in model:
-        raise EmbeddingsConfigError(
-            f"EMBEDDINGS_MODEL={model!r} must look like 'local:all-MiniLM-L6-v2' or 'openai:<model>'"
-        )
-    dims_env = os.environ.get("EMBEDDINGS_DIMS", "").strip()
-    dims = int(dims_env) if dims_env else _KNOWN_DIMS.get(model)
+    config = settings()
+    model = config.EMBEDDINGS_MODEL
+    dims = config.EMBEDDINGS_DIMS or _KNOWN_DIMS.get(model)
     if dims is None:
         raise EmbeddingsConfigError(
             f"Unknown dimension for EMBEDDINGS_MODEL={model!r}: set EMBEDDINGS_DIMS"
@@ -110,8 +109,8 @@ def _build(model: str, base_url: str | None, api_key: str | None) -> Embeddings:
         # Compatible servers do not speak tiktoken token ids: send plain text.
         return OpenAIEmbeddings(
             model=name,
-            base_url=base_url,
-            api_key=api_key or "EMPTY",
+            openai_api_base=base_url,
+            openai_api_key=SecretStr(api_key or "EMPTY"),
             check_embedding_ctx_length=base_url is None,
         )
     raise EmbeddingsConfigError(f"Unknown embeddings provider {provider!r} in {model!r}")
@@ -122,8 +121,9 @@ def get_embeddings(spec: EmbeddingsSpec | None = None) -> Embeddings:
     model = (spec or embeddings_spec()).model
     if not model.startswith("openai:"):
         return _build(model, None, None)
-    base_url = os.environ.get("OPENAI_BASE_URL") or None
-    api_key = os.environ.get("OPENAI_API_KEY") or None
+    config = settings()
+    base_url = config.OPENAI_BASE_URL
+    api_key = config.OPENAI_API_KEY.get_secret_value() if config.OPENAI_API_KEY else None
     if not api_key and not base_url:
         raise EmbeddingsConfigError(
             f"EMBEDDINGS_MODEL={model!r} needs OPENAI_API_KEY "

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
+from typing import Any, TypeAlias
 
 import lxml.html
 import trafilatura
 from trafilatura.utils import load_html
 
-HtmlTree = lxml.html.HtmlElement
+HtmlTree: TypeAlias = lxml.html.HtmlElement
 
 
 def parse_html(html: str | bytes) -> HtmlTree | None:
@@ -30,7 +31,7 @@ def tree_to_markdown(tree: HtmlTree, *, include_links: bool, favor_recall: bool 
     When precise extraction finds nothing, extraction favouring recall is tried, then the
     page's plain text. `favor_recall` starts with recall, for a tree already cut to the content.
     """
-    options = dict(
+    options: dict[str, Any] = dict(
         output_format="markdown", include_links=include_links, include_tables=True, include_formatting=True
     )
     markdown = trafilatura.extract(copy.deepcopy(tree), favor_recall=favor_recall, **options)

@@ -16,27 +16,30 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import os
-import re
 import sys
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.store.postgres.aio import AsyncPostgresStore
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
+from settings import settings
 from store.embeddings import embeddings_spec, get_embeddings
 from store.knowledge.config import knowledge_config
 from store.sql import CHECKPOINT_COLUMNS, STORE_COLUMNS, StoreSQL
 
+if TYPE_CHECKING:
+    from psycopg import AsyncConnection
+    from psycopg.rows import DictRow
+
 logger = logging.getLogger(__name__)
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_SCHEMA = "agent_engine"
 
 
 class StoreIndexMismatch(RuntimeError):
@@ -44,7 +47,7 @@ class StoreIndexMismatch(RuntimeError):
 
 
 def _embedded_dir() -> Path:
-    return Path(os.environ.get("EMBEDDED_POSTGRES_DIR") or PROJECT_ROOT / ".data" / "postgres")
+    return Path(settings().EMBEDDED_POSTGRES_DIR or PROJECT_ROOT / ".data" / "postgres")
 
 
 def ensure_embedded_postgres() -> str:
@@ -80,39 +83,33 @@ def stop_embedded_postgres() -> bool:
 
 def postgres_uri() -> str:
     """The server to use: `POSTGRES_URI`, else the embedded one (started on demand)."""
-    return os.environ.get("POSTGRES_URI") or ensure_embedded_postgres()
+    configured = settings().POSTGRES_URI
+    return configured.get_secret_value() if configured else ensure_embedded_postgres()
 
 
 def _schema() -> str:
-    schema = os.environ.get("POSTGRES_SCHEMA", DEFAULT_SCHEMA)
-    if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", schema):
-        raise ValueError(f"POSTGRES_SCHEMA={schema!r} is not a plain lower-case identifier")
-    return schema
+    return settings().POSTGRES_SCHEMA
 
 
 def pool_timeout() -> float:
     """`POSTGRES_POOL_TIMEOUT`: seconds a request waits for a database connection (default 5)."""
-    raw = os.environ.get("POSTGRES_POOL_TIMEOUT", "").strip() or "5"
-    try:
-        seconds = float(raw)
-    except ValueError:
-        seconds = math.nan
-    if not (math.isfinite(seconds) and 0 < seconds <= 300):
-        raise ValueError(f"POSTGRES_POOL_TIMEOUT={raw!r} must be a number of seconds in 0..300")
-    return seconds
+    return settings().POSTGRES_POOL_TIMEOUT
 
 
 @asynccontextmanager
-async def open_pool(uri: str | None = None, max_size: int = 10) -> AsyncIterator[AsyncConnectionPool]:
+async def open_pool(
+    uri: str | None = None, max_size: int = 10
+) -> AsyncIterator[AsyncConnectionPool[AsyncConnection[DictRow]]]:
     """An open psycopg pool on our schema, with the settings LangGraph's Postgres classes need."""
-    uri = uri or await asyncio.to_thread(postgres_uri)
+    conninfo = uri if uri else await asyncio.to_thread(postgres_uri)
     schema = _schema()
-    async with await _connect_once(uri) as conn:
+    async with await _connect_once(conninfo) as conn:
         await conn.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
         await conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
     wait = pool_timeout()
-    pool = AsyncConnectionPool(
-        conninfo=uri,
+    # Typed for the dict rows `row_factory` gives below.
+    pool: AsyncConnectionPool[AsyncConnection[DictRow]] = AsyncConnectionPool(
+        conninfo=conninfo,
         min_size=1,
         max_size=max_size,
         open=False,
@@ -151,7 +148,7 @@ class PostgresSaver(AsyncPostgresSaver):
     `runs.cancel(action="rollback")` and `multitask_strategy="rollback"`; its SQL is the
     adapter's (`store/sql.py`), on the pool this saver was given."""
 
-    def __init__(self, pool: AsyncConnectionPool, **kwargs) -> None:
+    def __init__(self, pool: AsyncConnectionPool[AsyncConnection[DictRow]], **kwargs) -> None:
         super().__init__(conn=pool, **kwargs)
         self.sql = StoreSQL(pool)
 
@@ -164,7 +161,7 @@ class PostgresStore(AsyncPostgresStore):
     """`AsyncPostgresStore` plus `sql`, the project's SQL adapter (`store/sql.py`) on the same
     pool: memory listings, bulk deletes and knowledge-base full text use it."""
 
-    def __init__(self, pool: AsyncConnectionPool, **kwargs) -> None:
+    def __init__(self, pool: AsyncConnectionPool[AsyncConnection[DictRow]], **kwargs) -> None:
         super().__init__(conn=pool, **kwargs)
         self.sql = StoreSQL(pool)
 
@@ -202,13 +199,7 @@ def store_ttl_config() -> dict:
     knowledge-base chunks never do), no refresh on read (store/memory/ rewrites a memory's
     expiry itself when it is recalled), expired rows hidden from reads until swept, and the
     sweep interval from `STORE_TTL_SWEEP_MINUTES` (default 60; 0 = no background sweeper)."""
-    raw = os.environ.get("STORE_TTL_SWEEP_MINUTES", "").strip() or "60"
-    try:
-        minutes = float(raw)
-    except ValueError:
-        minutes = math.nan
-    if not (math.isfinite(minutes) and minutes >= 0):
-        raise ValueError(f"STORE_TTL_SWEEP_MINUTES={raw!r} must be a number of minutes >= 0")
+    minutes = settings().STORE_TTL_SWEEP_MINUTES
     return {
         "default_ttl": None,
         "refresh_on_read": False,

@@ -97,7 +97,7 @@ KB_KEYWORD_SQL = """
 class StoreSQL:
     """The project's SQL on the library's tables and on `kb_fulltext`, over a pool we opened."""
 
-    def __init__(self, pool: AsyncConnectionPool) -> None:
+    def __init__(self, pool: AsyncConnectionPool[Any]) -> None:  # any row type: cursors set dict_row
         self.pool = pool
 
     async def _fetch(self, sql: str, params: Any = None) -> list[dict]:
@@ -342,17 +342,18 @@ class StoreSQL:
         from psycopg.types.json import Jsonb
 
         rows = list(rows)
-        async with self.pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
-            await register_vector_async(conn)
-            async with cur.copy("COPY store (prefix, key, value) FROM STDIN") as copy:
-                for prefix, key, value, _vector in rows:
-                    await copy.write_row((prefix, key, Jsonb(value)))
-            async with cur.copy(
-                "COPY store_vectors (prefix, key, field_name, embedding) FROM STDIN WITH (FORMAT BINARY)"
-            ) as copy:
-                copy.set_types(["text", "text", "text", "vector"])
-                for prefix, key, _value, vector in rows:
-                    await copy.write_row((prefix, key, field, vector))
+        async with self.pool.connection() as conn:
+            await register_vector_async(conn)  # before the cursor: a cursor copies the type map
+            async with conn.transaction(), conn.cursor() as cur:
+                async with cur.copy("COPY store (prefix, key, value) FROM STDIN") as copy:
+                    for prefix, key, value, _vector in rows:
+                        await copy.write_row((prefix, key, Jsonb(value)))
+                async with cur.copy(
+                    "COPY store_vectors (prefix, key, field_name, embedding) FROM STDIN WITH (FORMAT BINARY)"
+                ) as copy:
+                    copy.set_types(["text", "text", "text", "vector"])
+                    for prefix, key, _value, vector in rows:
+                        await copy.write_row((prefix, key, field, vector))
         async with self.pool.connection() as conn:
             await conn.execute("ANALYZE store")
             await conn.execute("ANALYZE store_vectors")

@@ -10,9 +10,9 @@ import datetime
 import ssl
 import tempfile
 import threading
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable, Iterable
 from urllib.parse import parse_qs, urlsplit
 
 
@@ -46,7 +46,7 @@ def self_signed_tls(hostname: str) -> tuple[ssl.SSLContext, ssl.SSLContext]:
 
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, hostname)])
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     certificate = (
         x509.CertificateBuilder()
         .subject_name(name)
@@ -121,7 +121,7 @@ class LoopbackServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 (http.server naming)
+            def do_GET(self) -> None:
                 split = urlsplit(self.path)
                 request = RecordedRequest(
                     path=split.path,

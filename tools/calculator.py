@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ast
 import math
-import os
 import re
 import warnings
 from collections.abc import Callable
@@ -18,6 +17,7 @@ from dataclasses import dataclass
 from decimal import Context, Decimal
 from fractions import Fraction
 
+from settings import settings
 from tools.errors import ToolInputError
 
 Number = Fraction | float
@@ -47,23 +47,8 @@ class CalculatorLimits:
 
 def calculator_limits() -> CalculatorLimits:
     """Limits from CALCULATOR_MAX_CHARS and CALCULATOR_MAX_DIGITS, read at call time."""
-    return CalculatorLimits(
-        max_chars=_positive_int_env("CALCULATOR_MAX_CHARS", CalculatorLimits.max_chars),
-        max_digits=_positive_int_env("CALCULATOR_MAX_DIGITS", CalculatorLimits.max_digits),
-    )
-
-
-def _positive_int_env(name: str, default: int) -> int:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        value = 0
-    if value <= 0:
-        raise ValueError(f"{name} must be a positive integer, got {raw!r}")
-    return value
+    config = settings()
+    return CalculatorLimits(max_chars=config.CALCULATOR_MAX_CHARS, max_digits=config.CALCULATOR_MAX_DIGITS)
 
 
 def calculator(expression: str) -> str:
@@ -615,13 +600,16 @@ def _lcm(ev: _Evaluator, *args: Number) -> Number:
     result = 1
     for arg in args:
         # each step multiplies two numbers within the limit, then the product is checked
-        result = ev.fit(Fraction(math.lcm(result, ev.whole("lcm", arg)))).numerator
+        product = Fraction(math.lcm(result, ev.whole("lcm", arg)))
+        ev.fit(product)  # a whole number: kept as it is, or refused as too large
+        result = product.numerator
     return Fraction(result)
 
 
 def _hypot(ev: _Evaluator, *args: Number) -> Number:
-    if all(isinstance(arg, Fraction) for arg in args):
-        total = sum((arg * arg for arg in args), Fraction(0))
+    fractions = [arg for arg in args if isinstance(arg, Fraction)]
+    if len(fractions) == len(args):
+        total = sum((arg * arg for arg in fractions), Fraction(0))
         if ev.bits(total) <= ev.limits.max_bits:
             root = _exact_root(total, 2)
             if root is not None:

@@ -18,12 +18,14 @@ def _run_store(runtime: ToolRuntime | None):
     return store
 
 
+# `runtime` stays annotated `ToolRuntime` (LangChain injects it by that annotation; `| None` would
+# hide it); its None default lets a direct call without a run get the clear "no store" error.
 async def knowledge_base_search(
     query: str,
     kb: str,
     top_k: int = 5,
     strategy: str = "hybrid",
-    runtime: ToolRuntime = None,
+    runtime: ToolRuntime = None,  # type: ignore[assignment]
 ) -> dict:
     """Search a knowledge base of ingested documents (files, web pages, PDFs) for passages relevant to a question.
 
@@ -55,7 +57,7 @@ async def knowledge_base_search(
         raise ToolInputError(str(exc)) from None
 
 
-async def list_knowledge_bases(runtime: ToolRuntime = None) -> list[dict]:
+async def list_knowledge_bases(runtime: ToolRuntime = None) -> list[dict]:  # type: ignore[assignment]
     """List the knowledge bases that knowledge_base_search can search.
 
     Returns:

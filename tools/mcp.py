@@ -18,22 +18,23 @@ becomes `<server>__<name>`.
 import asyncio
 import json
 import logging
-import os
 import re
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import httpx
 from langchain_core.tools import BaseTool
 from langchain_mcp_adapters.client import MultiServerMCPClient
 from langchain_mcp_adapters.interceptors import MCPToolCallRequest
+from langchain_mcp_adapters.sessions import Connection
 from mcp.shared.exceptions import McpError
 from mcp.types import CONNECTION_CLOSED
 
+from settings import settings
 from tools.errors import ToolError, TransientToolError
 
 logger = logging.getLogger(__name__)
@@ -46,10 +47,8 @@ class MCPConfig:
 
     @classmethod
     def from_env(cls) -> "MCPConfig":
-        return cls(
-            connect_timeout=float(os.environ.get("MCP_CONNECT_TIMEOUT", "10")),
-            retry_after=float(os.environ.get("MCP_RETRY_AFTER", "30")),
-        )
+        config = settings()
+        return cls(connect_timeout=config.MCP_CONNECT_TIMEOUT, retry_after=config.MCP_RETRY_AFTER)
 
 
 @dataclass(frozen=True)
@@ -66,14 +65,15 @@ _loads: dict[str, _ServerLoad] = {}
 
 def mcp_configured() -> bool:
     """Whether any MCP server is configured (`MCP_SERVERS` or `MCP_SERVERS_FILE` set); no I/O."""
-    return bool(os.environ.get("MCP_SERVERS", "").strip() or os.environ.get("MCP_SERVERS_FILE", "").strip())
+    config = settings()
+    return bool(config.MCP_SERVERS or config.MCP_SERVERS_FILE)
 
 
 def mcp_servers_config() -> dict[str, dict]:
     """The configured MCP servers: `MCP_SERVERS` (JSON) if set, else the JSON file named by
     `MCP_SERVERS_FILE`, else none. Raises ValueError when the configuration is not a JSON object."""
-    inline = os.environ.get("MCP_SERVERS", "").strip()
-    path = os.environ.get("MCP_SERVERS_FILE", "").strip()
+    inline = (settings().MCP_SERVERS or "").strip()
+    path = (settings().MCP_SERVERS_FILE or "").strip()
     if inline:
         source, text = "MCP_SERVERS", inline
     elif path:
@@ -121,7 +121,7 @@ async def load_mcp_tools(
     )
     tools_by_server: dict[str, list[BaseTool]] = {}
     problems: list[dict] = []
-    for name, load in zip(servers, loads):
+    for name, load in zip(servers, loads, strict=False):
         if load.tools is None:
             problems.append({"server": name, "error": load.error})
         else:
@@ -139,7 +139,8 @@ async def _load_server(name: str, connection: dict, config: MCPConfig) -> _Serve
     cached = _loads.get(key)
     if cached and (cached.tools is not None or time.monotonic() - cached.attempted_at < config.retry_after):
         return cached
-    client = MultiServerMCPClient({name: connection}, tool_interceptors=[_raise_tool_errors])
+    # `connection` is one server's entry of the MCP config, checked when the config was read.
+    client = MultiServerMCPClient({name: cast(Connection, connection)}, tool_interceptors=[_raise_tool_errors])
     try:
         async with asyncio.timeout(config.connect_timeout):
             load = _ServerLoad(await client.get_tools(server_name=name), None, time.monotonic())

@@ -17,17 +17,17 @@ import asyncio
 import codecs
 import functools
 import ipaddress
-import os
 import re
 import socket
 import ssl
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Iterable, Mapping
 
 import httpcore
 import httpx
 
+from settings import settings
 from tools.errors import ToolError, ToolInputError, TransientToolError
 from tools.transport import BackendTransport
 
@@ -87,11 +87,8 @@ class NetConfig:
 
 def net_config() -> NetConfig:
     """Read the fetch settings from the environment (at call time)."""
-    return NetConfig(
-        allow_loopback=os.environ.get("WEB_ALLOW_LOOPBACK", "").strip().lower() in ("1", "true", "yes"),
-        user_agent=os.environ.get("WEB_USER_AGENT", "").strip()
-        or "Mozilla/5.0 (compatible; agent-engine-web-reader/0.1)",
-    )
+    config = settings()
+    return NetConfig(allow_loopback=config.WEB_ALLOW_LOOPBACK, user_agent=config.WEB_USER_AGENT.strip())
 
 
 # --- address policy -------------------------------------------------------------------------

@@ -16,8 +16,8 @@ from tools.calculator import calculator
 from tools.clock import current_time
 from tools.errors import ToolInputError
 from tools.knowledge import KNOWLEDGE_TOOLS
-from tools.memory import MEMORY_TOOLS
 from tools.mcp import load_mcp_tools, mcp_configured
+from tools.memory import MEMORY_TOOLS
 from tools.weather import weather
 from tools.web_read import web_read
 from tools.web_search import web_search

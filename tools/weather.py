@@ -1,9 +1,9 @@
 """Current weather and daily forecast from Open-Meteo (no API key needed)."""
 
-import os
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from settings import settings
 from tools.errors import ToolInputError
 from tools.json_api import get_json
 
@@ -59,12 +59,11 @@ class WeatherConfig:
 
     @classmethod
     def from_env(cls) -> "WeatherConfig":
+        config = settings()
         return cls(
-            forecast_url=os.environ.get("OPEN_METEO_URL", "https://api.open-meteo.com").rstrip("/"),
-            geocoding_url=os.environ.get(
-                "OPEN_METEO_GEOCODING_URL", "https://geocoding-api.open-meteo.com"
-            ).rstrip("/"),
-            timeout=float(os.environ.get("WEATHER_TIMEOUT", "10")),
+            forecast_url=config.OPEN_METEO_URL.rstrip("/"),
+            geocoding_url=config.OPEN_METEO_GEOCODING_URL.rstrip("/"),
+            timeout=config.WEATHER_TIMEOUT,
         )
 
 

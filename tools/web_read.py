@@ -6,7 +6,6 @@ import asyncio
 import copy
 import logging
 import math
-import os
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -14,6 +13,7 @@ from typing import Any
 import httpx
 import lxml.html
 
+from settings import settings
 from store.markdown import html_to_markdown
 from tools.cache import TTLCache
 from tools.errors import ToolError, ToolInputError
@@ -44,11 +44,9 @@ class WebReadConfig:
 
 
 def web_read_config() -> WebReadConfig:
-    """Read web_read settings from the environment (at call time)."""
-    return WebReadConfig(
-        cache_ttl=float(os.environ.get("WEB_READ_CACHE_TTL", "21600")),
-        max_chars=int(os.environ.get("WEB_READ_MAX_CHARS", "100000")),
-    )
+    """The web_read settings (settings/, read at call time)."""
+    config = settings()
+    return WebReadConfig(cache_ttl=config.WEB_READ_CACHE_TTL, max_chars=config.WEB_READ_MAX_CHARS)
 
 
 @dataclass(frozen=True)
@@ -250,5 +248,5 @@ async def web_read(
             )
 
     unique = list(dict.fromkeys(urls))
-    results = dict(zip(unique, await asyncio.gather(*(read(url) for url in unique))))
+    results = dict(zip(unique, await asyncio.gather(*(read(url) for url in unique)), strict=False))
     return [dict(results[url]) for url in urls]

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import math
-import os
 import re
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, NoReturn
+from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
+from pydantic import SecretStr
 
+from settings import settings
 from tools.cache import TTLCache
 from tools.errors import ToolError, ToolInputError, TransientToolError, is_transient_http_status
 from tools.json_api import get_json
@@ -38,17 +40,19 @@ class SearchConfig:
 def search_config() -> SearchConfig:
     """Read web search settings from the environment (at call time)."""
 
-    def env(name: str) -> str | None:
-        return os.environ.get(name, "").strip() or None
+    config = settings()
+
+    def secret(value: SecretStr | None) -> str | None:
+        return value.get_secret_value() if value is not None else None
 
     return SearchConfig(
-        provider=(env("WEB_SEARCH_PROVIDER") or "").lower() or None,
-        tavily_api_key=env("TAVILY_API_KEY"),
-        searxng_url=env("SEARXNG_URL"),
-        jina_api_key=env("JINA_API_KEY"),
-        jina_search_url=env("JINA_SEARCH_URL") or "https://s.jina.ai/",
-        cache_ttl=float(env("WEB_SEARCH_CACHE_TTL") or 3600),
-        timeout=float(env("WEB_SEARCH_TIMEOUT") or 15),
+        provider=config.WEB_SEARCH_PROVIDER,
+        tavily_api_key=secret(config.TAVILY_API_KEY),
+        searxng_url=config.SEARXNG_URL,
+        jina_api_key=secret(config.JINA_API_KEY),
+        jina_search_url=config.JINA_SEARCH_URL,
+        cache_ttl=config.WEB_SEARCH_CACHE_TTL,
+        timeout=config.WEB_SEARCH_TIMEOUT,
     )
 
 

@@ -120,7 +120,7 @@ def validate_report(report: str, catalog: list[dict]) -> CitationCheck:
         kept: list[int] = []
         for raw in re.split(r"\s*[,;]\s*", match.group(1)):
             number = int(raw)
-            target = numbering[number] if number in numbering else (number if number in known else None)
+            target = numbering.get(number, number if number in known else None)
             if target is None:
                 check.removed_numbers.append(number)
             elif target not in kept:

@@ -62,7 +62,7 @@ async def search_with_fallback(query: str, context: ResearchContext) -> list[dic
                     await asyncio.sleep(backoff_delay(attempt))
                     continue
                 errors.append(f"{provider}: {exc or 'timed out'}")
-            except Exception as exc:  # noqa: BLE001 - any provider failure moves to the next one
+            except Exception as exc:
                 errors.append(f"{provider}: {exc}")
             break
     raise RuntimeError("; ".join(errors))
@@ -81,7 +81,7 @@ async def _kb_passages(runtime: Runtime[ResearchContext], question: str) -> tupl
     for kb in context.knowledge_bases:
         try:
             found = await knowledge.retrieve(runtime.store, kb, question, top_k=context.search_results)
-        except Exception as exc:  # noqa: BLE001 - an unknown KB is recorded, the web research goes on
+        except Exception as exc:
             errors.append(f"knowledge base {kb!r}: {exc}")
             continue
         for hit in found.get("retrieval_results", []):
@@ -100,7 +100,7 @@ async def search(state: ResearcherState, runtime: Runtime[ResearchContext]) -> d
         *(search_with_fallback(q, runtime.context) for q in queries), return_exceptions=True
     )
     hits, errors = [], []
-    for query, outcome in zip(queries, outcomes):
+    for query, outcome in zip(queries, outcomes, strict=False):
         if isinstance(outcome, BaseException):
             errors.append(f"search {query!r} failed: {outcome}")
         else:
@@ -130,7 +130,7 @@ async def read(state: ResearcherState, runtime: Runtime[ResearchContext]) -> dic
         results = await asyncio.wait_for(
             web_read(urls, timeout=min(context.tool_timeout, 120.0)), context.tool_timeout + 5
         )
-    except Exception as exc:  # noqa: BLE001 - unread pages still leave the search snippets
+    except Exception as exc:
         return {"errors": [*state.get("errors", []), f"web_read failed: {exc or 'timed out'}"]}
     pages = [
         {"url": r["url"], "title": r.get("title") or r["url"], "content": r["content"], "kind": "page"}
@@ -192,7 +192,7 @@ async def compress(state: ResearcherState, runtime: Runtime[ResearchContext], co
                 retries=context.model_retries, timeout=context.model_timeout, step=state["round"],
             )
             break
-        except Exception as exc:  # noqa: BLE001 - recorded; the other researchers go on
+        except Exception as exc:
             if is_context_length_error(exc) and attempt < CONTEXT_RETRIES:
                 before = sum(map(approx_tokens, fitted))
                 fitted, _ = fit_texts(fitted, before // 2)
@@ -213,5 +213,5 @@ async def research(state: ResearcherInput, runtime: Runtime[ResearchContext], co
         work.update(await search(work, runtime))
         work.update(await read(work, runtime))
         return await compress(work, runtime, config)
-    except Exception as exc:  # noqa: BLE001 - recorded; the report goes on without this researcher
+    except Exception as exc:
         return _finish(work, "error", f"researcher failed: {type(exc).__name__}: {exc}")

@@ -13,11 +13,12 @@ from collections.abc import Sequence
 from typing import Annotated, Literal
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AnyMessage, BaseMessage, HumanMessage, SystemMessage
 from langgraph.store.base import BaseStore
 from pydantic import BaseModel, Field, StringConstraints
 
 from graphs.memory_writer.prompts import EXTRACTION_PROMPT
+from graphs.runtime.history import last_turn
 from graphs.runtime.models import NOSTREAM_TAGS, ainvoke_with_retries
 from store import memory
 
@@ -66,22 +67,9 @@ class MemoryExtraction(BaseModel):
     )
 
 
-def _turn(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
-    """The messages from the last human message on."""
-    for index in range(len(messages) - 1, -1, -1):
-        if isinstance(messages[index], HumanMessage):
-            return list(messages[index:])
-    return []
-
-
-def _render_turn(turn: Sequence[BaseMessage]) -> str:
-    lines = []
-    for message in turn:
-        text = message.text.strip()
-        if isinstance(message, HumanMessage) and text:
-            lines.append(f"User: {text}")
-        elif isinstance(message, AIMessage) and text:
-            lines.append(f"Assistant: {text}")
+def _render_turn(turn: list[dict]) -> str:
+    labels = {"user": "User", "assistant": "Assistant"}
+    lines = [f"{labels[m['role']]}: {m['content'].strip()}" for m in turn if m["content"].strip()]
     return "\n".join(lines)[-MAX_TURN_CHARS:]
 
 
@@ -109,10 +97,10 @@ async def extract_memories(
     model so it does not repeat them. A model that answers without the structured call yields an
     empty extraction.
     """
-    conversation = _render_turn(_turn(messages))
+    conversation = _render_turn(last_turn(messages))
     if not conversation:
         return MemoryExtraction()
-    prompt = [
+    prompt: list[AnyMessage] = [
         SystemMessage(EXTRACTION_PROMPT),
         HumanMessage(
             f"Known memories:\n{_render_existing(existing)}\n\n"
@@ -124,13 +112,6 @@ async def extract_memories(
         structured.with_config(tags=NOSTREAM_TAGS), prompt, None, retries=retries, step=0, timeout=timeout
     )
     return result or MemoryExtraction()
-
-
-def _last(messages: Sequence[BaseMessage], kind: type[BaseMessage]) -> BaseMessage | None:
-    for message in reversed(messages):
-        if isinstance(message, kind) and message.text.strip():
-            return message
-    return None
 
 
 async def extract_and_save(
@@ -150,13 +131,12 @@ async def extract_and_save(
     "profile_fields"}. The model is asked first; if it fails, nothing is written.
     """
     memory.namespace(user_id, "chat")  # validates user_id before any model call
-    turn = _turn(messages)
-    human = _last(turn, HumanMessage)
+    asked = next((m["content"] for m in last_turn(messages) if m["role"] == "user" and m["content"].strip()), None)
     existing: list[dict] = []
-    if human is not None:
+    if asked is not None:
         for kind in memory.MEMORY_KINDS:
             existing += await memory.recall(
-                store, user_id, human.text[: memory.memory_config().max_text_chars], kind,
+                store, user_id, asked[: memory.memory_config().max_text_chars], kind,
                 top_k=MAX_EXISTING // 2, record_access=False,
             )
     extraction = await extract_memories(model, messages, existing, retries=retries, timeout=timeout)

@@ -11,9 +11,9 @@ from langchain_core.messages import convert_to_messages
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
+from graphs.memory_writer.extract import extract_and_save
 from graphs.memory_writer.state import State
 from graphs.runtime.context import Context
-from graphs.memory_writer.extract import extract_and_save
 from graphs.runtime.models import load_chat_model
 from tools.identity import run_user_id
 

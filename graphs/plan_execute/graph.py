@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from datetime import datetime, timezone
-from typing import NamedTuple
+from datetime import UTC, datetime
+from typing import NamedTuple, TypeVar
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
@@ -49,7 +49,7 @@ PLAN_ATTEMPTS = 3
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def _task(state: State) -> str:
@@ -83,14 +83,18 @@ def _log_text(log: list[dict]) -> str:
     return "\n".join(lines)
 
 
+SchemaT = TypeVar("SchemaT", bound=BaseModel)
+CheckedT = TypeVar("CheckedT")
+
+
 async def _structured(
-    schema: type[BaseModel],
+    schema: type[SchemaT],
     messages: list[AnyMessage],
-    check: Callable[[BaseModel], object],
+    check: Callable[[SchemaT], CheckedT],
     context: PlanExecuteContext,
     config: RunnableConfig,
     step: int,
-):
+) -> tuple[CheckedT, int]:
     """Ask for `schema` through tool calling, re-asking with the error until `check` passes.
 
     Returns (checked value, attempts); raises PlanError with the last problem after PLAN_ATTEMPTS.
@@ -280,7 +284,7 @@ async def _ask_replanner(
             steps = validate_steps(decision.steps, names, context.max_plan_steps, finished)
         return _Decision(decision.action, decision.reason, steps)
 
-    messages = [SystemMessage(prompt), HumanMessage(f"{_task(state)}\n\nDecide by calling `Replan`.")]
+    messages: list[AnyMessage] = [SystemMessage(prompt), HumanMessage(f"{_task(state)}\n\nDecide by calling `Replan`.")]
     try:
         decision, _ = await _structured(Replan, messages, check, context, config, step=wave)
     except PlanError as exc:
@@ -312,12 +316,15 @@ async def synthesizer(state: State, runtime: Runtime[PlanExecuteContext], config
     return {"messages": [response], "final_answer": response.text, "status": status}
 
 
+# Nodes take (state, runtime, config), which LangGraph runs but add_node's overloads do not type
+# (langgraph 1.2 has no runtime + config protocol): hence the `type: ignore`s on add_node below
+# (mypy reports the first such call as call-overload, later ones as arg-type).
 builder = StateGraph(State, input_schema=InputState, context_schema=PlanExecuteContext)
-builder.add_node("planner", planner)
+builder.add_node("planner", planner)  # type: ignore[call-overload, arg-type]
 builder.add_node("approve", approve)
-builder.add_node("run_step", run_step)
-builder.add_node("replanner", replanner)
-builder.add_node("synthesizer", synthesizer)
+builder.add_node("run_step", run_step)  # type: ignore[call-overload, arg-type]
+builder.add_node("replanner", replanner)  # type: ignore[call-overload, arg-type]
+builder.add_node("synthesizer", synthesizer)  # type: ignore[call-overload, arg-type]
 builder.add_edge(START, "planner")
 builder.add_conditional_edges("planner", route_after_planner, ["approve", "run_step", "synthesizer", END])
 builder.add_conditional_edges("approve", dispatch, ["run_step", "synthesizer", END])

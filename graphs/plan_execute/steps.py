@@ -107,7 +107,7 @@ async def _fallback(payload: StepInput, error: str, context: PlanExecuteContext,
 async def _timed(coroutine, timeout_s: float):
     try:
         return await asyncio.wait_for(coroutine, timeout_s)
-    except (asyncio.TimeoutError, TimeoutError) as exc:
+    except TimeoutError as exc:
         raise StepFailed(f"step timed out after {timeout_s:g} s") from exc
 
 
@@ -141,7 +141,7 @@ async def run_step(payload: StepInput, runtime: Runtime[PlanExecuteContext], con
             result, entry["tools_used"] = await _timed(_run_agent(payload, context, config), context.step_timeout)
     except GraphBubbleUp:
         raise
-    except Exception as exc:  # noqa: BLE001 - a failed step is logged and replanned, never a crash
+    except Exception as exc:
         error = str(exc) or type(exc).__name__
         duration_ms = round((time.perf_counter() - started) * 1000, 1)
         emit("plan_step_failed", step_id=step["id"], error=error, attempts=attempts, duration_ms=duration_ms)

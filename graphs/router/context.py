@@ -10,42 +10,23 @@ from dataclasses import dataclass, field
 
 from graphs.deep_research.context import ResearchContext
 from graphs.plan_execute.context import PlanExecuteContext
-from graphs.runtime.context import env_field, parse_bool, parse_list, parse_optional
+from graphs.runtime.context import env_field
 
 
 @dataclass(kw_only=True)
 class RouterContext(PlanExecuteContext, ResearchContext):
     """Per-run settings of the `router` graph (and of the sub-agents it hands messages to)."""
 
-    kb: str | None = env_field(
-        "ROUTER_KB", "", parse_optional,
-        "Knowledge base to answer from (the seed's requested_kb_prefix); unset lets the router "
-        "choose. A name that does not exist is an error naming the existing ones.",
-    )
-    auto_route: bool = env_field(
-        "KB_AUTO_ROUTE", "true", parse_bool,
-        "Let the router pick a knowledge base or sub-agent from the message; off, a message "
-        "without `kb` goes to the general route (default true).",
-    )
+    kb: str | None = env_field("ROUTER_KB")
+    auto_route: bool = env_field("KB_AUTO_ROUTE")
     route: str | None = field(
         default=None,
         metadata={"description": "Force a route: general, retrieval, react, or another served "
                                  "sub-agent (plan_execute, deep_research). Unset: decided per message."},
     )
-    retrieval_agents: list[str] = env_field(
-        "ROUTER_RETRIEVAL_AGENTS", "hybrid_agent,dense_agent,keyword_agent", parse_list,
-        "Retrieve-only worker types fanned out in parallel on the retrieval route "
-        "(hybrid_agent, dense_agent, keyword_agent; env: comma-separated).",
-    )
-    retrieval_top_k: int = env_field(
-        "ROUTER_TOP_K", "5", int, "Passages per worker, and sources kept after merging (default 5).",
-        minimum=1, maximum=50,
-    )
-    route_confidence: float = env_field(
-        "ROUTER_CONFIDENCE", "0.7", float,
-        "Heuristic confidence below which the model classifies the message (default 0.7).",
-        minimum=0, maximum=1,
-    )
+    retrieval_agents: list[str] = env_field("ROUTER_RETRIEVAL_AGENTS")
+    retrieval_top_k: int = env_field("ROUTER_TOP_K")
+    route_confidence: float = env_field("ROUTER_CONFIDENCE")
 
     def __post_init__(self) -> None:
         super().__post_init__()

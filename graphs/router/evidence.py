@@ -21,7 +21,9 @@ def merge_runs(runs: list[dict], top_k: int) -> list[dict]:
     workers appears once, scored by reciprocal rank fusion over the workers' lists. Returns
     sources `{index, kb, chunk_id, source, title, locator, page, section, content, score, found_by}`.
     """
-    rankings, by_id, found_by = [], {}, {}
+    rankings: list[list[str]] = []
+    by_id: dict[str, dict] = {}
+    found_by: dict[str, list[str]] = {}
     for run in runs:
         ranking = []
         for result in run.get("retrieval_results") or []:

@@ -10,7 +10,7 @@ also appended to the thread's `feedback_log`.
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from langgraph.store.base import BaseStore
 
@@ -64,7 +64,7 @@ async def record_feedback(store: BaseStore | None, user_id: str, thread_id: str 
         **request,
         "thread_id": thread_id,
         "user_id": user_id,
-        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     if langsmith_configured():
         client = _langsmith_client()

@@ -7,10 +7,7 @@ from dataclasses import dataclass
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9_-]*")
 _STOPWORDS = frozenset(
-    "a an and are about all also any as at be been but by can could do does for from has have how "
-    "i in into is it its me my of on or our please should tell than that the their them then there "
-    "these this those to under was we what when where which who why will with would you your "
-    "documents document notes guide information knowledge base".split()
+    ["a", "an", "and", "are", "about", "all", "also", "any", "as", "at", "be", "been", "but", "by", "can", "could", "do", "does", "for", "from", "has", "have", "how", "i", "in", "into", "is", "it", "its", "me", "my", "of", "on", "or", "our", "please", "should", "tell", "than", "that", "the", "their", "them", "then", "there", "these", "this", "those", "to", "under", "was", "we", "what", "when", "where", "which", "who", "why", "will", "with", "would", "you", "your", "documents", "document", "notes", "guide", "information", "knowledge", "base"]
 )
 TOOL_CUES = (
     r"\bcalculat\w*", r"\bcompute\b", r"\d\s*[-+*/^%]\s*\d", r"\bweather\b", r"\bforecast\b",
@@ -66,11 +63,11 @@ def match_kb(message: str, kbs: list[dict]) -> Guess | None:
     if not scored:
         return None
     scored.sort(key=lambda item: (-item[0], item[1]))
-    count, name, shared = scored[0]
+    count, name, shared_words = scored[0]
     tie = len(scored) > 1 and scored[1][0] == count
     confidence = 0.5 if tie else min(0.85, 0.45 + 0.15 * count)
     return Guess("retrieval", name, confidence,
-                 f"the message shares {', '.join(shared)} with the description of {name!r}")
+                 f"the message shares {', '.join(shared_words)} with the description of {name!r}")
 
 
 def guess_route(message: str, kbs: list[dict]) -> Guess:

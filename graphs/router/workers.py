@@ -7,6 +7,7 @@ thread or session id). New worker types join through `register_worker_type`.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -66,7 +67,7 @@ def worker_types() -> list[str]:
 
 
 for _type, _strategy in (("hybrid_agent", "hybrid"), ("dense_agent", "dense"), ("keyword_agent", "keyword")):
-    register_worker_type(_type, lambda kb, agent_type, strategy=_strategy: KnowledgeWorker(kb, agent_type, strategy))
+    register_worker_type(_type, functools.partial(KnowledgeWorker, strategy=_strategy))
 
 
 def instance_key(kb_prefix: str, agent_type: str, agent_mode: str = AGENT_MODE) -> str:

@@ -7,11 +7,12 @@ an AI message, never before a tool result.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 
 from langchain_core.messages import (
     AIMessage,
     AnyMessage,
+    BaseMessage,
     HumanMessage,
     RemoveMessage,
     SystemMessage,
@@ -63,12 +64,24 @@ def repair_tool_history(messages: list[AnyMessage]) -> list[AnyMessage]:
         repaired.append(message)
         if isinstance(message, AIMessage):
             pending = {
-                call["id"]: call["name"]
+                call_id: call["name"]
                 for call in message.tool_calls
-                if call.get("id") and call["id"] not in answered
+                if (call_id := call.get("id")) and call_id not in answered
             }
     close_pending()
     return repaired if changed else messages
+
+
+def last_turn(messages: Sequence[BaseMessage]) -> list[dict]:
+    """The last user message and the final answer after it, as role/content dicts."""
+    turn: list[dict] = []
+    for message in reversed(messages):
+        if isinstance(message, AIMessage) and not turn and message.text.strip():
+            turn.append({"role": "assistant", "content": message.text})
+        elif isinstance(message, HumanMessage):
+            turn.append({"role": "user", "content": message.text})
+            break
+    return list(reversed(turn))
 
 
 def cut_index(messages: list[AnyMessage], keep_tokens: int) -> int:

@@ -11,18 +11,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import uuid
-from collections.abc import Sequence
+from typing import Any, TypeVar
 
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, convert_to_messages
+from langchain_core.messages import convert_to_messages
 from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
 
 from graphs.runtime.context import Context
+from settings import settings
 from store import memory
 
 logger = logging.getLogger(__name__)
+ContextT = TypeVar("ContextT", bound=Context)
 
 MEMORY_WRITER_GRAPH = "memory_writer"
 _local_tasks: dict[str, tuple[asyncio.Task, asyncio.Event]] = {}
@@ -30,19 +31,7 @@ _local_tasks: dict[str, tuple[asyncio.Task, asyncio.Event]] = {}
 
 def extraction_delay() -> float:
     """Seconds to wait for a newer turn before extracting (`MEMORY_EXTRACTION_DELAY`, default 20)."""
-    return float(os.environ.get("MEMORY_EXTRACTION_DELAY") or 20)
-
-
-def last_turn(messages: Sequence[AnyMessage]) -> list[dict]:
-    """The last user message and the final answer after it, as role/content dicts."""
-    turn: list[dict] = []
-    for message in reversed(messages):
-        if isinstance(message, AIMessage) and not turn and message.text.strip():
-            turn.append({"role": "assistant", "content": message.text})
-        elif isinstance(message, HumanMessage):
-            turn.append({"role": "user", "content": message.text})
-            break
-    return list(reversed(turn))
+    return settings().MEMORY_EXTRACTION_DELAY
 
 
 async def record_turn(store: BaseStore, user_id: str, turn: list[dict], thread_id: str | None) -> None:
@@ -58,7 +47,7 @@ def memory_thread_id(user_id: str, thread_id: str | None) -> str:
 
 
 async def schedule_extraction(
-    runtime: Runtime[Context], user_id: str, turn: list[dict], thread_id: str | None
+    runtime: Runtime[ContextT], user_id: str, turn: list[dict], thread_id: str | None
 ) -> None:
     """Extract `user_id`'s memories from `turn` after the debounce delay, superseding a pending
     extraction."""
@@ -68,15 +57,19 @@ async def schedule_extraction(
     if runtime.server_info is not None:
         from langgraph_sdk import get_client
 
+        run_input: dict[str, Any] = {"messages": turn, "thread_id": thread_id}
         await get_client().runs.create(
             key,
             MEMORY_WRITER_GRAPH,
-            input={"messages": turn, "thread_id": thread_id},
+            input=run_input,
             context={"user_id": user_id, "model": context.model},
             multitask_strategy="rollback",
             if_not_exists="create",
             after_seconds=int(delay),
         )
+        return
+    store = runtime.store
+    if store is None:  # the callers check; without a store there is nothing to write to
         return
     from graphs.memory_writer.extract import extract_and_save
     from graphs.runtime.models import load_chat_model
@@ -91,10 +84,10 @@ async def schedule_extraction(
         try:
             model = load_chat_model(context.model, temperature=0, timeout=context.model_timeout)
             await extract_and_save(
-                runtime.store, user_id, convert_to_messages(turn), model, thread_id,
+                store, user_id, convert_to_messages(turn), model, thread_id,
                 retries=context.model_retries, timeout=context.model_timeout,
             )
-        except Exception:  # noqa: BLE001 - background work: log, never break the conversation
+        except Exception:
             logger.exception("memory extraction failed for thread %s", thread_id)
 
     if previous := _local_tasks.get(key):

@@ -9,23 +9,23 @@ with a message naming what to set.
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Callable
 from typing import Any
 
 from langchain.chat_models import init_chat_model
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, AnyMessage
+from langchain_core.messages import AnyMessage
 from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_openai import ChatOpenAI
 from langgraph.constants import TAG_NOSTREAM
+from pydantic import SecretStr
 
 from graphs.runtime.events import emit
 from graphs.runtime.history import repair_tool_history
 from graphs.runtime.retry import RetriesExhausted, call_with_retries
+from settings import settings
 from tools.identity import check_thread_owner
-
 
 NOSTREAM_TAGS = [TAG_NOSTREAM, "langsmith:nostream"]
 """Tags for a graph's internal model calls (planning, summaries, compression): LangGraph keeps
@@ -78,7 +78,7 @@ class ChatOpenAICompatible(ChatOpenAI):
     def _create_chat_result(self, response, generation_info: dict | None = None) -> ChatResult:
         result = super()._create_chat_result(response, generation_info)
         raw = response if isinstance(response, dict) else response.model_dump()
-        for generation, choice in zip(result.generations, raw.get("choices") or []):
+        for generation, choice in zip(result.generations, raw.get("choices") or [], strict=False):
             if text := (choice.get("message") or {}).get("reasoning_content"):
                 generation.message.additional_kwargs["reasoning_content"] = text
         return result
@@ -120,8 +120,9 @@ def load_chat_model(spec: str, *, temperature: float = 0.0, timeout: float | Non
     if timeout is not None:
         kwargs["timeout"] = timeout
     if provider == "openai":
-        base_url = os.environ.get("OPENAI_BASE_URL") or None
-        api_key = os.environ.get("OPENAI_API_KEY")
+        config = settings()
+        base_url = config.OPENAI_BASE_URL
+        api_key = config.OPENAI_API_KEY
         if not api_key and not base_url:
             raise ModelConfigError(
                 f"No key for model {spec!r}: set OPENAI_API_KEY, or OPENAI_BASE_URL for an "
@@ -129,9 +130,9 @@ def load_chat_model(spec: str, *, temperature: float = 0.0, timeout: float | Non
                 "in the run's context (`model`) / AGENT_MODEL."
             )
         return ChatOpenAICompatible(
-            model=name, base_url=base_url, api_key=api_key or "EMPTY", stream_usage=True, **kwargs
+            model=name, base_url=base_url, api_key=api_key or SecretStr("EMPTY"), stream_usage=True, **kwargs
         )
-    if provider in _KEY_VARIABLES and not os.environ.get(_KEY_VARIABLES[provider]):
+    if provider in _KEY_VARIABLES and not getattr(settings(), _KEY_VARIABLES[provider]):
         raise ModelConfigError(
             f"No key for model {spec!r}: set {_KEY_VARIABLES[provider]}, or pick another model "
             "in the run's context (`model`) / AGENT_MODEL."

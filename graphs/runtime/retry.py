@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import random
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
+
+from settings import settings
 
 T = TypeVar("T")
 BACKOFF_MAX_S = 8.0
@@ -18,7 +19,7 @@ def backoff_delay(attempt: int) -> float:
 
     Base delay `AGENT_RETRY_BASE_DELAY` seconds (default 0.5): ~0.5 s, 1 s, 2 s ... capped at 8 s.
     """
-    base = float(os.environ.get("AGENT_RETRY_BASE_DELAY") or 0.5)
+    base = settings().AGENT_RETRY_BASE_DELAY
     return min(BACKOFF_MAX_S, base * 2 ** (attempt - 1)) * (0.5 + random.random() / 2)
 
 
@@ -44,7 +45,8 @@ async def call_with_retries(
     def before_sleep(state: RetryCallState) -> None:
         error = state.outcome.exception() if state.outcome else None
         delay = state.next_action.sleep if state.next_action else 0.0
-        on_retry(state.attempt_number, error, delay)
+        if error is not None:  # always: only exceptions are retried
+            on_retry(state.attempt_number, error, delay)
 
     retrying = AsyncRetrying(
         stop=stop_after_attempt(retries + 1),
@@ -58,5 +60,5 @@ async def call_with_retries(
 
     try:
         return await retrying(attempt)
-    except Exception as exc:  # noqa: BLE001 - re-raised with the attempt count
+    except Exception as exc:
         raise RetriesExhausted(exc, retrying.statistics.get("attempt_number", 1)) from exc

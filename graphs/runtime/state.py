@@ -41,7 +41,7 @@ def check_input_messages(raw: Any) -> None:
             first_line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise ValueError(f"input messages[{index}]: {first_line}") from None
         if isinstance(message, AIMessage):
-            calls.update(call["id"] for call in message.tool_calls if call.get("id"))
+            calls.update(call_id for call in message.tool_calls if (call_id := call.get("id")))
         elif isinstance(message, ToolMessage):
             if message.tool_call_id not in calls:
                 raise ValueError(

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
+
+from settings import settings
 
 REGISTRY_NAMESPACE = ("kb_registry",)
 CHUNK_NAMESPACE_ROOT = "kb"
@@ -39,7 +40,6 @@ FORMAT_BY_MEDIA_TYPE = {
 TEXT_FORMATS = ("text", "markdown", "html")
 
 KB_NAME = re.compile(r"[a-z0-9_-]{1,64}")
-TS_CONFIG = re.compile(r"[a-z_]{1,63}")
 
 
 @dataclass(frozen=True)
@@ -51,12 +51,10 @@ class KnowledgeConfig:
 
 def knowledge_config() -> KnowledgeConfig:
     """Read chunking and full-text settings from the environment (at call time)."""
-    config = KnowledgeConfig(
-        chunk_size=int(os.environ.get("KB_CHUNK_SIZE", "800")),
-        chunk_overlap=int(os.environ.get("KB_CHUNK_OVERLAP", "120")),
-        text_search_config=os.environ.get("KB_TEXT_SEARCH_CONFIG", "english").strip() or "english",
+    values = settings()
+    return KnowledgeConfig(
+        chunk_size=values.KB_CHUNK_SIZE,
+        chunk_overlap=values.KB_CHUNK_OVERLAP,
+        text_search_config=values.KB_TEXT_SEARCH_CONFIG,
     )
-    if not TS_CONFIG.fullmatch(config.text_search_config):
-        raise ValueError(f"KB_TEXT_SEARCH_CONFIG={config.text_search_config!r} is not a text search configuration name")
-    return config
 

@@ -9,9 +9,9 @@ import json
 import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from langgraph.store.base import BaseStore, GetOp, PutOp
+from langgraph.store.base import BaseStore, GetOp, Item, PutOp
 
 from store.clean import strip_nul
 from store.knowledge.config import (
@@ -59,9 +59,9 @@ async def _write_documents(store: BaseStore, kb: str, documents: list[PreparedDo
     """Replace each document's chunks in `kb`, skipping unchanged ones; batched across documents
     so the store embeds many chunks per call."""
     namespace, docs = chunk_namespace(kb), document_namespace(kb)
-    previous = await store.abatch([GetOp(docs, document_key(d.source)) for d in documents])
+    previous = cast(list[Item | None], await store.abatch([GetOp(docs, document_key(d.source)) for d in documents]))
     results, pending, puts, stale, records = [], [], [], [], []
-    for document, before in zip(documents, previous):
+    for document, before in zip(documents, previous, strict=False):
         values = _chunk_values(kb, document)
         fingerprint = _fingerprint(values)
         result = {"source": document.source, "title": document.title, "format": document.format, "chunks": len(values)}
@@ -90,7 +90,7 @@ async def _write_documents(store: BaseStore, kb: str, documents: list[PreparedDo
     adapter = adapter_for(store)
     if adapter is not None:  # full text next to the chunk rows, before the records mark them done
         config = knowledge_config().text_search_config
-        await adapter.index_kb_chunks(kb, [(op.key, op.value["content"]) for op in puts], config)
+        await adapter.index_kb_chunks(kb, [(op.key, op.value["content"]) for op in puts if op.value is not None], config)
     if stale:
         await store.abatch(stale)
         if adapter is not None:
@@ -128,7 +128,7 @@ def _chunking(chunk_size: int | None, chunk_overlap: int | None) -> dict:
 
 
 
-def _check_source(source: str) -> str:
+def _check_source(source: object) -> str:
     if not isinstance(source, str) or not source.strip():
         raise ValueError("source must be a non-empty string (a path, URL or any stable name of the document).")
     return source.strip()
@@ -168,7 +168,7 @@ async def ingest_texts(
         kb,
         (
             functools.partial(prepare_text, d["text"], source, d.get("title"), d.get("format", "text"), chunking)
-            for d, source in zip(documents, sources)
+            for d, source in zip(documents, sources, strict=False)
         ),
     )
     await refresh_stats(store, kb)
@@ -230,7 +230,8 @@ def _files_under(root: Path) -> tuple[list[Path], list[Path]]:
                 f"Unsupported file type {root.suffix or root.name!r}: supported are {', '.join(sorted(FORMAT_BY_EXTENSION))}."
             )
         return [root], []
-    files, skipped = [], []
+    files: list[Path] = []
+    skipped: list[Path] = []
     for path in sorted(root.rglob("*")):
         relative = path.relative_to(root)
         if any(part.startswith(".") for part in relative.parts) or not path.is_file():
@@ -240,7 +241,10 @@ def _files_under(root: Path) -> tuple[list[Path], list[Path]]:
 
 
 def _prepare_file(path: Path, chunking: dict) -> PreparedDocument:
-    return prepare_bytes(path.read_bytes(), str(path), None, format_for(path.name), chunking)
+    format = format_for(path.name)
+    if format is None:  # _files_under keeps supported files only
+        raise ValueError(f"Unsupported file type {path.suffix or path.name!r}.")
+    return prepare_bytes(path.read_bytes(), str(path), None, format, chunking)
 
 
 async def ingest_path(
@@ -257,8 +261,8 @@ async def ingest_path(
     absolute path, so ingesting the same file again replaces its chunks. Returns
     {"kb", "documents": [per-document results as ingest_text], "skipped": [unsupported files]}.
     """
-    root = Path(path).expanduser()
-    if not root.exists():
+    root = await asyncio.to_thread(lambda: Path(path).expanduser())
+    if not await asyncio.to_thread(root.exists):
         raise FileNotFoundError(f"No such file or folder: {root}")
     await get_kb(store, kb)
     chunking = _chunking(chunk_size, chunk_overlap)

@@ -15,9 +15,7 @@ from store.knowledge.config import BM25_B, BM25_K1
 
 _TOKEN = re.compile(r"\w+")
 _STOPWORDS = frozenset(
-    "a an and are as at be been but by can did do does for from had has have how i if in into is it its "
-    "me my no not of on or our so than that the their them then there these they this to was we were "
-    "what when where which who whom why will with you your".split()
+    ["a", "an", "and", "are", "as", "at", "be", "been", "but", "by", "can", "did", "do", "does", "for", "from", "had", "has", "have", "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "no", "not", "of", "on", "or", "our", "so", "than", "that", "the", "their", "them", "then", "there", "these", "they", "this", "to", "was", "we", "were", "what", "when", "where", "which", "who", "whom", "why", "will", "with", "you", "your"]
 )
 
 
@@ -37,7 +35,7 @@ def bm25_rank(query: str, documents: Sequence[tuple[str, str]], *, k1: float = B
     frequency = Counter(term for _, c in counts for term in terms if term in c)
     n = len(counts)
     scored = []
-    for (doc_id, c), length in zip(counts, lengths):
+    for (doc_id, c), length in zip(counts, lengths, strict=False):
         score = sum(
             math.log(1 + (n - frequency[t] + 0.5) / (frequency[t] + 0.5))
             * c[t] * (k1 + 1) / (c[t] + k1 * (1 - b + b * length / average))

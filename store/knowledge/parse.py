@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import io
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 from store.knowledge.config import FORMAT_BY_EXTENSION, FORMAT_BY_MEDIA_TYPE, TEXT_FORMATS
 
@@ -114,6 +114,8 @@ def prepare_text(text: str | bytes, source: str, title: str | None, format: str,
         title = title or page_title
         chunks = chunk_text(text, "markdown", **chunking)
     elif format in ("text", "markdown"):
+        if isinstance(text, bytes):  # prepare_bytes decodes these formats before calling
+            raise TypeError(f"{format} text must be str: give bytes to prepare_bytes")
         if format == "markdown":
             title = title or markdown_title(text)
         chunks = chunk_text(text, format, **chunking)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
+from typing import Any
 
 from langgraph.store.base import BaseStore, PutOp
 
@@ -64,7 +65,7 @@ def document_key(source: str) -> str:
 
 def now_stamp() -> str:
     """The current UTC time as an ISO string (seconds)."""
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 async def search_all(store: BaseStore, namespace: tuple[str, ...]) -> list:
@@ -155,7 +156,7 @@ async def refresh_stats(store: BaseStore, name: str) -> dict:
     """Recount the registry entry's totals from the document records."""
     records = [item.value for item in await search_all(store, document_namespace(name))]
     item = await store.aget(REGISTRY_NAMESPACE, name)
-    entry = dict(item.value) if item else {"name": name, "description": "", "created_at": now_stamp()}
+    entry: dict[str, Any] = dict(item.value) if item else {"name": name, "description": "", "created_at": now_stamp()}
     entry.update(
         documents=len(records),
         chunks=sum(r["chunks"] for r in records),

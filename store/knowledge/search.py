@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
-from langgraph.store.base import BaseStore, GetOp
+from langgraph.store.base import BaseStore, GetOp, Item
 
 from store.knowledge.config import BM25_B, BM25_K1, MAX_TOP_K, RRF_K, STRATEGIES, knowledge_config
 from store.knowledge.keyword_fallback import bm25_rank
@@ -54,7 +54,7 @@ async def _keyword_hits(store: BaseStore, kb: str, entry: dict, query: str, limi
         limit=limit,
     )
     namespace = chunk_namespace(kb)
-    items = await store.abatch([GetOp(namespace, key, False) for key, _ in ranked])
+    items = cast(list[Item | None], await store.abatch([GetOp(namespace, key, False) for key, _ in ranked]))
     return [
         Hit(key, dict(item.value), score)
         for (key, score), item in zip(ranked, items, strict=True)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import cast
 
-from langgraph.store.base import BaseStore, GetOp, Item, SearchOp
+from langgraph.store.base import BaseStore, GetOp, Item, SearchItem, SearchOp
 
 from store.memory import times
 from store.memory.config import (
@@ -88,8 +89,8 @@ async def recall(
 
 
 async def _record_access(
-    store: BaseStore, ranked: list[tuple[Item, float]], config: MemoryConfig, now: datetime
-) -> list[tuple[Item, float]]:
+    store: BaseStore, ranked: list[tuple[SearchItem, float]], config: MemoryConfig, now: datetime
+) -> list[tuple[SearchItem, float]]:
     touched, ops = [], []
     for hit, score in ranked:
         value = {
@@ -192,7 +193,10 @@ async def get_profile(
         SearchOp(semantic_ns, {"category": c}, PROFILE_FACTS_SCANNED, 0, None, False)
         for c in wanted
     ]
-    profile, *per_category = await store.abatch(ops)
+    results = await store.abatch(ops)
+    # abatch answers each op with its own result type: the GetOp an Item, each SearchOp a list.
+    profile = cast(Item | None, results[0])
+    per_category = cast(list[list[SearchItem]], results[1:])
     now = times.utc_now()
     value = profile.value if profile and not expired(profile.value, now) else {}
     facts = {}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from langgraph.store.base import Item
+from langgraph.store.base import SearchItem
 
 from store.memory.config import MemoryConfig
 from store.memory.times import age_days, written_at
@@ -50,8 +50,8 @@ def weighted_score(
 
 
 def rank_weighted(
-    hits: list[Item], kind: str, config: MemoryConfig, now: datetime
-) -> list[tuple[Item, float]]:
+    hits: list[SearchItem], kind: str, config: MemoryConfig, now: datetime
+) -> list[tuple[SearchItem, float]]:
     """The candidates ordered by `weighted_score`, best first, each text once."""
     best = max((hit.score or 0.0 for hit in hits), default=0.0)
     scored = []
@@ -66,16 +66,17 @@ def rank_weighted(
         )
         scored.append((score, hit.score or 0.0, written_at(hit.value, now), hit))
     scored.sort(key=lambda entry: entry[:3], reverse=True)
-    seen: set[str] = set()
+    seen: set[str | None] = set()
     ranked = []
     for score, _, _, hit in scored:
-        if hit.value.get("text") not in seen:
-            seen.add(hit.value.get("text"))
+        text = hit.value.get("text")
+        if text not in seen:
+            seen.add(text)
             ranked.append((hit, score))
     return ranked
 
 
-def _outdated_days(hit: Item, hits: list[Item], config: MemoryConfig, now: datetime) -> float:
+def _outdated_days(hit: SearchItem, hits: list[SearchItem], config: MemoryConfig, now: datetime) -> float:
     """How much older `hit` is than the newest comparable candidate: same category, similarity
     at least its own minus MEMORY_SUPERSEDE_MARGIN (0 when it is the newest)."""
     floor = (hit.score or 0.0) - config.supersede_margin

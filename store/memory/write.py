@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime, timedelta
+from typing import Literal
 
 from langgraph.store.base import BaseStore, GetOp, PutOp
 
@@ -58,7 +59,7 @@ def put_op(
     """The PutOp writing `value` (NUL stripped), re-embedding the text only when `reindex`."""
     # index=False keeps the stored vector (Postgres upserts the row only); used when the
     # text did not change.
-    index = ["text"] if reindex else False
+    index: Literal[False] | list[str] = ["text"] if reindex else False
     return PutOp(ns, key, strip_nul(value), index=index, ttl=ttl_minutes(store, value, config))
 
 
@@ -218,15 +219,15 @@ async def delete_memory(store: BaseStore, user_id: str, memory_id: str) -> dict:
     Returns `{"id", "deleted": bool, "kind"}` (`kind` None when nothing was found).
     """
     labels = [namespace(user_id, kind) for kind in KINDS]
-    memory_id = optional_id(memory_id, "memory_id")
-    if memory_id is None:
+    checked_id = optional_id(memory_id, "memory_id")
+    if checked_id is None:
         raise ValueError("memory_id must be a non-empty string")
-    found = await store.abatch([GetOp(ns, memory_id, False) for ns in labels])
+    found = await store.abatch([GetOp(ns, checked_id, False) for ns in labels])
     for ns, item in zip(labels, found, strict=True):
         if item is not None:
-            await store.adelete(ns, memory_id)
-            return {"id": memory_id, "deleted": True, "kind": ns[2]}
-    return {"id": memory_id, "deleted": False, "kind": None}
+            await store.adelete(ns, checked_id)
+            return {"id": checked_id, "deleted": True, "kind": ns[2]}
+    return {"id": checked_id, "deleted": False, "kind": None}
 
 
 async def forget_user(store: BaseStore, user_id: str) -> int:

@@ -3,14 +3,13 @@ server, and `langgraph dev` serving langgraph.json, driven through langgraph-sdk
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import time
 import uuid
 from pathlib import Path
-
-import json
 
 import httpx
 import psycopg

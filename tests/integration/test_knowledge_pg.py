@@ -18,8 +18,8 @@ from langgraph.prebuilt import ToolNode
 from langgraph.store.memory import InMemoryStore
 
 from store import knowledge
-from store.knowledge import KBUnknownError
 from store.embeddings import get_embeddings
+from store.knowledge import KBUnknownError
 from store.postgres import store
 from store.sql import KB_KEYWORD_SQL
 from tests.integration.conftest import KB_DATA, cli, sql
@@ -250,7 +250,7 @@ async def test_cli_deletes_one_memory_and_forgets_a_user(pg_schema, pg_uri):
     foreign = cli("delete-memory", "erin", other["id"], "--json", env=env)
     assert json.loads(foreign.stdout) == {"id": other["id"], "deleted": False, "kind": None}
 
-    rows = "SELECT key FROM {}.store WHERE prefix LIKE %s ORDER BY key".format(pg_schema)
+    rows = f"SELECT key FROM {pg_schema}.store WHERE prefix LIKE %s ORDER BY key"
     remaining = [r[0] for r in sql(pg_uri, rows, ("memories.erin.%",))]
     assert len(remaining) == 2 and kept["id"] in remaining  # the fact and the chat message
     forgot = cli("forget-user", "erin", env=env)

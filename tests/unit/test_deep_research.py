@@ -19,8 +19,8 @@ from graphs.deep_research.context import ResearchContext, research_context_field
 from graphs.deep_research.graph import builder
 from graphs.deep_research.researcher import search_providers, search_with_fallback
 from graphs.runtime.models import ModelCallError, register_model_provider
-from tests.fakes import ScriptedChatModel
 from store import knowledge
+from tests.fakes import ScriptedChatModel
 from tests.web_servers import LoopbackServer, RecordedRequest, Reply
 from tools import web_read as web_read_module
 from tools import web_search as web_search_module

@@ -6,12 +6,13 @@ import math
 
 import pytest
 
+from settings import SettingsError
 from store.embeddings import EmbeddingsConfigError, embeddings_spec, get_embeddings
 from tests.openai_server import run_openai_server
 
 
 def cosine(a, b):
-    return sum(x * y for x, y in zip(a, b)) / (math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b)))
+    return sum(x * y for x, y in zip(a, b, strict=False)) / (math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b)))
 
 
 def test_default_is_the_local_model_shipped_in_the_wheel(monkeypatch):
@@ -46,7 +47,7 @@ def test_bad_configurations_fail_with_clear_messages(monkeypatch):
     with pytest.raises(EmbeddingsConfigError, match="EMBEDDINGS_DIMS"):
         embeddings_spec()
     monkeypatch.setenv("EMBEDDINGS_MODEL", "nomic")
-    with pytest.raises(EmbeddingsConfigError, match="must look like"):
+    with pytest.raises(SettingsError, match="EMBEDDINGS_MODEL='nomic'"):
         embeddings_spec()
     monkeypatch.setenv("EMBEDDINGS_MODEL", "openai:text-embedding-3-small")
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)

@@ -11,13 +11,13 @@ from typing import Annotated, TypedDict
 import httpx
 import openai
 import pytest
-from pydantic import BaseModel
 from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI, OpenAIEmbeddings
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.prebuilt import ToolNode, tools_condition
+from pydantic import BaseModel
 
 from tests.fakes import ScriptedChatModel, ScriptExhaustedError, ScriptItemError
 from tests.openai_server import ScriptError, embed_text, run_openai_server, spawn_openai_server
@@ -58,7 +58,7 @@ def aggregate(chunks: list[AIMessageChunk]) -> AIMessageChunk:
 
 
 def cosine(a: list[float], b: list[float]) -> float:
-    return sum(x * y for x, y in zip(a, b)) / (
+    return sum(x * y for x, y in zip(a, b, strict=False)) / (
         math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
     )
 

@@ -48,7 +48,7 @@ def make_pdf(pages: list[list[str]], title: str | None = None) -> bytes:
         f"<< /Type /Pages /Kids [{' '.join(f'{i} 0 R' for i in page_ids)}] /Count {len(pages)} >>".encode(),
         b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>",
     ]
-    for page_id, lines in zip(page_ids, pages):
+    for page_id, lines in zip(page_ids, pages, strict=False):
         text = "".join(f"({escape(line)}) Tj T* " for line in lines)
         stream = f"BT /F1 11 Tf 14 TL 72 760 Td {text}ET".encode("latin-1")
         objects.append(

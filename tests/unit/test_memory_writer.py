@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from graphs.memory_writer.extract import MemoryExtraction, extract_memories, extract_and_save
+from graphs.memory_writer.extract import MemoryExtraction, extract_and_save, extract_memories
 from store import memory
 from tests.fakes import ScriptedChatModel
 

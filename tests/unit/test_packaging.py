@@ -51,7 +51,7 @@ def test_dockerfile_installs_cpu_torch_and_serves_every_graph(tmp_path):
     assert torch_line < install_line, "CPU torch must be installed before the package pulls a CUDA build"
     graphs = json.loads(re.search(r"^ENV LANGSERVE_GRAPHS='(.*)'$", text, re.M).group(1))
     assert set(graphs) == set(CONFIG["graphs"])
-    for name, spec in graphs.items():
+    for spec in graphs.values():
         file = spec.rpartition(":")[0]
         assert file.startswith("/deps/"), spec
         assert (ROOT / Path(*Path(file).parts[3:])).is_file(), spec

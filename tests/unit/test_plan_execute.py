@@ -38,7 +38,7 @@ async def meet(name: str) -> str:
     try:
         await asyncio.wait_for(met.wait(), 5)
         outcome = "met"
-    except asyncio.TimeoutError:
+    except TimeoutError:
         outcome = "alone"
     spans[name] = (start, time.perf_counter())
     return f"{name}:{outcome}"
@@ -302,7 +302,7 @@ async def test_limits_plan_length_and_parallelism(model_slot):
     assert "at most 2 are allowed" in run.kinds("plan_invalid")[0]["error"]
     log = run.log(state)
     assert (log["a"]["wave"], log["b"]["wave"]) == (1, 2)
-    (a_start, a_end), (b_start, b_end) = spans["a"], spans["b"]
+    (_a_start, a_end), (b_start, _b_end) = spans["a"], spans["b"]
     assert a_end <= b_start, "with max_parallel_steps=1 the steps did not overlap"
     assert state["waves"] == 2 and state["status"] == "completed"
 

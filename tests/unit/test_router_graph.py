@@ -254,7 +254,8 @@ async def test_sub_agent_node_mirrors_summarized_history_back_to_the_router():
     from langchain_core.messages import RemoveMessage
     from langgraph.graph import START, StateGraph
 
-    from graphs.react.state import InputState, State as ReactState
+    from graphs.react.state import InputState
+    from graphs.react.state import State as ReactState
 
     async def summarizing_agent(state):
         return {"messages": [RemoveMessage(id=state["messages"][0].id), AIMessage("new answer", id="a2")],

