@@ -3,7 +3,8 @@
 
 Deterministic ones first: trajectory match (agentevals strict / unordered / subset / superset, tool
 arguments compared per tool: calculator expressions by value, free-text arguments ignored), tool
-selection, answer contains / excludes, output shape, exact field match (routes), JSON shape. LLM-as-judge ones (openevals correctness,
+selection, answer contains / excludes, output shape, exact field match (routes), JSON shape, plan
+shape and completion, report structure, citation validity and removal of fabricated URLs. LLM-as-judge ones (openevals correctness,
 helpfulness, groundedness) only when a judge model is configured (`judges(spec)`).
 """
 
@@ -165,6 +166,129 @@ def json_shape(key: str = "json_shape", **fields: type | tuple[type, ...]) -> Ev
 
     evaluate.__name__ = key
     return evaluate
+
+
+def plan_shape(outputs: dict) -> dict:
+    """plan_execute's plan as JSON: a list of steps with unique non-empty ids, `depends_on` lists
+    naming other steps of the plan without a cycle (a valid DAG), and tools among those allowed."""
+    plan = (outputs or {}).get("plan")
+    if not isinstance(plan, list) or not plan:
+        return {"key": "plan_shape", "score": 0, "comment": _error(outputs) or "no plan"}
+    allowed = set((outputs or {}).get("allowed_tools") or [])
+    problems = []
+    ids = [step.get("id") if isinstance(step, dict) else None for step in plan]
+    if not all(isinstance(i, str) and i.strip() for i in ids) or len(set(ids)) != len(ids):
+        problems.append(f"step ids not unique non-empty strings: {ids}")
+    deps = {}
+    for step in plan:
+        if not isinstance(step, dict):
+            continue
+        depends = step.get("depends_on")
+        if not isinstance(depends, list) or any(d not in ids or d == step.get("id") for d in depends):
+            problems.append(f"step {step.get('id')!r} depends_on {depends!r}")
+            depends = []
+        deps[step.get("id")] = depends
+        if step.get("tool") is not None and step["tool"] not in allowed:
+            problems.append(f"step {step.get('id')!r} uses {step['tool']!r}, not among {sorted(allowed)}")
+        if not isinstance(step.get("args", {}), dict) or not str(step.get("description") or "").strip():
+            problems.append(f"step {step.get('id')!r} lacks a description or object args")
+    if _has_cycle(deps):
+        problems.append("depends_on forms a cycle")
+    return {"key": "plan_shape", "score": int(not problems), "comment": "; ".join(problems) or None}
+
+
+def _has_cycle(deps: dict) -> bool:
+    done: set = set()
+    for start in deps:
+        path, stack = set(), [(start, iter(deps.get(start, [])))]
+        path.add(start)
+        while stack:
+            node, children = stack[-1]
+            child = next(children, None)
+            if child is None:
+                stack.pop()
+                path.discard(node)
+                done.add(node)
+            elif child in path:
+                return True
+            elif child not in done:
+                path.add(child)
+                stack.append((child, iter(deps.get(child, []))))
+    return False
+
+
+FINAL_STEP_STATUSES = ("completed", "recovered", "failed", "skipped", "dropped")
+
+
+def plan_completion(outputs: dict, reference_outputs: dict) -> dict:
+    """The run completed: status `reference_outputs.status` (default completed), every step of the
+    plan in the execution log with a final status, and (for completed runs) every step succeeded."""
+    outputs = outputs or {}
+    want = reference_outputs.get("status", "completed")
+    problems = []
+    if outputs.get("status") != want:
+        problems.append(f"status {outputs.get('status')!r} != {want!r}")
+    log = {entry.get("step_id"): entry.get("status") for entry in outputs.get("execution_log") or []}
+    for step in outputs.get("plan") or []:
+        status = log.get(step.get("id"))
+        if status not in FINAL_STEP_STATUSES:
+            problems.append(f"step {step.get('id')!r} has no final status ({status!r})")
+        elif want == "completed" and status not in ("completed", "recovered"):
+            problems.append(f"step {step.get('id')!r} {status}")
+    if not outputs.get("plan"):
+        problems.append(_error(outputs) or "no plan")
+    return {"key": "plan_completion", "score": int(not problems), "comment": "; ".join(problems) or None}
+
+
+_CITED_NUMBER = re.compile(r"\[(\d{1,3})\]")
+_SOURCES_SECTION = re.compile(r"^#{1,6}\s*Sources\s*$", re.IGNORECASE | re.MULTILINE)
+_SOURCE_ENTRY = re.compile(r"^\[(\d{1,3})\] .+?: (\S+)$", re.MULTILINE)
+
+
+def report_structure(outputs: dict) -> dict:
+    """deep_research's report: a body with numbered citations [n], then a Sources section whose
+    entries `[n] Title: URL` list every number the body cites (and nothing else)."""
+    report = (outputs or {}).get("report") or ""
+    if not report.strip():
+        return {"key": "report_structure", "score": 0, "comment": _error(outputs) or "no report"}
+    headings = list(_SOURCES_SECTION.finditer(report))
+    problems = []
+    if not headings:
+        problems.append("no Sources section")
+        body, listing = report, ""
+    else:
+        body, listing = report[: headings[-1].start()], report[headings[-1].end():]
+    cited = {int(n) for n in _CITED_NUMBER.findall(body)}
+    listed = {int(n) for n, _ in _SOURCE_ENTRY.findall(listing)}
+    if not cited:
+        problems.append("no numbered citations in the body")
+    if cited != listed:
+        problems.append(f"cited {sorted(cited)} but Sources lists {sorted(listed)}")
+    return {"key": "report_structure", "score": int(not problems), "comment": "; ".join(problems) or None}
+
+
+def citation_validity(outputs: dict) -> dict:
+    """Every URL in the report is one retrieved in the run (zero fabricated), and at least one is cited."""
+    outputs = outputs or {}
+    cited = outputs.get("cited_urls") or []
+    retrieved = set(outputs.get("retrieved_urls") or [])
+    fabricated = [url for url in cited if url not in retrieved]
+    comment = f"not retrieved: {fabricated}" if fabricated else None if cited else (_error(outputs) or "nothing cited")
+    return {"key": "citation_validity", "score": int(bool(cited) and not fabricated), "comment": comment}
+
+
+def fabricated_removed(outputs: dict, reference_outputs: dict) -> dict:
+    """The URLs the example's writer invents (`reference_outputs.fabricated_urls`) were caught by
+    the citation check and are absent from the report. No such URLs: no score."""
+    invented = reference_outputs.get("fabricated_urls") or []
+    if not invented:
+        return {"key": "fabricated_removed", "score": None}
+    outputs = outputs or {}
+    removed = set(outputs.get("removed_urls") or [])
+    kept = [url for url in invented if url in (outputs.get("report") or "")]
+    missed = [url for url in invented if url not in removed]
+    problems = [f"still in the report: {kept}"] * bool(kept) + [f"not reported as removed: {missed}"] * bool(missed)
+    return {"key": "fabricated_removed", "score": int(not problems), "comment": "; ".join(problems) or None}
 
 
 def _error(outputs: dict | None) -> str | None:

@@ -6,7 +6,10 @@ with what the real tools returned; any other turn gets a short acknowledgement. 
 (the `MemoryExtraction` structured call) keeps each user message verbatim as one episodic and one
 semantic memory. So offline scores measure the graph, tools, registry, memory store and the eval
 runner itself, deterministically: a graph that stops binding a tool, drops or garbles a tool call,
-loses a tool result or recalls the wrong memory scores below its threshold.
+loses a tool result or recalls the wrong memory scores below its threshold. Suites of graphs with
+structured outputs (router, plan_execute, deep_research) script their turn with a `TurnScript`
+built by evals/scripted.py: structured answers taken from the example's reference, text answers
+written from what the graph hands the model.
 """
 
 from __future__ import annotations
@@ -14,7 +17,8 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
@@ -28,22 +32,59 @@ ACKNOWLEDGEMENT = "Noted."
 _USER_LINE = re.compile(r"^User: (.*)$", re.MULTILINE)
 
 
+Writer = Callable[[list[BaseMessage], dict], "str | None"]
+"""A suite's text answers: (messages, the turn's `extra`) -> text, or None for the default."""
+
+
+@dataclass
+class TurnScript:
+    """What the offline model does in one evaluated turn.
+
+    steps: tool calls per model step (react trajectories); structured: arguments of structured
+    outputs by schema name (`Plan`, `RouteChoice`, `ResearchPlan`, ...), answered whenever that
+    schema's tool is bound; writer + extra: the turn's text answers (plan_execute's synthesis,
+    deep_research's notes and report), else the tool results."""
+
+    steps: list[list[dict]] = field(default_factory=list)
+    structured: dict[str, dict] = field(default_factory=dict)
+    writer: Writer | None = None
+    extra: dict = field(default_factory=dict)
+
+
+def trajectory_steps(trajectory: Iterable[dict]) -> list[list[dict]]:
+    """The tool calls of a reference trajectory (message dicts), one list per assistant step."""
+    return [
+        [{"name": c["name"], "args": c.get("args") or {}} for c in m["tool_calls"]]
+        for m in trajectory
+        if m.get("role") in ("assistant", "ai") and m.get("tool_calls")
+    ]
+
+
 class OfflinePolicy:
-    """Reference tool steps by the text of the user message that starts the evaluated turn."""
+    """Turn scripts by the text of the user message that starts the evaluated turn.
+
+    A model call belongs to the turn whose user message starts its last human message, or, for
+    the prompts graphs build around it (plan steps, research notes), the longest scripted user
+    message that the last human message contains."""
 
     def __init__(self) -> None:
-        self.steps: dict[str, list[list[dict]]] = {}
+        self.scripts: dict[str, TurnScript] = {}
 
     def add(self, user_text: str, trajectory: Iterable[dict]) -> None:
         """Script the turn started by `user_text` after a reference trajectory (message dicts)."""
-        steps = [
-            [{"name": c["name"], "args": c.get("args") or {}} for c in m["tool_calls"]]
-            for m in trajectory
-            if m.get("role") in ("assistant", "ai") and m.get("tool_calls")
-        ]
-        if self.steps.get(user_text, steps) != steps:
+        self.add_script(user_text, TurnScript(steps=trajectory_steps(trajectory)))
+
+    def add_script(self, user_text: str, script: TurnScript) -> None:
+        """Script the turn started by `user_text`."""
+        if self.scripts.get(user_text, script) != script:
             raise ValueError(f"two examples script the same user message differently: {user_text!r}")
-        self.steps[user_text] = steps
+        self.scripts[user_text] = script
+
+    def _script(self, text: str) -> TurnScript:
+        if text in self.scripts:
+            return self.scripts[text]
+        inside = [key for key in self.scripts if key and key in text]
+        return self.scripts[max(inside, key=len)] if inside else TurnScript()
 
     def answer(self, messages: list[BaseMessage], tool_names: list[str]) -> dict | str:
         """The next model answer for this conversation, given the tools bound for the call."""
@@ -51,14 +92,20 @@ class OfflinePolicy:
             return _extraction(messages)
         start = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=0)
         turn = messages[start:]
+        script = self._script(turn[0].text if turn else "")
+        for name in tool_names:
+            if name in script.structured:
+                return {"tool_calls": [{"name": name, "args": script.structured[name]}]}
         step = sum(isinstance(m, AIMessage) for m in turn)
-        planned = self.steps.get(turn[0].text if turn else "", [])
+        planned = script.steps
         if step < len(planned):
             calls = [call for call in planned[step] if call["name"] in tool_names]
             missing = [call["name"] for call in planned[step] if call["name"] not in tool_names]
             if not calls:
                 return f"I cannot answer that: the tool(s) {', '.join(missing)} are not available."
             return {"tool_calls": calls}
+        if script.writer is not None and (text := script.writer(list(messages), script.extra)) is not None:
+            return text
         results = [_result_text(m) for m in turn if isinstance(m, ToolMessage)]
         return " ".join(results) if results else ACKNOWLEDGEMENT
 

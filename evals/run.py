@@ -108,6 +108,8 @@ class SuiteResult:
     rows: list[dict] = field(default_factory=list)
     means: dict[str, float] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
+    split_means: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Means per `metadata.split` (e.g. heldin / heldout), when the dataset has splits."""
 
 
 def _rows(results) -> list[dict]:
@@ -119,7 +121,7 @@ def _rows(results) -> list[dict]:
             scores[result.key] = {"score": result.score, "comment": result.comment}
         rows.append({
             "example_id": str(example.id), "line": example.metadata.get("line"),
-            "kind": example.metadata.get("kind"),
+            "kind": example.metadata.get("kind"), "split": example.metadata.get("split"),
             "outputs": run.outputs if run else None,
             "error": run.error if run else "no run",
             "scores": scores,
@@ -134,6 +136,17 @@ def _means(rows: list[dict]) -> dict[str, float]:
             if result["score"] is not None:
                 values.setdefault(key, []).append(float(result["score"]))
     return {key: sum(v) / len(v) for key, v in sorted(values.items())}
+
+
+def split_means(rows: list[dict]) -> dict[str, dict[str, float]]:
+    """Means per `metadata.split` value (examples without one count as `heldin`); {} when no
+    example of the dataset names a split."""
+    if not any(row.get("split") for row in rows):
+        return {}
+    groups: dict[str, list[dict]] = {}
+    for row in rows:
+        groups.setdefault(row.get("split") or "heldin", []).append(row)
+    return {name: _means(group) for name, group in sorted(groups.items())}
 
 
 def check_thresholds(result: SuiteResult, thresholds: dict) -> list[str]:
@@ -174,7 +187,7 @@ def run_suite(
     else:
         policy = offline.OfflinePolicy()
         for example in examples:
-            policy.add(suite.turn_text(example.inputs), example.outputs.get("trajectory", []))
+            policy.add_script(suite.turn_text(example.inputs), suite.offline_script(example.inputs, example.outputs))
         model, data = offline.install(policy), examples
     evaluators = list(suite.evaluators)
     if judge:
@@ -195,7 +208,7 @@ def run_suite(
         )
         rows = _rows(results)
     result = SuiteResult(suite.name, "online" if online else "offline", model, name,
-                         results.experiment_name, rows, _means(rows))
+                         results.experiment_name, rows, _means(rows), split_means=split_means(rows))
     result.failures = check_thresholds(result, thresholds if thresholds is not None else
                                        json.loads(THRESHOLDS.read_text()))
     return result
@@ -203,20 +216,22 @@ def run_suite(
 
 def render(results: Sequence[SuiteResult], thresholds: dict) -> str:
     """A plain-text table: suite, evaluator, mean, threshold, pass/FAIL."""
-    lines = [f"{'suite':<8} {'evaluator':<28} {'mean':>6} {'min':>6}  result"]
+    lines = [f"{'suite':<13} {'evaluator':<28} {'mean':>6} {'min':>6}  result"]
     for result in results:
         limits = thresholds.get(result.mode, {}).get(result.suite, {})
-        lines.append(f"{result.suite:<8} {len(result.rows)} examples, {result.mode}, {result.model}, "
+        lines.append(f"{result.suite:<13} {len(result.rows)} examples, {result.mode}, {result.model}, "
                      f"dataset {result.dataset}")
+        splits = list(result.split_means)
         for key, mean in result.means.items():
             limit = limits.get(key)
             verdict = "-" if limit is None else "pass" if mean >= limit else "FAIL"
             shown = "-" if limit is None else f"{limit:.2f}"
-            lines.append(f"{'':<8} {key:<28} {mean:>6.3f} {shown:>6}  {verdict}")
+            by_split = "  ".join(f"{s} {result.split_means[s].get(key, float('nan')):.3f}" for s in splits)
+            lines.append(f"{'':<13} {key:<28} {mean:>6.3f} {shown:>6}  {verdict:<5} {by_split}".rstrip())
         for row in result.rows:
             failed = {k: v["comment"] for k, v in row["scores"].items() if v["score"] not in (None, 1, True)}
             if failed or row["error"]:
-                lines.append(f"{'':<8}   line {row['line']} ({row['kind']}): {row['error'] or ''} {failed}")
+                lines.append(f"{'':<13}   line {row['line']} ({row['kind']}): {row['error'] or ''} {failed}")
     return "\n".join(lines)
 
 

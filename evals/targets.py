@@ -10,9 +10,12 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import os
+import re
 import threading
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import langsmith
@@ -22,9 +25,20 @@ from langchain_core.messages.utils import convert_to_openai_messages
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
+from evals.corpus import CorpusServer
+from graphs.deep_research.context import ResearchContext
+from graphs.deep_research.graph import builder as research_builder
+from graphs.plan_execute.context import PlanExecuteContext
+from graphs.plan_execute.graph import builder as plan_execute_builder
 from graphs.react.graph import builder as react_builder
+from graphs.router.context import RouterContext
+from graphs.router.graph import builder as router_builder
 from graphs.runtime.context import Context
 from graphs.runtime.memory_schedule import wait_for_local_extractions
+from store import knowledge
+from tools.registry import select_tools
+
+PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
 
 
 @dataclass
@@ -149,3 +163,93 @@ async def memory_target(inputs: dict, env: TargetEnv) -> dict:
     context = Context(model=env.model, user_id=user, tools=inputs.get("tools"), remember=False)
     messages, first_new = await _ask(graph, inputs["question"], str(uuid.uuid4()), context)
     return turn_outputs(messages, first_new)
+
+
+def offline(env: TargetEnv) -> bool:
+    """Whether the target runs on the scripted offline policy (no real model, no network)."""
+    return env.model.startswith("offline:")
+
+
+@contextmanager
+def _environment(values: dict[str, str | None]) -> Iterator[None]:
+    """Set (or, for None, unset) environment variables for the block."""
+    previous = {key: os.environ.get(key) for key in values}
+    try:
+        for key, value in values.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        yield
+    finally:
+        for key, value in previous.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+async def router_target(inputs: dict, env: TargetEnv) -> dict:
+    """`router`'s decision for `inputs.message`: the knowledge bases `inputs.kbs` ({name,
+    description}) exist in a fresh store, `inputs.context` holds `kb` / `auto_route` / ....
+    The run stops after `worker_select` (the decision), before any answer path runs."""
+    store = env.new_store()
+    for kb in inputs.get("kbs", []):
+        await knowledge.create_kb(store, kb["name"], kb.get("description", ""))
+    graph = router_builder.compile(checkpointer=InMemorySaver(), store=store, interrupt_after=["worker_select"])
+    context = RouterContext(model=env.model, user_id=f"eval-{uuid.uuid4().hex[:8]}", remember=False,
+                            **inputs.get("context", {}))
+    config = {"configurable": {"thread_id": str(uuid.uuid4())}}
+    await graph.ainvoke({"messages": [HumanMessage(inputs["message"])]}, config, context=context)
+    decision = (await graph.aget_state(config)).values.get("decision") or {}
+    return {key: decision.get(key) for key in (
+        "route", "kb_prefix", "worker_name", "method", "confidence", "reason", "requested_kb_prefix")}
+
+
+async def plan_execute_target(inputs: dict, env: TargetEnv) -> dict:
+    """`plan_execute` on `inputs.messages` with tools `inputs.tools` (every tool when absent):
+    the plan, the execution log, the status, the answer and the tools steps were allowed."""
+    context = PlanExecuteContext(model=env.model, user_id=f"eval-{uuid.uuid4().hex[:8]}", remember=False,
+                                 tools=inputs.get("tools"), **inputs.get("context", {}))
+    graph = plan_execute_builder.compile(checkpointer=InMemorySaver(), store=env.new_store())
+    config = {"configurable": {"thread_id": str(uuid.uuid4())}}
+    messages = [HumanMessage(m["content"]) for m in inputs["messages"]]
+    state = await graph.ainvoke({"messages": messages}, config, context=context)
+    allowed = sorted(t.name for t in await select_tools(context.tools))
+    return {
+        "plan": state.get("plan", []), "execution_log": state.get("execution_log", []),
+        "status": state.get("status"), "answer": state.get("final_answer") or state["messages"][-1].text,
+        "allowed_tools": allowed, "waves": state.get("waves", 0), "replans": state.get("replans", 0),
+    }
+
+
+_URL = re.compile(r"(?:https?|kb)://[^\s<>\[\]()\"'`]+")
+
+
+async def deep_research_target(inputs: dict, env: TargetEnv) -> dict:
+    """`deep_research` on `inputs.messages`; offline, the web tools search and read the fixed
+    corpus of evals/corpus.py on a loopback server. Returns the report, the URLs retrieved in
+    the run, the URLs the report cites and what the citation check removed."""
+    web: dict[str, str | None] = {}
+    if offline(env):
+        web = {"WEB_SEARCH_PROVIDER": "searxng", "SEARXNG_URL": CorpusServer.base_url(),
+               "WEB_ALLOW_LOOPBACK": "1", **dict.fromkeys(PROXY_VARIABLES)}
+    context = ResearchContext(model=env.model, user_id=f"eval-{uuid.uuid4().hex[:8]}", remember=False,
+                              **inputs.get("context", {}))
+    graph = research_builder.compile(checkpointer=InMemorySaver(), store=env.new_store())
+    config = {"configurable": {"thread_id": str(uuid.uuid4())}}
+    messages = [HumanMessage(m["content"]) for m in inputs["messages"]]
+    checks = []
+    with _environment(web):
+        async for event in graph.astream({"messages": messages}, config, context=context, stream_mode="custom"):
+            checks.append(event)
+    state = (await graph.aget_state(config)).values
+    report = state.get("report", "")
+    [check] = [c for c in checks if c.get("event") == "citations_checked"] or [{}]
+    return {
+        "report": report, "answer": state["messages"][-1].text if state.get("messages") else "",
+        "retrieved_urls": sorted({s["url"] for s in state.get("sources", [])}),
+        "cited_urls": sorted({u.rstrip(".,;:!?*_'\"") for u in _URL.findall(report)}),
+        "removed_urls": check.get("invented_urls", []), "removed_numbers": check.get("invalid_numbers", []),
+        "sub_questions": state.get("plan", []),
+    }

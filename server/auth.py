@@ -2,7 +2,9 @@
 
 Authentication: API keys from `AGENT_API_KEYS` (`user_id=key,user_id=key`), sent as
 `Authorization: Bearer <key>` or `x-api-key: <key>` (what `get_client(api_key=...)` sends).
-Users listed in `AGENT_ADMIN_USERS` get the `admin` permission. With no keys configured,
+Bearer JWTs from an identity provider are accepted beside them when `AGENT_JWT_SECRET` or
+`AGENT_JWT_JWKS_URL` is set (server/jwt_auth.py). Users listed in `AGENT_ADMIN_USERS` get the
+`admin` permission. With no keys (and no JWT settings) configured,
 `langgraph dev` is open (every request is an administrator, a warning is logged) and any other
 server (LangGraph Platform) refuses every request but Studio's.
 
@@ -27,6 +29,7 @@ from typing import Any
 from langgraph_sdk import Auth
 
 from graphs.runtime.state import check_input_messages
+from server.jwt_auth import JWTConfig, JWTRejected, jwt_config, looks_like_jwt, verify_jwt
 from settings import settings
 from store import knowledge, memory
 from tools.identity import ADMIN, acts_for_any_user
@@ -102,10 +105,12 @@ async def authenticate(
 ) -> Auth.types.MinimalUserDict:
     """Map the request's API key to its user; without configured keys, an open administrator."""
     keys = api_keys()
+    tokens = jwt_config()
     local_dev = settings().LANGSMITH_LANGGRAPH_API_VARIANT == "local_dev"
-    if keys and local_dev and trust_studio_header() and _header(headers, b"x-auth-scheme") == "langsmith":
+    configured = bool(keys) or tokens is not None
+    if configured and local_dev and trust_studio_header() and _header(headers, b"x-auth-scheme") == "langsmith":
         return {"identity": STUDIO_USER, "permissions": [ADMIN]}
-    if not keys:
+    if not configured:
         if not local_dev:
             raise Auth.exceptions.HTTPException(
                 status_code=401,
@@ -119,6 +124,8 @@ async def authenticate(
             status_code=401,
             detail="Missing API key: send 'Authorization: Bearer <key>' or 'x-api-key: <key>'.",
         )
+    if tokens is not None and looks_like_jwt(presented):
+        return await _jwt_user(presented, tokens)
     digest = _digest(presented)
     match = None
     for known, user in keys.items():
@@ -127,6 +134,17 @@ async def authenticate(
     if match is None:
         raise Auth.exceptions.HTTPException(status_code=401, detail="Invalid API key.")
     user_id, admin = match
+    return {"identity": user_id, "permissions": [ADMIN] if admin else []}
+
+
+async def _jwt_user(token: str, config: JWTConfig) -> Auth.types.MinimalUserDict:
+    """The user a verified bearer JWT names (server/jwt_auth.py); 401 with the reason otherwise.
+    JWT users are regular users, administrators when listed in AGENT_ADMIN_USERS."""
+    try:
+        user_id = await verify_jwt(token, config)
+    except JWTRejected as exc:
+        raise Auth.exceptions.HTTPException(status_code=401, detail=f"Invalid bearer token: {exc}") from None
+    admin = user_id in settings().AGENT_ADMIN_USERS
     return {"identity": user_id, "permissions": [ADMIN] if admin else []}
 
 
@@ -144,18 +162,16 @@ def _stamp_owner(ctx: Auth.types.AuthContext, value: dict) -> None:
         metadata["owner"] = ctx.user.identity
 
 
-@auth.on.threads.create
-@auth.on.crons.create
-@auth.on.assistants.create
+# One handler over several resources: `auth.on(resources=..., actions=...)`, the SDK's typed form
+# (stacked `auth.on.<resource>.<action>` decorators register the same but do not type-check).
+@auth.on(resources=["threads", "crons", "assistants"], actions="create")
 async def on_create(ctx: Auth.types.AuthContext, value: dict) -> dict[str, str] | None:
     """Stamp the creator as owner; only an owner's existing item may be returned instead."""
     _stamp_owner(ctx, value)
     return _owner_filter(ctx)
 
 
-@auth.on.threads.update
-@auth.on.crons.update
-@auth.on.assistants.update
+@auth.on(resources=["threads", "crons", "assistants"], actions="update")
 async def on_update(ctx: Auth.types.AuthContext, value: dict) -> dict[str, str] | None:
     """Changes only to one's own items, and never of their owner: a regular user who could
     re-label a thread as someone else's would plant messages (and queued runs) in their list.
@@ -182,7 +198,7 @@ async def _cancel_open_runs(thread_id: str) -> None:
             await client.runs.cancel(thread_id, run["run_id"], action="interrupt")
 
 
-@auth.on.threads.create_run
+@auth.on(resources="threads", actions="create_run")  # typed for a plain dict value, like the others
 async def on_run(ctx: Auth.types.AuthContext, value: dict) -> dict[str, str] | None:
     """Runs only on one's own threads, with input messages that keep the thread valid. The
     run's metadata is stamped too: the server copies it onto a thread the run creates
@@ -201,15 +217,13 @@ async def on_run(ctx: Auth.types.AuthContext, value: dict) -> dict[str, str] | N
     return _owner_filter(ctx)
 
 
-@auth.on.threads
-@auth.on.crons
+@auth.on(resources=["threads", "crons"])
 async def owner_only(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str] | None:
     """Threads (and their runs) and crons: only the owner's."""
     return _owner_filter(ctx)
 
 
-@auth.on.assistants.read
-@auth.on.assistants.search
+@auth.on(resources="assistants", actions=["read", "search"])
 async def assistants_are_shared(ctx: Auth.types.AuthContext, value: Any) -> None:
     """Every user may read and search assistants (the graphs' own ones carry no owner)."""
     return None

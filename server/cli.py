@@ -11,7 +11,7 @@
 An entry point above the layers: it uses store/ (knowledge bases, memories) and tools.net.
 Every command takes `--json` for machine-readable output. URLs are fetched with the SSRF-safe
 fetch of tools.net (public http(s) only; set WEB_ALLOW_LOOPBACK=1 to allow 127.0.0.1/::1);
-HTML, markdown and plain-text URLs are supported, PDFs must be downloaded and ingested as files.
+HTML, markdown, plain-text and PDF URLs are supported (server/kb.py, shared with the HTTP routes).
 """
 
 from __future__ import annotations
@@ -21,37 +21,15 @@ import asyncio
 import json
 import sys
 import textwrap
+from collections.abc import Awaitable, Callable
+from typing import Any
 
+from server.kb import ingest_url
 from store import knowledge, memory
-
-URL_MAX_BYTES = 20 * 1024 * 1024
-URL_TIMEOUT_SECONDS = 30.0
 
 
 def _is_url(target: str) -> bool:
     return target.lower().startswith(("http://", "https://"))
-
-
-async def ingest_url(store, kb: str, url: str) -> dict:
-    """Fetch a public URL with the SSRF-safe fetch of tools.net and ingest it (source: the final URL)."""
-    from tools.errors import ToolError
-    from tools.net import safe_get
-
-    try:
-        fetched = await safe_get(url, timeout=URL_TIMEOUT_SECONDS, max_bytes=URL_MAX_BYTES)
-    except ToolError as exc:
-        raise ValueError(f"Could not fetch {url}: {exc}") from None
-    if fetched.truncated:
-        raise ValueError(f"{url} is larger than {URL_MAX_BYTES // (1024 * 1024)} MB; download it and ingest the file.")
-    media_type = fetched.media_type
-    fmt = knowledge.format_for(media_type=media_type)
-    if fmt is None and not media_type.startswith("text/"):
-        raise ValueError(f"{url} has content type {media_type!r}; HTML, markdown and plain text can be ingested.")
-    if fmt in (None, "text"):  # text/plain is often markdown served as is: trust a .md extension
-        fmt = "markdown" if knowledge.format_for(fetched.url.split("#")[0]) == "markdown" else "text"
-    # HTML goes in as bytes so trafilatura can honour the page's declared encoding.
-    data = fetched.content if fmt == "html" else fetched.text().encode()
-    return await knowledge.ingest_bytes(store, kb, data, fetched.url, fmt)
 
 
 async def cmd_ingest(store, args) -> dict:
@@ -146,7 +124,8 @@ def render_forget_user(result: dict) -> str:
     return f"forgot user {result['user_id']}: {result['deleted']} items deleted"
 
 
-COMMANDS = {
+# name -> (command run on the store with the parsed arguments, text rendering of its result)
+COMMANDS: dict[str, tuple[Callable[[Any, argparse.Namespace], Awaitable[Any]], Callable[[Any], str]]] = {
     "ingest": (cmd_ingest, render_ingest),
     "list": (cmd_list, render_list),
     "search": (cmd_search, render_search),

@@ -132,6 +132,19 @@ class Settings(BaseSettings):
         description="On `langgraph dev` with keys set, treat requests carrying Studio's `x-auth-scheme: langsmith` "
         "header as an administrator (anyone who can reach the server can send it: local use only).",
     )
+    AGENT_JWT_SECRET: SecretStr | None = Field(
+        None, description="Shared secret of HS256 bearer JWTs (beside `AGENT_API_KEYS`); set it or `AGENT_JWT_JWKS_URL` to accept JWT users.",
+    )
+    AGENT_JWT_JWKS_URL: str | None = Field(
+        None, description="JWKS URL of the identity provider whose signed JWTs (RS256/ES256) identify users.",
+    )
+    AGENT_JWT_ALGORITHMS: CommaList = Field(
+        [], description="Accepted JWT algorithms (comma-separated); unset: HS256 with a secret, RS256,ES256 with a JWKS URL.",
+    )
+    AGENT_JWT_AUDIENCE: str | None = Field(None, description="Required `aud` of JWTs; unset: tokens carrying an `aud` are refused.")
+    AGENT_JWT_ISSUER: str | None = Field(None, description="Required `iss` of JWTs; unset: not checked.")
+    AGENT_JWT_USER_CLAIM: str = Field("sub", min_length=1, description="JWT claim naming the user (default `sub`).")
+    AGENT_JWT_LEEWAY: float = Field(30, ge=0, le=3600, description="Seconds of clock skew allowed when checking `exp` and `nbf`.")
     LANGSMITH_LANGGRAPH_API_VARIANT: str | None = Field(
         None, description="Set by the LangGraph server itself (`local_dev` under `langgraph dev`); not for operators.",
     )
@@ -157,6 +170,12 @@ class Settings(BaseSettings):
     WEB_USER_AGENT: str = Field(
         "Mozilla/5.0 (compatible; agent-engine-web-reader/0.1)", description="User-Agent of web fetches.",
     )
+    WEB_QUOTA_REQUESTS: int = Field(
+        10, ge=0, le=1_000_000,
+        description="Web searches, and separately web reads, one user may make per quota window, through tools and "
+        "HTTP routes alike (administrators are not limited); 0 = unlimited.",
+    )
+    WEB_QUOTA_WINDOW: float = Field(60, ge=1, le=86400, description="Length of the web quota window in seconds (default 60).")
     OPEN_METEO_URL: str = Field("https://api.open-meteo.com", description="Open-Meteo forecast API base URL.")
     OPEN_METEO_GEOCODING_URL: str = Field(
         "https://geocoding-api.open-meteo.com", description="Open-Meteo geocoding API base URL.",
@@ -196,7 +215,10 @@ class Settings(BaseSettings):
     MEMORY_CANDIDATE_FACTOR: int = Field(5, ge=1, le=100, description="Weighted recall re-ranks `top_k` x this many vector candidates.")
     MEMORY_SCAN_LIMIT: int = Field(5000, ge=1, le=1_000_000, description="Items per kind scanned by listings on non-Postgres stores.")
 
-    @field_validator("AGENT_TOOLS", "RESEARCH_KNOWLEDGE_BASES", "ROUTER_RETRIEVAL_AGENTS", "AGENT_ADMIN_USERS", mode="before")
+    @field_validator(
+        "AGENT_TOOLS", "RESEARCH_KNOWLEDGE_BASES", "ROUTER_RETRIEVAL_AGENTS", "AGENT_ADMIN_USERS", "AGENT_JWT_ALGORITHMS",
+        mode="before",
+    )
     @classmethod
     def _comma_separated(cls, value: Any) -> Any:
         if isinstance(value, str):

@@ -99,6 +99,7 @@ class StoreSQL:
 
     def __init__(self, pool: AsyncConnectionPool[Any]) -> None:  # any row type: cursors set dict_row
         self.pool = pool
+        self._quota_ready = False
 
     async def _fetch(self, sql: str, params: Any = None) -> list[dict]:
         async with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
@@ -292,6 +293,35 @@ class StoreSQL:
             "limit": limit,
         }
         return [(row["key"], float(row["score"])) for row in await self._fetch(KB_KEYWORD_SQL, params)]
+
+    # --- web quotas (tools/quota.py) ------------------------------------------------------------
+
+    async def charge_quota(self, user_id: str, kind: str, window_seconds: float) -> tuple[int, float]:
+        """Count one use of `kind` by `user_id` in the current fixed window of `window_seconds`
+        (windows aligned on the epoch, shared by every server process on this database) in the
+        project's table `web_quota` (created on first use); returns (uses in this window, this
+        one included; seconds until the window ends)."""
+        if not self._quota_ready:
+            async with self.pool.connection() as conn:
+                await conn.execute(
+                    "CREATE TABLE IF NOT EXISTS web_quota ("
+                    " user_id text NOT NULL, kind text NOT NULL, window_start timestamptz NOT NULL,"
+                    " used integer NOT NULL, PRIMARY KEY (user_id, kind))"
+                )
+            self._quota_ready = True
+        rows = await self._fetch(
+            "WITH w AS (SELECT to_timestamp(floor(extract(epoch FROM clock_timestamp()) / %(window)s) "
+            " * %(window)s) AS start) "
+            "INSERT INTO web_quota AS q (user_id, kind, window_start, used) "
+            "SELECT %(user)s, %(kind)s, w.start, 1 FROM w "
+            "ON CONFLICT (user_id, kind) DO UPDATE SET "
+            " used = CASE WHEN q.window_start = excluded.window_start THEN q.used + 1 ELSE 1 END,"
+            " window_start = excluded.window_start "
+            "RETURNING used, extract(epoch FROM (window_start + make_interval(secs => %(window)s)"
+            " - clock_timestamp()))::float8 AS retry_after",
+            {"user": user_id, "kind": kind, "window": window_seconds},
+        )
+        return int(rows[0]["used"]), max(0.0, float(rows[0]["retry_after"]))
 
     # --- checkpoints ------------------------------------------------------------------------------
 

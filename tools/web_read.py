@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 import lxml.html
+from langgraph.prebuilt import ToolRuntime
 
 from settings import settings
 from store.markdown import html_to_markdown
@@ -26,6 +27,7 @@ from tools.net import (
     fetch_error,
     safe_get,
 )
+from tools.quota import charge_run
 
 logger = logging.getLogger(__name__)
 
@@ -192,6 +194,7 @@ async def web_read(
     exclude_selector: str | None = None,
     bypass_cache: bool = False,
     max_concurrent: int = 5,
+    runtime: ToolRuntime = None,  # type: ignore[assignment]
 ) -> list[dict]:
     """Fetch web pages and return their main content as markdown, one result per URL.
 
@@ -238,6 +241,7 @@ async def web_read(
         raise ToolInputError(f"timeout must be greater than 0 and at most {MAX_TIMEOUT_SECONDS:g} seconds.")
     keep = _css(css_selector, "css_selector")
     drop = _css(exclude_selector, "exclude_selector")
+    await charge_run(runtime, "web_read")  # the run user's quota (tools/quota.py)
     selectors = (css_selector or None, exclude_selector or None)
     gate = asyncio.Semaphore(min(max(int(max_concurrent), 1), MAX_URLS_PER_CALL))
 

@@ -15,12 +15,14 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
+from langgraph.prebuilt import ToolRuntime
 from pydantic import SecretStr
 
 from settings import settings
 from tools.cache import TTLCache
 from tools.errors import ToolError, ToolInputError, TransientToolError, is_transient_http_status
 from tools.json_api import get_json
+from tools.quota import charge_run
 
 MAX_RESULTS_LIMIT = 20
 SNIPPET_MAX_CHARS = 500
@@ -227,7 +229,12 @@ def normalise_results(hits: list[dict[str, Any]], max_results: int) -> list[dict
     return results
 
 
-async def web_search(query: str, max_results: int = 5, provider: str | None = None) -> list[dict]:
+async def web_search(
+    query: str,
+    max_results: int = 5,
+    provider: str | None = None,
+    runtime: ToolRuntime = None,  # type: ignore[assignment]
+) -> list[dict]:
     """Search the web and return the top results, best first.
 
     Each result is {"rank" (1 = best), "title", "url", "snippet" (short excerpt, at most 500
@@ -252,6 +259,7 @@ async def web_search(query: str, max_results: int = 5, provider: str | None = No
     max_results = min(int(max_results), MAX_RESULTS_LIMIT)
     config = search_config()
     name = choose_provider(provider, config)
+    await charge_run(runtime, "web_search")  # the run user's quota (tools/quota.py)
     key = (name, query.casefold(), max_results)
     cached = SEARCH_CACHE.get(key)
     if cached is not None:

@@ -12,6 +12,7 @@ progress is what a deep-research UI shows.
 from __future__ import annotations
 
 import asyncio
+from typing import cast
 from urllib.parse import quote
 
 from langchain_core.messages import HumanMessage
@@ -73,7 +74,9 @@ def _kb_url(kb: str, source: str) -> str:
 
 
 async def _kb_passages(runtime: Runtime[ResearchContext], question: str) -> tuple[list[dict], list[str]]:
-    context, passages, errors = runtime.context, [], []
+    context = runtime.context
+    passages: list[dict] = []
+    errors: list[str] = []
     if not context.knowledge_bases:
         return passages, errors
     if runtime.store is None:
@@ -176,8 +179,7 @@ async def compress(state: ResearcherState, runtime: Runtime[ResearchContext], co
     budget = int(context.context_window_tokens * 0.75) - approx_tokens(template)
     model = load_chat_model(
         context.model_for("compression"), temperature=context.temperature, timeout=context.model_timeout
-    )
-    model = model.with_config(tags=NOSTREAM_TAGS, run_name="compress_research")
+    ).with_config(tags=NOSTREAM_TAGS, run_name="compress_research")
     fitted, truncated = fit_texts(texts, budget)
     if truncated:
         emit("notes_truncated", stage="compress", reason="budget",
@@ -210,8 +212,9 @@ async def research(state: ResearcherInput, runtime: Runtime[ResearchContext], co
     """Research one sub-question: search, read, compress; returns its notes, sources and log entry."""
     work: ResearcherState = {**state, "hits": [], "pages": [], "errors": []}
     try:
-        work.update(await search(work, runtime))
-        work.update(await read(work, runtime))
+        # each step returns some of ResearcherState's keys
+        work.update(cast(ResearcherState, await search(work, runtime)))
+        work.update(cast(ResearcherState, await read(work, runtime)))
         return await compress(work, runtime, config)
     except Exception as exc:
         return _finish(work, "error", f"researcher failed: {type(exc).__name__}: {exc}")

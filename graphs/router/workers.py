@@ -21,8 +21,11 @@ from store import knowledge
 class RetrieveWorker(Protocol):
     """What the router needs from a worker."""
 
-    kb_prefix: str
-    agent_type: str
+    @property
+    def kb_prefix(self) -> str: ...  # read-only, so frozen dataclasses qualify
+
+    @property
+    def agent_type(self) -> str: ...
 
     async def retrieve_with_trace(
         self, store: BaseStore, query: str, *, thread_id: str | None, top_k: int

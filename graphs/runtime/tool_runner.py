@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import httpx
@@ -121,7 +121,7 @@ def _log_entry(call, step, status, duration_ms, attempts, error: str | None = No
 
 
 async def run_tool_calls(
-    state: dict,
+    state: Mapping[str, Any],
     config: RunnableConfig,
     tools: list[BaseTool],
     *,

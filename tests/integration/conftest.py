@@ -114,6 +114,8 @@ def absolute_config(workdir: Path, config_name: str = "langgraph.json") -> Path:
     for key in ("checkpointer", "store", "auth"):
         if "path" in config.get(key, {}):
             config[key]["path"] = absolute(config[key]["path"])
+    if "app" in config.get("http", {}):
+        config["http"]["app"] = absolute(config["http"]["app"])
     if "embed" in config.get("store", {}).get("index", {}):
         config["store"]["index"]["embed"] = absolute(config["store"]["index"]["embed"])
     target = workdir / "langgraph.json"

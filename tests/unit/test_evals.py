@@ -11,7 +11,18 @@ from langchain_core.messages.utils import convert_to_openai_messages
 
 import tools.registry as registry
 from evals import run
-from evals.evaluators import answer_contains, exact_fields, json_shape, output_shape, trajectory_match
+from evals.evaluators import (
+    answer_contains,
+    citation_validity,
+    exact_fields,
+    fabricated_removed,
+    json_shape,
+    output_shape,
+    plan_completion,
+    plan_shape,
+    report_structure,
+    trajectory_match,
+)
 from evals.suites import SUITES
 
 
@@ -36,12 +47,30 @@ def test_offline_suites_meet_their_thresholds_and_write_results(tmp_path, capsys
         assert written["failures"] == [] and len(written["rows"]) == lines(name)
         assert set(thresholds[name]) <= set(written["means"])
         assert all(mean == 1.0 for mean in written["means"].values()), written["means"]
-        assert all(not row["error"] and row["outputs"]["failed_tool_calls"] == [] for row in written["rows"])
+        assert all(not row["error"] and row["outputs"].get("failed_tool_calls", []) == [] for row in written["rows"])
         assert written["dataset"] == run.dataset_name(SUITES[name])
     assert "trajectory_strict_match" in table and "FAIL" not in table
     memory = json.loads((tmp_path / "memory.offline.json").read_text())
     answers = {row["kind"]: row["outputs"]["answer"] for row in memory["rows"]}
     assert "Lisbon" in answers["fact_update"] and "shellfish" not in answers["isolation"]
+
+    # router: a third of the examples held out, reported separately; the model only where unsure
+    router = json.loads((tmp_path / "router.offline.json").read_text())
+    splits = [row["split"] for row in router["rows"]]
+    assert splits.count("heldout") * 3 == len(splits) and set(router["split_means"]) == {"heldin", "heldout"}
+    assert "heldout 1.000" in table
+    methods = {row["kind"]: row["outputs"]["method"] for row in router["rows"]}
+    assert methods["general_unsure"] == methods["kb_inferred_unsure"] == "llm" and methods["tool_cue"] == "heuristic"
+    # plan_execute: the real tools ran in waves and their results reached the answer
+    plans = {row["kind"]: row["outputs"] for row in json.loads((tmp_path / "plan_execute.offline.json").read_text())["rows"]}
+    assert plans["parallel"]["waves"] == 1 and plans["chain"]["waves"] == 2
+    assert "Asia/Tokyo" in plans["clock"]["answer"] and "48" in plans["chain"]["answer"]
+    # deep_research: every cited URL was served by the loopback corpus; invented ones were removed
+    reports = {row["kind"]: row["outputs"] for row in json.loads((tmp_path / "deep_research.offline.json").read_text())["rows"]}
+    assert all(url.startswith("http://127.0.0.1:") for o in reports.values() for url in o["cited_urls"])
+    assert len(reports["two_questions"]["cited_urls"]) == 4
+    assert set(reports["fabricated_url"]["removed_urls"]) == {"https://invented.example/oven-study",
+                                                               "https://fake.example/ovens"}
 
 
 def test_a_tool_missing_from_the_registry_fails_ci(tmp_path, monkeypatch, capsys):
@@ -62,6 +91,65 @@ def test_a_tool_missing_from_the_registry_fails_ci(tmp_path, monkeypatch, capsys
     by_kind = [(row["outputs"]["tool_calls"], row["scores"]["tool_selection"]["score"]) for row in result["rows"]]
     assert all(score == (not any(c["name"] == "calculator" for c in calls)) for calls, score in by_kind
                if calls) and sum(score == 0 for _, score in by_kind) == 4
+
+
+def test_router_heuristics_losing_a_cue_fail_ci(tmp_path, monkeypatch, capsys):
+    """Without the tool cues the scripted model still names the right route, but the heuristics
+    no longer decide it: route_method catches the regression."""
+    import graphs.router.intent as intent
+
+    monkeypatch.setattr(intent, "TOOL_CUES", ())
+    assert run.main(["router", "--out", str(tmp_path)]) == 1
+    result = json.loads((tmp_path / "router.offline.json").read_text())
+    assert [f.split()[1] for f in result["failures"]] == ["route_method"]
+    wrong = {row["kind"] for row in result["rows"] if row["scores"]["route_method"]["score"] == 0}
+    assert wrong == {"tool_cue"} and result["means"]["route_match"] == 1.0
+    assert result["split_means"]["heldout"]["route_method"] < 1.0
+    assert "FAIL router: route_method" in capsys.readouterr().out
+
+
+def test_deep_research_without_citation_check_fails_ci(tmp_path, monkeypatch):
+    """A report whose citations are not validated keeps the writer's invented URLs."""
+    import graphs.deep_research.graph as research
+    from graphs.deep_research.citations import CitationCheck
+
+    monkeypatch.setattr(research, "validate_report", lambda report, catalog: CitationCheck(report=report))
+    assert run.main(["deep_research", "--out", str(tmp_path)]) == 1
+    result = json.loads((tmp_path / "deep_research.offline.json").read_text())
+    assert {f.split()[1] for f in result["failures"]} == {"citation_validity", "fabricated_removed"}
+    rows = {row["kind"]: row["scores"] for row in result["rows"]}
+    assert rows["fabricated_url"]["citation_validity"]["score"] == 0
+    assert "invented.example" in rows["fabricated_url"]["citation_validity"]["comment"]
+    assert rows["two_questions"]["citation_validity"]["score"] == 1
+
+
+def test_plan_and_report_evaluators_reject_broken_outputs():
+    def step(step_id, tool="calculator", deps=()):
+        return {"id": step_id, "description": "d", "tool": tool, "args": {}, "depends_on": list(deps)}
+
+    good = {"plan": [step("a"), step("b", None, ["a"])], "allowed_tools": ["calculator"], "status": "completed",
+            "execution_log": [{"step_id": "a", "status": "completed"}, {"step_id": "b", "status": "recovered"}]}
+    assert plan_shape(good)["score"] == 1 and plan_completion(good, {})["score"] == 1
+    assert "cycle" in plan_shape({**good, "plan": [step("a", deps=["b"]), step("b", deps=["a"])]})["comment"]
+    assert "'web_search'" in plan_shape({**good, "plan": [step("a", "web_search")]})["comment"]
+    assert "depends_on ['z']" in plan_shape({**good, "plan": [step("a", deps=["z"])]})["comment"]
+    assert plan_shape({**good, "plan": [step("a"), step("a")]})["score"] == 0
+    unfinished = {**good, "execution_log": good["execution_log"][:1]}
+    assert "step 'b' has no final status" in plan_completion(unfinished, {})["comment"]
+    assert plan_completion({**good, "status": "partial"}, {})["score"] == 0
+
+    report = "# R\n\nKettles boil fast [1] and pumps lift water [2].\n\n## Sources\n[1] K: http://a/1\n[2] P: http://a/2\n"
+    assert report_structure({"report": report})["score"] == 1
+    assert "no Sources section" in report_structure({"report": "Kettles [1]."})["comment"]
+    assert "cited [1, 2, 3]" in report_structure({"report": report.replace("[2].", "[2][3].")})["comment"]
+    retrieved = {"retrieved_urls": ["http://a/1", "http://a/2"]}
+    assert citation_validity({**retrieved, "cited_urls": ["http://a/1"]})["score"] == 1
+    assert citation_validity({**retrieved, "cited_urls": ["http://a/1", "http://x/9"]})["score"] == 0
+    assert citation_validity({**retrieved, "cited_urls": []})["score"] == 0
+    invented = {"fabricated_urls": ["http://x/9"]}
+    assert fabricated_removed({"report": report, "removed_urls": ["http://x/9"]}, invented)["score"] == 1
+    assert fabricated_removed({"report": report + "http://x/9", "removed_urls": ["http://x/9"]}, invented)["score"] == 0
+    assert fabricated_removed({"report": report}, {})["score"] is None
 
 
 def test_trajectory_match_compares_calculator_expressions_by_value():

@@ -94,3 +94,17 @@ def test_unusable_models_fail_with_what_to_set(spec, message, monkeypatch):
         monkeypatch.delenv(name, raising=False)
     with pytest.raises(ModelConfigError, match=message):
         load_chat_model(spec)
+
+
+def test_the_private_chatopenai_hooks_we_extend_still_exist_with_their_signatures():
+    """ChatOpenAICompatible extends two private ChatOpenAI methods to keep `reasoning_content`
+    (langchain-openai does not expose it publicly). If a release renames them or changes their
+    parameters, fail here, loudly, rather than silently dropping the reasoning text."""
+    import inspect
+
+    from langchain_openai import ChatOpenAI
+
+    chunk = inspect.signature(ChatOpenAI._convert_chunk_to_generation_chunk)
+    assert list(chunk.parameters) == ["self", "chunk", "default_chunk_class", "base_generation_info"]
+    result = inspect.signature(ChatOpenAI._create_chat_result)
+    assert list(result.parameters)[:3] == ["self", "response", "generation_info"]

@@ -1,0 +1,72 @@
+"""Errors of the HTTP routes in seed 002's shape: `{"error": CODE, "message", "details"}`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+
+# code -> HTTP status (seed 002's table, plus the knowledge-base and validation codes)
+STATUS = {
+    "CHAT_NOT_FOUND": 404,
+    "MODEL_NOT_AVAILABLE": 400,
+    "WEB_SEARCH_FAILED": 500,
+    "WEB_READ_FAILED": 500,
+    "URL_NOT_ACCESSIBLE": 400,
+    "QUOTA_EXCEEDED": 429,
+    "INVALID_URL_FORMAT": 400,
+    "TIMEOUT_ERROR": 408,
+    "INVALID_REQUEST": 400,
+    "VALIDATION_ERROR": 422,
+    "KB_NOT_FOUND": 404,
+    "KB_EXISTS": 409,
+    "KB_FORBIDDEN": 403,
+    "SOURCE_NOT_FOUND": 404,
+    "UNSUPPORTED_FILE_TYPE": 415,
+}
+
+
+class ApiError(Exception):
+    """An error answered as `{"error": code, "message": message, "details": details}`."""
+
+    def __init__(self, code: str, message: str, details: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.details = details or {}
+        self.status = STATUS[code]
+
+
+def error_response(error: ApiError) -> JSONResponse:
+    """The JSON response of an ApiError (with `Retry-After` when details carry `retry_after`)."""
+    headers = {}
+    if "retry_after" in error.details:
+        headers["Retry-After"] = str(error.details["retry_after"])
+    body = {"error": error.code, "message": error.message, "details": error.details}
+    return JSONResponse(body, status_code=error.status, headers=headers)
+
+
+async def api_error_handler(request: Request, exc: Exception) -> JSONResponse:
+    """FastAPI exception handler of ApiError."""
+    assert isinstance(exc, ApiError)
+    return error_response(exc)
+
+
+def _field(location: tuple | list) -> str:
+    parts = list(location)
+    if len(parts) > 1 and parts[0] in ("body", "query", "path", "header", "cookie"):
+        parts = parts[1:]  # where the field was sent; the rest names it
+    return ".".join(str(part) for part in parts)
+
+
+async def validation_error_handler(request: Request, exc: Exception) -> JSONResponse:
+    """A request that does not match its schema: 422 VALIDATION_ERROR naming each field."""
+    assert isinstance(exc, RequestValidationError)
+    problems = [
+        {"field": _field(error.get("loc", ())) or "body", "message": error.get("msg", "invalid")}
+        for error in exc.errors()
+    ]
+    message = "; ".join(f"{p['field']}: {p['message']}" for p in problems) or "Invalid request."
+    return error_response(ApiError("VALIDATION_ERROR", message, {"errors": problems}))

@@ -1,0 +1,230 @@
+"""HTTP routes beside the graphs (`langgraph.json` `http.app`), behind the same auth
+(`http.enable_custom_route_auth`): web search and read (seed 002), knowledge bases, the tool
+list, and the MCP endpoint of server/mcp_tools.py. docs/http.md describes every route; they
+appear in the server's OpenAPI document (`/docs`).
+
+Errors are `{"error": CODE, "message", "details"}` (server/errors.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Annotated, Any
+
+from fastapi import FastAPI, File, Query, Request, UploadFile
+from fastapi.exceptions import RequestValidationError
+from pydantic import BaseModel, Field
+
+from server import kb as kb_service
+from server import web
+from server.errors import ApiError, api_error_handler, validation_error_handler
+from server.mcp_tools import mcp
+from store import knowledge
+
+KB_NAME_PATTERN = r"^[a-z0-9_-]{1,64}$"
+
+
+@contextlib.asynccontextmanager
+async def lifespan(app: FastAPI):
+    """Run the MCP endpoint's session manager while the server runs."""
+    async with mcp.session_manager.run():
+        yield
+
+
+app = FastAPI(
+    title="agent-engine HTTP API",
+    version="0.1.0",
+    lifespan=lifespan,
+    # The LangGraph server serves /docs and /openapi.json with these routes merged in.
+    docs_url=None,
+    redoc_url=None,
+    openapi_url=None,
+)
+app.add_exception_handler(ApiError, api_error_handler)
+app.add_exception_handler(RequestValidationError, validation_error_handler)
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    status: {"description": description}
+    for status, description in (
+        (400, "Bad request: `{error, message, details}`"),
+        (401, "Missing or invalid credentials"),
+        (422, "VALIDATION_ERROR naming the field"),
+        (429, "QUOTA_EXCEEDED with details.retry_after"),
+    )
+}
+
+
+def _user(request: Request) -> Any:
+    """The authenticated user (None when the server has no auth configured)."""
+    return request.scope.get("user")
+
+
+# --- web ----------------------------------------------------------------------------------------
+
+
+@app.post("/api/v1/web/search", tags=["web"], responses=ERRORS)
+async def web_search(body: web.WebSearchRequest, request: Request) -> dict:
+    """Search the web (the `web_search` tool's code, cache and quota)."""
+    return await web.search(await kb_service.server_store(), _user(request), body)
+
+
+@app.post("/api/v1/web/read", tags=["web"], responses=ERRORS)
+async def web_read(body: web.WebReadRequest, request: Request) -> dict:
+    """Read web pages as markdown, one result per URL (the `web_read` tool's code, cache and quota)."""
+    return await web.read(await kb_service.server_store(), _user(request), body)
+
+
+# --- tools --------------------------------------------------------------------------------------
+
+
+@app.get("/api/v1/tools", tags=["tools"])
+@app.get("/api/v1/tools/list", tags=["tools"], include_in_schema=False)
+async def list_tools() -> dict:
+    """Every tool the agents can call (built-in and MCP) as an OpenAI-style function schema,
+    and the configured MCP servers that could not be reached."""
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    from tools.registry import available_tools
+
+    tools, problems = await available_tools()
+    return {"tools": [convert_to_openai_tool(tool) for tool in tools.values()], "unavailable": problems}
+
+
+# --- knowledge bases ------------------------------------------------------------------------------
+
+
+class KBCreate(BaseModel):
+    name: str = Field(..., pattern=KB_NAME_PATTERN, description="Lowercase a-z, 0-9, '_' and '-', 1-64 characters.")
+    description: str = Field("", max_length=2000)
+
+
+class KBSearch(BaseModel):
+    query: str = Field(..., min_length=1, max_length=4000)
+    strategy: str = Field("hybrid", pattern=r"^(hybrid|dense|keyword)$", description="hybrid, dense or keyword.")
+    top_k: int = Field(5, ge=1, le=knowledge.MAX_TOP_K)
+
+
+class KBUrls(BaseModel):
+    urls: list[str] = Field(..., min_length=1, max_length=20, description="Public http(s) URLs (HTML, markdown, text, PDF).")
+
+
+@contextlib.contextmanager
+def _kb_errors():
+    try:
+        yield
+    except knowledge.KBUnknownError as exc:
+        raise ApiError("KB_NOT_FOUND", str(exc), {"kb": exc.name, "existing": exc.existing}) from None
+    except knowledge.KBExistsError as exc:
+        raise ApiError("KB_EXISTS", str(exc)) from None
+    except kb_service.KBForbidden as exc:
+        raise ApiError("KB_FORBIDDEN", str(exc)) from None
+    except kb_service.SourceUnknown as exc:
+        raise ApiError("SOURCE_NOT_FOUND", str(exc)) from None
+    except ValueError as exc:
+        raise ApiError("INVALID_REQUEST", str(exc)) from None
+
+
+def _kb_path(name: str) -> str:
+    with _kb_errors():
+        return knowledge.validate_kb_name(name)
+
+
+@app.get("/api/v1/kb", tags=["knowledge bases"])
+async def list_kbs() -> dict:
+    """Every knowledge base (all are readable by every user) with its counts and owner."""
+    return {"items": await knowledge.list_kbs(await kb_service.server_store())}
+
+
+@app.post("/api/v1/kb", tags=["knowledge bases"], status_code=201, responses=ERRORS)
+async def create_kb(body: KBCreate, request: Request) -> dict:
+    """Create a knowledge base; a regular user becomes its owner (409 KB_EXISTS if taken)."""
+    with _kb_errors():
+        return await kb_service.create_owned_kb(await kb_service.server_store(), _user(request), body.name, body.description)
+
+
+@app.get("/api/v1/kb/{name}", tags=["knowledge bases"], responses=ERRORS)
+async def get_kb(name: str) -> dict:
+    """One knowledge base (404 KB_NOT_FOUND listing the existing ones)."""
+    with _kb_errors():
+        return await knowledge.get_kb(await kb_service.server_store(), _kb_path(name))
+
+
+@app.delete("/api/v1/kb/{name}", tags=["knowledge bases"], responses=ERRORS)
+async def delete_kb(name: str, request: Request) -> dict:
+    """Delete a knowledge base and everything in it (its owner or an administrator)."""
+    store = await kb_service.server_store()
+    with _kb_errors():
+        await kb_service.writable_kb(store, _user(request), _kb_path(name))
+        return await knowledge.delete_kb(store, name)
+
+
+@app.post("/api/v1/kb/{name}/documents", tags=["knowledge bases"], responses=ERRORS)
+async def upload_documents(
+    name: str,
+    request: Request,
+    files: Annotated[list[UploadFile], File(description="Files to ingest: .txt, .md, .html, .pdf")],
+) -> dict:
+    """Ingest uploaded files (multipart field `files`, one or more); re-uploading a file name
+    replaces that document."""
+    store = await kb_service.server_store()
+    with _kb_errors():
+        await kb_service.writable_kb(store, _user(request), _kb_path(name))
+        documents = []
+        for upload in files:
+            data = await upload.read()
+            filename = upload.filename or "upload"
+            if knowledge.format_for(filename) is None and knowledge.format_for(media_type=upload.content_type) is None:
+                raise ApiError(
+                    "UNSUPPORTED_FILE_TYPE", f"{filename}: upload .txt, .md, .html or .pdf files.", {"file": filename}
+                )
+            documents.append(await kb_service.ingest_upload(store, name, filename, data, upload.content_type))
+        return {"kb": await knowledge.get_kb(store, name), "documents": documents}
+
+
+@app.post("/api/v1/kb/{name}/urls", tags=["knowledge bases"], responses=ERRORS)
+async def ingest_urls(name: str, body: KBUrls, request: Request) -> dict:
+    """Fetch public URLs through the SSRF-safe reader and ingest them. URLs that fail are listed
+    in `failed`; when all fail, 400 URL_NOT_ACCESSIBLE."""
+    store = await kb_service.server_store()
+    with _kb_errors():
+        await kb_service.writable_kb(store, _user(request), _kb_path(name))
+    documents, failed = [], []
+    for url in body.urls:
+        try:
+            documents.append(await kb_service.ingest_url(store, name, url))
+        except ValueError as exc:
+            failed.append({"url": url, "error": str(exc)})
+    if failed and not documents:
+        raise ApiError("URL_NOT_ACCESSIBLE", failed[0]["error"], {"failed": failed})
+    return {"kb": await knowledge.get_kb(store, name), "documents": documents, "failed": failed}
+
+
+@app.get("/api/v1/kb/{name}/sources", tags=["knowledge bases"], responses=ERRORS)
+async def list_sources(name: str) -> dict:
+    """The documents of a knowledge base."""
+    with _kb_errors():
+        return {"items": await kb_service.list_sources(await kb_service.server_store(), _kb_path(name))}
+
+
+@app.delete("/api/v1/kb/{name}/sources", tags=["knowledge bases"], responses=ERRORS)
+async def delete_source(
+    name: str, request: Request, source: Annotated[str, Query(min_length=1, description="The document's source (file name or URL).")]
+) -> dict:
+    """Delete one document of a knowledge base (its owner or an administrator)."""
+    store = await kb_service.server_store()
+    with _kb_errors():
+        await kb_service.writable_kb(store, _user(request), _kb_path(name))
+        return await kb_service.delete_source(store, name, source)
+
+
+@app.post("/api/v1/kb/{name}/search", tags=["knowledge bases"], responses=ERRORS)
+async def search_kb(name: str, body: KBSearch) -> dict:
+    """Search a knowledge base with a strategy (the `knowledge_base_search` tool's answer)."""
+    with _kb_errors():
+        return await knowledge.retrieve(
+            await kb_service.server_store(), _kb_path(name), body.query, strategy=body.strategy, top_k=body.top_k
+        )
+
+
+# MCP (server/mcp_tools.py): its route joins the app's, so the server's auth wraps it too.
+app.router.routes.extend(mcp.streamable_http_app().routes)

@@ -1,0 +1,131 @@
+"""Knowledge-base operations shared by the CLI (server/cli.py) and the HTTP routes
+(server/http.py): URL and upload ingestion, sources, and the owner rule.
+
+Owner rule: every knowledge base is readable (list, get, search) by every user, in runs and over
+HTTP alike; a knowledge base created by a regular user over HTTP records that user as its
+`owner`, and only its owner or an administrator may ingest into it, delete its sources or delete
+it. Knowledge bases without an owner (created by an administrator, the CLI or a batch import)
+are written by administrators only. The store API's rules in server/auth.py agree: regular
+users read `kb*` namespaces and never write them directly.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.store.base import BaseStore, PutOp
+
+from store import knowledge
+from store.knowledge.registry import refresh_stats
+from store.sql import adapter_for
+from tools.identity import acts_for_any_user
+
+URL_MAX_BYTES = 20 * 1024 * 1024
+URL_TIMEOUT_SECONDS = 30.0
+UPLOAD_MAX_BYTES = 20 * 1024 * 1024
+
+
+async def server_store() -> BaseStore:
+    """The LangGraph server's store (the one the graphs' runs get): our Postgres store under
+    langgraph.json, the platform's store under langgraph.platform.json."""
+    from langgraph_api.store import get_store
+
+    return await get_store()
+
+
+class KBForbidden(PermissionError):
+    """The caller may read this knowledge base but not change it."""
+
+
+class SourceUnknown(LookupError):
+    """The knowledge base has no document with this source."""
+
+
+async def ingest_url(store: BaseStore, kb: str, url: str) -> dict:
+    """Fetch a public URL with the SSRF-safe fetch of tools.net and ingest it (source: the final
+    URL): HTML, markdown, plain text or PDF. ValueError with the reason when it cannot."""
+    from tools.errors import ToolError
+    from tools.net import safe_get
+
+    try:
+        fetched = await safe_get(url, timeout=URL_TIMEOUT_SECONDS, max_bytes=URL_MAX_BYTES)
+    except ToolError as exc:
+        raise ValueError(f"Could not fetch {url}: {exc}") from None
+    if fetched.truncated:
+        raise ValueError(f"{url} is larger than {URL_MAX_BYTES // (1024 * 1024)} MB; download it and ingest the file.")
+    media_type = fetched.media_type
+    fmt = knowledge.format_for(media_type=media_type)
+    if fmt is None and not media_type.startswith("text/"):
+        raise ValueError(f"{url} has content type {media_type!r}; HTML, markdown, plain text and PDF can be ingested.")
+    if fmt in (None, "text"):  # text/plain is often markdown served as is: trust a .md extension
+        fmt = "markdown" if knowledge.format_for(fetched.url.split("#")[0]) == "markdown" else "text"
+    # HTML and PDF go in as bytes (trafilatura honours the page's declared encoding).
+    data = fetched.content if fmt in ("html", "pdf") else fetched.text().encode()
+    return await knowledge.ingest_bytes(store, kb, data, fetched.url, fmt)
+
+
+async def ingest_upload(store: BaseStore, kb: str, filename: str, data: bytes, media_type: str | None = None) -> dict:
+    """Ingest an uploaded file (txt, md, html or pdf, by extension, else by media type); the
+    source is the file name. ValueError when the type is not supported or the file is too big."""
+    if len(data) > UPLOAD_MAX_BYTES:
+        raise ValueError(f"{filename} is larger than {UPLOAD_MAX_BYTES // (1024 * 1024)} MB.")
+    fmt = knowledge.format_for(filename) or knowledge.format_for(media_type=media_type)
+    if fmt is None:
+        raise ValueError(f"{filename}: unsupported file type; upload .txt, .md, .html or .pdf files.")
+    return await knowledge.ingest_bytes(store, kb, data, filename, fmt)
+
+
+def can_write(user: Any, entry: dict) -> bool:
+    """Whether `user` may change the knowledge base `entry` (the owner rule above)."""
+    if user is None or acts_for_any_user(user):
+        return True
+    return entry.get("owner") is not None and entry.get("owner") == getattr(user, "identity", None)
+
+
+async def writable_kb(store: BaseStore, user: Any, name: str) -> dict:
+    """The registry entry of `name` if `user` may change it; KBUnknownError or KBForbidden."""
+    entry = await knowledge.get_kb(store, name)
+    if not can_write(user, entry):
+        owner = entry.get("owner")
+        whose = f"user {owner!r}" if owner else "administrators"
+        raise KBForbidden(f"Knowledge base {name!r} is managed by {whose}: you may search it but not change it.")
+    return entry
+
+
+async def create_owned_kb(store: BaseStore, user: Any, name: str, description: str = "") -> dict:
+    """Create a knowledge base; a regular user becomes its owner. KBExistsError if it exists."""
+    entry = await knowledge.create_kb(store, name, description)
+    if user is not None and not acts_for_any_user(user):
+        entry = {**entry, "owner": user.identity}
+        await store.aput(knowledge.REGISTRY_NAMESPACE, name, entry, index=False)
+    return entry
+
+
+async def list_sources(store: BaseStore, kb: str) -> list[dict]:
+    """The documents of a knowledge base, sorted by source: {"source", "title", "format",
+    "chunks", "characters", "ingested_at"}."""
+    from store.knowledge.registry import search_all
+
+    await knowledge.get_kb(store, kb)
+    records = [item.value for item in await search_all(store, knowledge.document_namespace(kb))]
+    fields = ("source", "title", "format", "chunks", "characters", "ingested_at")
+    return sorted(({f: r.get(f) for f in fields} for r in records), key=lambda r: r["source"])
+
+
+async def delete_source(store: BaseStore, kb: str, source: str) -> dict:
+    """Delete one document (its chunks, full text and record) from a knowledge base.
+    Returns {"kb", "source", "chunks"}; SourceUnknown when there is no such document."""
+    await knowledge.get_kb(store, kb)
+    key = knowledge.document_key(source)
+    record = await store.aget(knowledge.document_namespace(kb), key)
+    if record is None:
+        raise SourceUnknown(f"Knowledge base {kb!r} has no document {source!r}.")
+    count = int(record.value.get("chunks") or 0)
+    chunk_keys = [knowledge.chunk_id(kb, source, position) for position in range(count)]
+    await store.abatch([PutOp(knowledge.chunk_namespace(kb), chunk_key, None) for chunk_key in chunk_keys])
+    adapter = adapter_for(store)
+    if adapter is not None:
+        await adapter.unindex_kb_chunks(kb, chunk_keys)
+    await store.adelete(knowledge.document_namespace(kb), key)
+    await refresh_stats(store, kb)
+    return {"kb": kb, "source": source, "chunks": count}
