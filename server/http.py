@@ -20,8 +20,9 @@ from server import web
 from server.errors import ApiError, api_error_handler, validation_error_handler
 from server.mcp_tools import mcp
 from store import knowledge
+from store.knowledge.config import KB_NAME
 
-KB_NAME_PATTERN = r"^[a-z0-9_-]{1,64}$"
+KB_NAME_PATTERN = f"^{KB_NAME.pattern}$"
 
 
 @contextlib.asynccontextmanager

@@ -33,6 +33,7 @@ from graphs.deep_research.prompts import (
 from graphs.deep_research.researcher import CONTEXT_RETRIES, research
 from graphs.deep_research.state import InputState, ResearcherInput, State, SubQuestion
 from graphs.runtime.events import emit
+from graphs.runtime.memory_schedule import finish_turn
 from graphs.runtime.models import NOSTREAM_TAGS, ainvoke_with_retries, load_chat_model
 
 STRUCTURED_ATTEMPTS = 3
@@ -292,6 +293,7 @@ builder.add_node("supervise", supervise)
 builder.add_node("researcher", research)  # type: ignore[call-overload, arg-type]
 builder.add_node("reflect", reflect, destinations=("supervise", "write_report"))  # type: ignore[call-overload, arg-type]
 builder.add_node("write_report", write_report)  # type: ignore[call-overload, arg-type]
+builder.add_node("finish_turn", finish_turn)  # type: ignore[call-overload, arg-type]
 builder.add_edge(START, "clarify")
 builder.add_conditional_edges("clarify", lambda s: "ask_user" if s.get("clarification") else "plan",
                               ["ask_user", "plan"])
@@ -299,6 +301,7 @@ builder.add_edge("ask_user", "plan")
 builder.add_conditional_edges("plan", after_plan, ["supervise", END])
 builder.add_conditional_edges("supervise", dispatch, ["researcher", "reflect"])
 builder.add_edge("researcher", "supervise")
-builder.add_edge("write_report", END)
+builder.add_edge("write_report", "finish_turn")
+builder.add_edge("finish_turn", END)
 
 graph = builder.compile(name="deep_research")

@@ -41,6 +41,7 @@ from graphs.plan_execute.prompts import (
 from graphs.plan_execute.state import InputState, State
 from graphs.plan_execute.steps import run_step
 from graphs.runtime.events import emit
+from graphs.runtime.memory_schedule import finish_turn
 from graphs.runtime.models import NOSTREAM_TAGS, ainvoke_with_retries, load_chat_model
 from tools.registry import select_tools
 
@@ -325,11 +326,13 @@ builder.add_node("approve", approve)
 builder.add_node("run_step", run_step)  # type: ignore[call-overload, arg-type]
 builder.add_node("replanner", replanner)  # type: ignore[call-overload, arg-type]
 builder.add_node("synthesizer", synthesizer)  # type: ignore[call-overload, arg-type]
+builder.add_node("finish_turn", finish_turn)  # type: ignore[call-overload, arg-type]
 builder.add_edge(START, "planner")
 builder.add_conditional_edges("planner", route_after_planner, ["approve", "run_step", "synthesizer", END])
 builder.add_conditional_edges("approve", dispatch, ["run_step", "synthesizer", END])
 builder.add_edge("run_step", "replanner")
 builder.add_conditional_edges("replanner", dispatch, ["run_step", "synthesizer"])
-builder.add_edge("synthesizer", END)
+builder.add_edge("synthesizer", "finish_turn")
+builder.add_edge("finish_turn", END)
 
 graph = builder.compile(name="plan_execute")

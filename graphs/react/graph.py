@@ -17,11 +17,10 @@ from graphs.react.prompts import STEP_LIMIT_PROMPT, SUMMARY_SECTION, SYSTEM_PROM
 from graphs.react.state import InputState, State
 from graphs.runtime.context import Context
 from graphs.runtime.events import emit
-from graphs.runtime.history import last_turn, needs_summary, summarize
-from graphs.runtime.memory_schedule import record_turn, schedule_extraction
+from graphs.runtime.history import needs_summary, summarize
+from graphs.runtime.memory_schedule import finish_turn
 from graphs.runtime.models import NOSTREAM_TAGS, ainvoke_with_retries, load_chat_model
 from graphs.runtime.tool_runner import run_tool_calls
-from tools.identity import check_thread_owner, run_user_id
 from tools.registry import select_tools
 
 
@@ -110,19 +109,6 @@ async def call_tools(state: State, runtime: Runtime[Context], config: RunnableCo
         timeout_s=context.tool_timeout,
         retries=context.tool_retries,
     )
-
-
-async def finish_turn(state: State, runtime: Runtime[Context], config: RunnableConfig) -> dict:
-    """Record the turn in the user's chat history and schedule memory extraction."""
-    if not runtime.context.remember or runtime.store is None:
-        return {}
-    await check_thread_owner(config)
-    turn = last_turn(state["messages"])
-    thread_id = config.get("configurable", {}).get("thread_id")
-    user_id = run_user_id(runtime)
-    await record_turn(runtime.store, user_id, turn, thread_id)
-    await schedule_extraction(runtime, user_id, turn, thread_id)
-    return {}
 
 
 def route_after_model(state: State) -> str:

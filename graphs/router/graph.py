@@ -55,8 +55,7 @@ from graphs.router.protocol import GENERAL_KB, RouteDecision, worker_name_for
 from graphs.router.state import InputState, State
 from graphs.router.workers import get_worker
 from graphs.runtime.events import emit
-from graphs.runtime.history import last_turn
-from graphs.runtime.memory_schedule import record_turn, schedule_extraction
+from graphs.runtime.memory_schedule import remember_turn
 from graphs.runtime.models import NOSTREAM_TAGS, ModelConfigError, ainvoke_with_retries, load_chat_model
 from store import knowledge
 from tools.identity import run_user_id
@@ -437,13 +436,10 @@ async def finish_turn(state: State, runtime: Runtime[RouterContext], config: Run
         "answering": False,
     }
     # Sub-agents record their own turns; the router records the answers it generated itself.
-    if decision["route"] == "retrieval" and runtime.context.remember and runtime.store is not None:
-        turn = last_turn(state["messages"])
-        thread_id = (config.get("configurable") or {}).get("thread_id")
-        user_id = run_user_id(runtime)
-        await record_turn(runtime.store, user_id, turn, thread_id)
-        if not last.response_metadata.get("extractive"):
-            await schedule_extraction(runtime, user_id, turn, thread_id)
+    if decision["route"] == "retrieval":
+        await remember_turn(
+            state["messages"], runtime, config, extract=not last.response_metadata.get("extractive")
+        )
     return update
 
 

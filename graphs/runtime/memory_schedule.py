@@ -12,15 +12,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
-from langchain_core.messages import convert_to_messages
+from langchain_core.messages import BaseMessage, convert_to_messages
+from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
 
 from graphs.runtime.context import Context
+from graphs.runtime.history import last_turn
 from settings import settings
 from store import memory
+from tools.identity import check_thread_owner, run_user_id
 
 logger = logging.getLogger(__name__)
 ContextT = TypeVar("ContextT", bound=Context)
@@ -32,6 +36,29 @@ _local_tasks: dict[str, tuple[asyncio.Task, asyncio.Event]] = {}
 def extraction_delay() -> float:
     """Seconds to wait for a newer turn before extracting (`MEMORY_EXTRACTION_DELAY`, default 20)."""
     return settings().MEMORY_EXTRACTION_DELAY
+
+
+async def remember_turn(
+    messages: Sequence[BaseMessage], runtime: Runtime[Any], config: RunnableConfig, *, extract: bool = True
+) -> None:
+    """End of a turn in any graph: record its last user message and final answer in the run
+    user's chat history and (with `extract`) schedule memory extraction; nothing when the run's
+    context has `remember` off or the graph runs without a store."""
+    if not getattr(runtime.context, "remember", False) or runtime.store is None:
+        return
+    await check_thread_owner(config)
+    turn = last_turn(messages)
+    thread_id = (config.get("configurable") or {}).get("thread_id")
+    user_id = run_user_id(runtime)
+    await record_turn(runtime.store, user_id, turn, thread_id)
+    if extract:
+        await schedule_extraction(runtime, user_id, turn, thread_id)
+
+
+async def finish_turn(state: Mapping[str, Any], runtime: Runtime[Any], config: RunnableConfig) -> dict:
+    """The last node of a graph's turn: `remember_turn` on the thread's messages."""
+    await remember_turn(state["messages"], runtime, config)
+    return {}
 
 
 async def record_turn(store: BaseStore, user_id: str, turn: list[dict], thread_id: str | None) -> None:

@@ -407,3 +407,24 @@ def test_plan_fields_are_described_and_documented():
     assert names == ["approve_plan", "max_plan_steps", "max_parallel_steps", "max_replans", "step_timeout"]
     for name, description in plan_context_fields():
         assert description and f"| `{name}` |" in doc, name
+
+
+async def test_the_answered_turn_is_recorded_in_the_users_chat_history(model_slot, store, monkeypatch):
+    from graphs.runtime.memory_schedule import wait_for_local_extractions
+    from store import memory
+
+    monkeypatch.setenv("MEMORY_EXTRACTION_DELAY", "600")
+    nothing = {"tool_calls": [{"name": "MemoryExtraction", "args": {"episodic": [], "semantic": []}}]}
+    model_slot["model"] = model = ScriptedChatModel(responses=[
+        plan(step("a", "add", "calculator", {"expression": "2+2"})),
+        "Two plus two is 4.",
+        nothing,
+    ])
+    graph = builder.compile(checkpointer=InMemorySaver(), store=store)
+    context = PlanExecuteContext(model="scripted:test", user_id="carol")
+    await graph.ainvoke({"messages": [HumanMessage("what is 2+2?")]}, {"configurable": {"thread_id": "rec"}},
+                        context=context)
+    await wait_for_local_extractions(now=True)
+    chat = await store.asearch(memory.namespace("carol", "chat"), limit=10)
+    assert sorted(item.value["text"] for item in chat) == ["Two plus two is 4.", "what is 2+2?"]
+    assert model.remaining == 0  # the extraction ran on the recorded turn

@@ -1,0 +1,221 @@
+"""Recall@5/10/20 per question category and split on the realistic conversations of
+bench/recall_dataset.py, through the project's own functions, on the embedded Postgres.
+
+    python -m bench.recall_eval                  # load (schema bench_recall), evaluate, keep data
+    python -m bench.recall_eval --reuse          # evaluate the data already loaded
+    python -m bench.recall_eval --paths chat,kb_hybrid --json out.json
+
+Each conversation is one user (memories) and one knowledge base. Every turn ("Name: words") is
+written with its real timestamp: `record_chat_message` (first speaker role "user", second
+"assistant"), `save_memory(kind="episodic", speaker=name)` (dedupe as configured) and one KB
+document per turn (`ingest_texts`). Paths: `chat` = `recall(kind="chat")`, `episodic` and
+`episodic_plain` = `recall(kind="episodic", scoring=weighted|plain)`, `kb_dense`, `kb_keyword`,
+`kb_hybrid` = `knowledge.retrieve(strategy=...)`. A question's recall@k is the share of its
+evidence turns in the first k results (an episodic memory counts for every turn merged into it);
+recalls do not record access, so questions do not influence each other. Held-in conversations
+are for tuning, held-out ones only confirm. Also prints the p50/p95 latency of each path.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import inspect
+import json
+import os
+import statistics
+import sys
+import time
+from collections import defaultdict
+from datetime import timedelta
+
+import psycopg
+
+from bench.recall_dataset import CATEGORIES, Conversation, build_conversations
+from store import knowledge, memory
+from store.postgres import postgres_uri, store
+
+SCHEMA = "bench_recall"
+SPEAKER_ARG = "speaker" in inspect.signature(memory.save_memory).parameters
+KS = (5, 10, 20)
+PATHS = ("chat", "episodic", "episodic_plain", "kb_dense", "kb_keyword", "kb_hybrid")
+
+
+def user_of(conv: Conversation) -> str:
+    """The memory user holding conversation `conv`."""
+    return f"recall_c{conv.index}"
+
+
+def kb_of(conv: Conversation) -> str:
+    """The knowledge base holding conversation `conv`."""
+    return f"recall_c{conv.index}"
+
+
+async def load(pg_store, conversations: list[Conversation]) -> dict[str, str]:
+    """Write every turn through the three paths; returns memory id -> ... mapping as
+    {"chat:<id>": turn id, "episodic:<id>": turn ids joined by ","}."""
+    owners: dict[str, str] = {}
+    merged = 0
+    for conv in conversations:
+        user = user_of(conv)
+        await memory.forget_user(pg_store, user)
+        for turn in conv.turns:
+            chat = await memory.record_chat_message(
+                pg_store, user, turn.role, turn.text, f"session-{turn.session}", now=turn.at
+            )
+            owners[f"chat:{chat['id']}"] = turn.id
+            saved = await memory.save_memory(
+                pg_store, user, "episodic", turn.text, source="extraction", now=turn.at,
+                **({"speaker": turn.speaker} if SPEAKER_ARG else {}),
+            )
+            key = f"episodic:{saved['id']}"
+            if saved["action"] == "updated":
+                merged += 1
+                owners[key] = owners.get(key, "") + "," + turn.id
+            else:
+                owners[key] = turn.id
+        if kb_of(conv) in [kb["name"] for kb in await knowledge.list_kbs(pg_store)]:
+            await knowledge.delete_kb(pg_store, kb_of(conv))
+        await knowledge.create_kb(pg_store, kb_of(conv), f"conversation {conv.index}")
+        documents = [{"text": t.text, "source": f"turn:{t.id}", "title": t.id} for t in conv.turns]
+        await knowledge.ingest_texts(pg_store, kb_of(conv), documents, chunk_size=2000, chunk_overlap=0)
+        print(f"  loaded conversation {conv.index}: {len(conv.turns)} turns", flush=True)
+    owners["_merged"] = str(merged)
+    return owners
+
+
+async def search(pg_store, path: str, conv: Conversation, query: str, owners: dict, now) -> list[set[str]]:
+    """Ranked results of one path, each as the set of turn ids it stands for."""
+    if path.startswith("kb_"):
+        result = await knowledge.retrieve(pg_store, kb_of(conv), query, strategy=path[3:], top_k=max(KS))
+        return [{r["source"].removeprefix("turn:")} for r in result["retrieval_results"]]
+    kind = "chat" if path == "chat" else "episodic"
+    scoring = "plain" if path.endswith("plain") else "weighted"
+    results = await memory.recall(
+        pg_store, user_of(conv), query, kind, top_k=max(KS), scoring=scoring,
+        record_access=False, now=now,
+    )
+    return [set(owners.get(f"{kind}:{r['id']}", "").split(",")) for r in results]
+
+
+async def evaluate(pg_store, conversations: list[Conversation], paths: list[str], owners: dict) -> dict:
+    """{path: {"recall": {split: {category: {k: mean}}}, "ms": [...], "per_question": {...}}}."""
+    report: dict = {}
+    for path in paths:
+        sums: dict = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+        latencies, per_question = [], {}
+        for conv in conversations:
+            now = conv.turns[-1].at + timedelta(days=1)
+            for question in conv.questions:
+                started = time.perf_counter()
+                ranked = await search(pg_store, path, conv, question.text, owners, now)
+                latencies.append((time.perf_counter() - started) * 1000)
+                wanted = set(question.evidence)
+                per_question[question.id] = []
+                for k in KS:
+                    found = set().union(*ranked[:k]) if ranked else set()
+                    value = len(wanted & found) / len(wanted)
+                    per_question[question.id].append(value)
+                    for split in (question.split, "all"):
+                        for category in (question.category, "all"):
+                            sums[split][category][k].append(value)
+        report[path] = {
+            "recall": {
+                split: {cat: {k: statistics.mean(v) for k, v in ks.items()} | {"n": len(ks[KS[0]])}
+                        for cat, ks in cats.items()}
+                for split, cats in sums.items()
+            },
+            "ms": {"p50": statistics.median(latencies),
+                   "p95": statistics.quantiles(latencies, n=20)[-1]},
+            "per_question": per_question,
+        }
+    return report
+
+
+def render(report: dict) -> str:
+    """Tables: one per path, rows = categories, columns = R@5/10/20 per split."""
+    lines = []
+    splits = ("held-in", "held-out", "all")
+    for path, figures in report.items():
+        ms = figures["ms"]
+        lines.append(f"\n{path}  (latency p50 {ms['p50']:.0f} ms, p95 {ms['p95']:.0f} ms)")
+        lines.append(f"{'category':<11} | " + " | ".join(f"{s:^20}" for s in splits))
+        lines.append(f"{'':<11} | " + " | ".join(f"{'n':>3} {'R@5':>4} {'R@10':>5} {'R@20':>5}" for _ in splits))
+        for category in (*CATEGORIES, "all"):
+            cells = []
+            for split in splits:
+                row = figures["recall"].get(split, {}).get(category)
+                cells.append(f"{row['n']:>3} {100 * row[5]:>4.1f} {100 * row[10]:>5.1f} {100 * row[20]:>5.1f}"
+                             if row else f"{'-':>20}")
+            lines.append(f"{category:<11} | " + " | ".join(cells))
+    return "\n".join(lines)
+
+
+async def _owners_from_store(pg_store, conversations: list[Conversation]) -> dict[str, str]:
+    """Rebuild the memory id -> turn mapping of data loaded earlier (text + time identify a turn)."""
+    owners: dict[str, str] = {}
+    for conv in conversations:
+        by_text_time = {(t.text, t.at.isoformat(timespec="microseconds")): t.id for t in conv.turns}
+        by_text: dict[str, list[str]] = defaultdict(list)
+        for t in conv.turns:
+            by_text[t.text].append(t.id)
+        for kind in ("chat", "episodic"):
+            ns = memory.namespace(user_of(conv), kind)
+            offset = 0
+            while page := await pg_store.asearch(ns, limit=1000, offset=offset, refresh_ttl=False):
+                offset += len(page)
+                for item in page:
+                    stamp = item.value.get("created_at")
+                    turn = by_text_time.get((item.value["text"], stamp))
+                    owners[f"{kind}:{item.key}"] = turn or ",".join(by_text[item.value["text"]])
+    return owners
+
+
+async def run(args: argparse.Namespace) -> dict:
+    os.environ["POSTGRES_SCHEMA"] = args.schema
+    conversations = build_conversations()
+    conversations = [c for c in conversations if args.conversations is None or c.index in args.conversations]
+    uri = await asyncio.to_thread(postgres_uri)
+    if not args.reuse:
+        async with await psycopg.AsyncConnection.connect(uri, autocommit=True) as conn:
+            await conn.execute(f"DROP SCHEMA IF EXISTS {args.schema} CASCADE")
+    async with store() as pg_store:
+        started = time.perf_counter()
+        if args.reuse:
+            owners = await _owners_from_store(pg_store, conversations)
+        else:
+            owners = await load(pg_store, conversations)
+            print(f"loaded in {time.perf_counter() - started:.0f} s; "
+                  f"{owners['_merged']} turns merged into another by dedupe")
+        questions = sum(len(c.questions) for c in conversations)
+        turns = sum(len(c.turns) for c in conversations)
+        print(f"{len(conversations)} conversations, {turns} turns, {questions} questions")
+        return await evaluate(pg_store, conversations, args.paths, owners)
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench.recall_eval", description=__doc__.split("\n")[0])
+    parser.add_argument("--paths", default=",".join(PATHS), type=lambda s: [p for p in s.split(",") if p])
+    parser.add_argument("--reuse", action="store_true", help="evaluate the data already in the schema")
+    parser.add_argument("--schema", default=SCHEMA)
+    parser.add_argument("--conversations", type=lambda s: [int(x) for x in s.split(",")], default=None)
+    parser.add_argument("--json", help="also write the report (with per-question recalls) here")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str]) -> int:
+    """Entry point of `python -m bench.recall_eval`."""
+    args = parse_args(argv)
+    unknown = set(args.paths) - set(PATHS)
+    if unknown:
+        raise SystemExit(f"unknown paths {sorted(unknown)}: use {', '.join(PATHS)}")
+    report = asyncio.run(run(args))
+    print(render(report))
+    if args.json:
+        with open(args.json, "w") as handle:
+            json.dump(report, handle, indent=1, default=str)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
