@@ -14,6 +14,8 @@ evidence's ("bring home from the rescue center" for "picked up from the shelter"
   introduced: the dog's name, the new city);
 - `temporal`: "when did ...", and "what did X do in the week after ..." (evidence: the speaker's
   event turns 1-8 days after the anchor event);
+- `dated`: "what was X up to in the week of 8 May 2023?" (evidence: X's event turns in the
+  Monday-to-Sunday week holding that date);
 - `changed`: the current value of a fact that changed (evidence: the newest statement; the older
   one is `stale`).
 
@@ -29,7 +31,7 @@ from datetime import UTC, datetime, timedelta
 
 HELD_IN_CONVERSATIONS = (0, 1, 2, 3)
 HELD_OUT_CONVERSATIONS = (4, 5)
-CATEGORIES = ("single-hop", "multi-hop", "temporal", "changed")
+CATEGORIES = ("single-hop", "multi-hop", "temporal", "dated", "changed")
 SPEAKERS = (
     ("Maya", "Tom"), ("Priya", "Daniel"), ("Elena", "Marcus"),
     ("Sofia", "Ben"), ("Aisha", "Leo"), ("Hannah", "Omar"),
@@ -497,6 +499,15 @@ def _questions(conv: Conversation, bank: tuple[Storyline, ...], said: dict, stor
                  and timedelta(days=1) <= t.at - anchor.at <= timedelta(days=8)]
         if after:
             ask("temporal", f"What did {anchor.speaker} do in the week after {gist}?", after)
+    weeks: set[tuple[str, datetime]] = set()
+    for _, anchor in anchors:
+        monday = (anchor.at - timedelta(days=anchor.at.weekday())).replace(hour=0, minute=0, second=0, microsecond=0)
+        if (anchor.speaker, monday) in weeks:
+            continue
+        weeks.add((anchor.speaker, monday))
+        within = [t for t in events if t.speaker == anchor.speaker and monday <= t.at < monday + timedelta(days=7)]
+        day = anchor.at.strftime("%d %B %Y").lstrip("0")
+        ask("dated", f"What was {anchor.speaker} up to in the week of {day}?", within)
     return questions
 
 

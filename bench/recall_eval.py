@@ -31,8 +31,12 @@ from datetime import timedelta
 
 import psycopg
 
-from bench.recall_dataset import CATEGORIES, Conversation, build_conversations
+from bench.recall_dataset import CATEGORIES, HELD_IN_CONVERSATIONS, Conversation, build_conversations
 from store import knowledge, memory
+from store.fusion import fuse
+from store.memory.dates import query_time_range
+from store.memory.hybrid import keyword_candidates
+from store.memory.listing import list_items
 from store.postgres import postgres_uri, store
 
 SCHEMA = "bench_recall"
@@ -132,6 +136,73 @@ async def evaluate(pg_store, conversations: list[Conversation], paths: list[str]
     return report
 
 
+async def _signals(pg_store, path: str, conv: Conversation, query: str, owners: dict, now) -> dict:
+    """The raw signals a hybrid search fuses, each result as (key, score), plus keys in the
+    query's time range and key -> turn ids."""
+    depth = 50
+    if path.startswith("kb"):
+        results = {}
+        for strategy in ("dense", "keyword"):
+            found = await knowledge.retrieve(pg_store, kb_of(conv), query, strategy=strategy, top_k=depth)
+            results[strategy] = [(r["id"], r["score"], r["source"].removeprefix("turn:"))
+                                 for r in found["retrieval_results"]]
+        turns = {key: {turn} for ranking in results.values() for key, _, turn in ranking}
+        return {"dense": [(k, s) for k, s, _ in results["dense"]],
+                "keyword": [(k, s) for k, s, _ in results["keyword"]], "timed": [], "turns": turns}
+    kind = "chat" if path == "chat" else "episodic"
+    ns = memory.namespace(user_of(conv), kind)
+    config = memory.memory_config()
+    dense = await pg_store.asearch(ns, query=query, limit=depth, refresh_ttl=False)
+    keyword = await keyword_candidates(pg_store, ns, query, depth, {}, config, now)
+    window = query_time_range(query, now)
+    timed = (await list_items(pg_store, user_of(conv), (kind,), limit=depth, start=window[0], end=window[1])
+             if window else [])
+    keys = [h.key for h in dense] + [i.key for i, _ in keyword] + [i.key for i in timed]
+    return {"dense": [(h.key, h.score or 0.0) for h in dense],
+            "keyword": [(i.key, s) for i, s in keyword], "timed": [i.key for i in timed],
+            "turns": {k: set(owners.get(f"{kind}:{k}", "").split(",")) for k in keys}}
+
+
+async def tune(pg_store, conversations: list[Conversation], paths: list[str], owners: dict) -> None:
+    """Grid of fusion weights on the HELD-IN questions only: R@5/10/20 overall and the worst
+    category's R@10 minus the better single signal's (negative: fusion lost on a category)."""
+    for path in paths:
+        if path not in ("chat", "episodic", "kb_hybrid"):
+            continue
+        rows = []
+        for conv in conversations:
+            if conv.index not in HELD_IN_CONVERSATIONS:
+                continue
+            now = conv.turns[-1].at + timedelta(days=1)
+            for question in conv.questions:
+                rows.append((question, await _signals(pg_store, path, conv, question.text, owners, now)))
+        time_weights = (0.0,) if path.startswith("kb") else (0.0, 0.1, 0.2, 0.3, 0.5, 1.0)
+        grid = {}
+        for keyword_weight in [round(0.1 * i, 1) for i in range(11)]:
+            for time_weight in time_weights:
+                per: dict = defaultdict(lambda: defaultdict(list))
+                for question, sig in rows:
+                    fused = fuse(sig["dense"], sig["keyword"], keyword_weight=keyword_weight,
+                                 in_range=sig["timed"], time_weight=time_weight)
+                    wanted = set(question.evidence)
+                    for k in KS:
+                        found = set().union(*(sig["turns"][key] for key, _ in fused[:k]))
+                        value = len(wanted & found) / len(wanted)
+                        per[question.category][k].append(value)
+                        per["all"][k].append(value)
+                grid[(keyword_weight, time_weight)] = {c: {k: statistics.mean(v) for k, v in ks.items()}
+                                                       for c, ks in per.items()}
+        singles = {c: max(grid[(0.0, 0.0)][c][10], grid[(1.0, 0.0)][c][10]) for c in grid[(0.0, 0.0)]}
+        print(f"\ntuning {path} on {len(rows)} held-in questions (keyword weight, time weight)")
+        best = sorted(grid.items(), key=lambda kv: -kv[1]["all"][10])
+        for (kw, tw), figures in best[:12] + [(key, grid[key]) for key in ((0.0, 0.0), (1.0, 0.0))]:
+            worst = min((figures[c][10] - singles[c], c) for c in figures if c != "all")
+            cats = " ".join(f"{c}={100 * figures[c][10]:.1f}" for c in sorted(figures) if c != "all")
+            print(f"  kw={kw:.1f} tw={tw:.1f}: R@5 {100 * figures['all'][5]:.1f} R@10 "
+                  f"{100 * figures['all'][10]:.1f} R@20 {100 * figures['all'][20]:.1f} | worst vs best single "
+                  f"{100 * worst[0]:+.1f} ({worst[1]}) | {cats}")
+
+
 def render(report: dict) -> str:
     """Tables: one per path, rows = categories, columns = R@5/10/20 per split."""
     lines = []
@@ -152,13 +223,16 @@ def render(report: dict) -> str:
 
 
 async def _owners_from_store(pg_store, conversations: list[Conversation]) -> dict[str, str]:
-    """Rebuild the memory id -> turn mapping of data loaded earlier (text + time identify a turn)."""
+    """Rebuild the memory id -> turn mapping of data loaded earlier: the turn written at the
+    memory's `created_at` with its text, else every turn with its text or written at that time
+    (a dedupe update keeps the first turn's `created_at` and takes the last one's text)."""
     owners: dict[str, str] = {}
     for conv in conversations:
         by_text_time = {(t.text, t.at.isoformat(timespec="microseconds")): t.id for t in conv.turns}
         by_text: dict[str, list[str]] = defaultdict(list)
         for t in conv.turns:
             by_text[t.text].append(t.id)
+            by_text[t.at.isoformat(timespec="microseconds")].append(t.id)
         for kind in ("chat", "episodic"):
             ns = memory.namespace(user_of(conv), kind)
             offset = 0
@@ -167,7 +241,8 @@ async def _owners_from_store(pg_store, conversations: list[Conversation]) -> dic
                 for item in page:
                     stamp = item.value.get("created_at")
                     turn = by_text_time.get((item.value["text"], stamp))
-                    owners[f"{kind}:{item.key}"] = turn or ",".join(by_text[item.value["text"]])
+                    owners[f"{kind}:{item.key}"] = turn or ",".join(
+                        by_text[item.value["text"]] + by_text[stamp])
     return owners
 
 
@@ -190,6 +265,9 @@ async def run(args: argparse.Namespace) -> dict:
         questions = sum(len(c.questions) for c in conversations)
         turns = sum(len(c.turns) for c in conversations)
         print(f"{len(conversations)} conversations, {turns} turns, {questions} questions")
+        if args.tune:
+            await tune(pg_store, conversations, args.paths, owners)
+            return {}
         return await evaluate(pg_store, conversations, args.paths, owners)
 
 
@@ -199,6 +277,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--reuse", action="store_true", help="evaluate the data already in the schema")
     parser.add_argument("--schema", default=SCHEMA)
     parser.add_argument("--conversations", type=lambda s: [int(x) for x in s.split(",")], default=None)
+    parser.add_argument("--tune", action="store_true",
+                        help="grid-search the fusion weights on the held-in questions instead")
     parser.add_argument("--json", help="also write the report (with per-question recalls) here")
     return parser.parse_args(argv)
 

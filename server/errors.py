@@ -12,6 +12,7 @@ from fastapi.responses import JSONResponse
 STATUS = {
     "CHAT_NOT_FOUND": 404,
     "MODEL_NOT_AVAILABLE": 400,
+    "MODEL_ERROR": 502,
     "WEB_SEARCH_FAILED": 500,
     "WEB_READ_FAILED": 500,
     "URL_NOT_ACCESSIBLE": 400,

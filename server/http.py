@@ -13,10 +13,12 @@ from typing import Annotated, Any
 
 from fastapi import FastAPI, File, Query, Request, UploadFile
 from fastapi.exceptions import RequestValidationError
+from langchain_core.messages import convert_to_messages
 from pydantic import BaseModel, Field
 
+from graphs.utilities.tasks import conversation_title, daily_tip, related_questions
 from server import kb as kb_service
-from server import web
+from server import utilities, web
 from server.errors import ApiError, api_error_handler, validation_error_handler
 from server.mcp_tools import mcp
 from store import knowledge
@@ -73,6 +75,34 @@ async def web_search(body: web.WebSearchRequest, request: Request) -> dict:
 async def web_read(body: web.WebReadRequest, request: Request) -> dict:
     """Read web pages as markdown, one result per URL (the `web_read` tool's code, cache and quota)."""
     return await web.read(await kb_service.server_store(), _user(request), body)
+
+
+# --- model utilities (seed 000) -------------------------------------------------------------------
+
+
+@app.post("/api/v1/title", tags=["utilities"], responses=ERRORS)
+async def title(body: utilities.TitleRequest) -> dict:
+    """A short title for a conversation."""
+    async with utilities.model_errors(body.model) as context:
+        messages = convert_to_messages([m.model_dump() for m in body.messages])
+        return {"title": await conversation_title(messages, context)}
+
+
+@app.post("/api/v1/related-questions", tags=["utilities"], responses=ERRORS)
+async def related(body: utilities.RelatedRequest) -> dict:
+    """Follow-up questions a user is likely to ask after an answer."""
+    async with utilities.model_errors(body.model) as context:
+        return {"questions": await related_questions(body.question, body.answer, context, body.count)}
+
+
+@app.get("/api/v1/daily-tip", tags=["utilities"], responses=ERRORS)
+async def tip(
+    topic: Annotated[str | None, Query(max_length=200)] = None,
+    model: Annotated[str | None, Query(description="'provider:model'; default AGENT_MODEL.")] = None,
+) -> dict:
+    """One practical tip for today (optionally on a topic)."""
+    async with utilities.model_errors(model) as context:
+        return await daily_tip(context, topic)
 
 
 # --- tools --------------------------------------------------------------------------------------

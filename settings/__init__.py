@@ -194,6 +194,9 @@ class Settings(BaseSettings):
     KB_TEXT_SEARCH_CONFIG: str = Field(
         "english", pattern=r"^[a-z_]{1,63}$", description="Postgres text search configuration of keyword search.",
     )
+    KB_HYBRID_KEYWORD_WEIGHT: float = Field(
+        0.5, ge=0, le=1, description="Hybrid search: weight of the keyword (BM25) score; the dense score gets 1 minus this.",
+    )
 
     # Long-term memory (store/memory/)
     MEMORY_DEDUPE_THRESHOLD: float = Field(
@@ -214,6 +217,19 @@ class Settings(BaseSettings):
     MEMORY_ACCESS_CAP: float = Field(0.5, ge=0, le=1, description="Cap of the access boost.")
     MEMORY_CANDIDATE_FACTOR: int = Field(5, ge=1, le=100, description="Weighted recall re-ranks `top_k` x this many vector candidates.")
     MEMORY_SCAN_LIMIT: int = Field(5000, ge=1, le=1_000_000, description="Items per kind scanned by listings on non-Postgres stores.")
+    MEMORY_SEARCH: str = Field(
+        "hybrid", pattern="^(hybrid|dense)$",
+        description="Memory search: `hybrid` (vectors + full text + dates named in the query, fused) or `dense` (vectors only).",
+    )
+    MEMORY_KEYWORD_WEIGHT: float = Field(
+        0.5, ge=0, le=1, description="Hybrid memory search: weight of the keyword (BM25) score; the dense score gets 1 minus this.",
+    )
+    MEMORY_TIME_WEIGHT: float = Field(
+        0.3, ge=0, le=10, description="Hybrid memory search: bonus of memories written in the time range the query names; 0 = ignore dates.",
+    )
+    MEMORY_SCORING: str = Field(
+        "weighted", pattern="^(weighted|plain)$", description="Default memory recall ranking: `weighted` (relevance, importance, freshness, access) or `plain` (relevance).",
+    )
 
     @field_validator(
         "AGENT_TOOLS", "RESEARCH_KNOWLEDGE_BASES", "ROUTER_RETRIEVAL_AGENTS", "AGENT_ADMIN_USERS", "AGENT_JWT_ALGORITHMS",

@@ -9,6 +9,9 @@ the factories open the store and the checkpointer: it fails with the installed l
 when a table or column these statements rely on is gone (tests/integration/test_store_sql.py
 fails the same way when an upgrade changes the schema).
 
+Memory full text lives in `memory_fulltext` (prefix, key, tsvector), written next to each
+embedded memory (store/memory/hybrid.py) and deleted with it.
+
 Knowledge-base full text lives in a table of our own, `kb_fulltext`, not in an index on the
 library's `store` table (see docs/knowledge.md): it is written on ingest and delete next to the
 store's chunk rows.
@@ -21,8 +24,10 @@ from datetime import datetime
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
+import psycopg
 from langgraph.store.base import BaseStore, Item
 from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
 LIBRARY = "langgraph-checkpoint-postgres"
@@ -94,12 +99,49 @@ KB_KEYWORD_SQL = """
 """
 
 
+# BM25 over one user's memories of one kind in memory_fulltext (GIN on (prefix, tsv)): the same
+# formula as KB_KEYWORD_SQL, statistics over the prefix, rows joined back to the live store rows.
+MEMORY_KEYWORD_SQL = """
+    WITH candidates AS MATERIALIZED (
+        SELECT key, tsv, chars FROM memory_fulltext
+        WHERE prefix = %(prefix)s AND tsv @@ %(tsquery)s::tsquery
+    ),
+    stats AS MATERIALIZED (
+        SELECT count(*) AS n, greatest(avg(chars), 1) AS avgdl FROM memory_fulltext
+        WHERE prefix = %(prefix)s
+    ),
+    frequencies AS (
+        SELECT c.key, c.chars, t.lexeme, coalesce(cardinality(t.positions), 1) AS tf
+        FROM candidates c CROSS JOIN LATERAL unnest(c.tsv) AS t
+        WHERE t.lexeme = ANY(%(lexemes)s::text[])
+    ),
+    document_frequency AS (
+        SELECT lexeme, count(*) AS df FROM frequencies GROUP BY lexeme
+    ),
+    scored AS (
+        SELECT f.key, sum(
+            ln(1 + (st.n - d.df + 0.5) / (d.df + 0.5))
+            * f.tf * (%(k1)s + 1)
+            / (f.tf + %(k1)s * (1 - %(b)s + %(b)s * f.chars / st.avgdl))
+        ) AS score
+        FROM frequencies f JOIN document_frequency d USING (lexeme) CROSS JOIN stats st
+        GROUP BY f.key
+    )
+    SELECT s.key, s.value, s.created_at, s.updated_at, sc.score
+    FROM scored sc JOIN store s ON s.prefix = %(prefix)s AND s.key = sc.key
+    WHERE (s.expires_at IS NULL OR s.expires_at > NOW()) AND s.value @> %(match)s
+    ORDER BY sc.score DESC, s.key
+    LIMIT %(limit)s
+"""
+
+
 class StoreSQL:
     """The project's SQL on the library's tables and on `kb_fulltext`, over a pool we opened."""
 
     def __init__(self, pool: AsyncConnectionPool[Any]) -> None:  # any row type: cursors set dict_row
         self.pool = pool
         self._quota_ready = False
+        self._memory_ready = False
 
     async def _fetch(self, sql: str, params: Any = None) -> list[dict]:
         async with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
@@ -193,12 +235,18 @@ class StoreSQL:
     async def delete_under(self, prefix: Sequence[str]) -> int:
         """Delete every item in the namespace `prefix` and below it (vectors cascade); returns how many."""
         joined = ".".join(prefix)
+        await self.ensure_memory_fulltext()
         async with self.pool.connection() as conn, conn.cursor() as cur:
             await cur.execute(
                 "DELETE FROM store WHERE prefix = %s OR prefix LIKE %s",
                 (joined, f"{_escape_like(joined)}.%"),
             )
-            return cur.rowcount
+            deleted = cur.rowcount
+            await cur.execute(
+                "DELETE FROM memory_fulltext WHERE prefix = %s OR prefix LIKE %s",
+                (joined, f"{_escape_like(joined)}.%"),
+            )
+            return deleted
 
     # --- knowledge-base full text ---------------------------------------------------------------
 
@@ -293,6 +341,94 @@ class StoreSQL:
             "limit": limit,
         }
         return [(row["key"], float(row["score"])) for row in await self._fetch(KB_KEYWORD_SQL, params)]
+
+    # --- memory full text (store/memory/hybrid.py) ---------------------------------------------
+
+    async def ensure_memory_fulltext(self) -> None:
+        """Create `memory_fulltext` (one row per embedded memory: its namespace prefix, key and
+        tsvector) and its GIN index on (prefix, tsv) if missing; once per adapter, on first use.
+        The composite index (btree_gin) lets a search read only the user's own postings; without
+        the extension (a managed server that lacks it) the index covers `tsv` alone."""
+        if self._memory_ready:
+            return
+        async with self.pool.connection() as conn:
+            cur = await conn.execute("SELECT to_regclass('memory_fulltext') IS NULL AS missing")
+            if not _first(await cur.fetchone()):
+                self._memory_ready = True
+                return
+            await conn.execute(
+                "CREATE TABLE IF NOT EXISTS memory_fulltext ("
+                " prefix text NOT NULL, key text NOT NULL, tsv tsvector NOT NULL,"
+                " chars integer NOT NULL, PRIMARY KEY (prefix, key))"
+            )
+            try:
+                await conn.execute("CREATE EXTENSION IF NOT EXISTS btree_gin")
+                columns = "prefix, tsv"
+            except psycopg.Error:  # no extension or no right to create it: tsv alone
+                columns = "tsv"
+            await conn.execute(
+                f"CREATE INDEX IF NOT EXISTS memory_fulltext_tsv ON memory_fulltext "
+                f"USING gin ({columns}) WITH (fastupdate = off)"
+            )
+        self._memory_ready = True
+
+    async def index_memories(
+        self, prefix: str, rows: Iterable[tuple[str, str]], config: str
+    ) -> None:
+        """Write the full text of (key, text) memories under namespace `prefix` (upsert)."""
+        pairs = list(rows)
+        if not pairs:
+            return
+        await self.ensure_memory_fulltext()
+        async with self.pool.connection() as conn:
+            await conn.execute(
+                "INSERT INTO memory_fulltext (prefix, key, tsv, chars) "
+                "SELECT %(prefix)s, m.key, to_tsvector(%(config)s::regconfig, m.text), length(m.text) "
+                "FROM unnest(%(keys)s::text[], %(texts)s::text[]) AS m(key, text) "
+                "ON CONFLICT (prefix, key) DO UPDATE SET tsv = excluded.tsv, chars = excluded.chars",
+                {"prefix": prefix, "config": config, "keys": [k for k, _ in pairs],
+                 "texts": [t for _, t in pairs]},
+            )
+
+    async def unindex_memories(self, prefix: str, keys: Sequence[str]) -> None:
+        """Delete the full text of these memories under namespace `prefix`."""
+        await self.ensure_memory_fulltext()
+        async with self.pool.connection() as conn:
+            await conn.execute(
+                "DELETE FROM memory_fulltext WHERE prefix = %s AND key = ANY(%s)", (prefix, list(keys))
+            )
+
+    async def memory_keyword_search(
+        self, prefix: str, query: str, config: str, *, k1: float, b: float, limit: int,
+        match: dict | None = None,
+    ) -> list[tuple[Item, float]]:
+        """BM25 (item, score) of the live memories under namespace `prefix` for `query`, best
+        first: document frequencies over the prefix's matching rows, `n` and the mean length over
+        the prefix; `match` keeps only values containing it (jsonb `@>`: a role, a category)."""
+        await self.ensure_memory_fulltext()
+        rows = await self._fetch(
+            "SELECT tsvector_to_array(to_tsvector(%s::regconfig, %s)) AS lexemes", (config, query)
+        )
+        lexemes = list(rows[0]["lexemes"])
+        if not lexemes:
+            return []
+        params = {
+            "prefix": prefix,
+            "tsquery": " | ".join(_tsquery_literal(lexeme) for lexeme in lexemes),
+            "lexemes": lexemes,
+            "k1": k1,
+            "b": b,
+            "limit": limit,
+            "match": Jsonb(match or {}),
+        }
+        return [
+            (
+                Item(value=row["value"], key=row["key"], namespace=tuple(prefix.split(".")),
+                     created_at=row["created_at"], updated_at=row["updated_at"]),
+                float(row["score"]),
+            )
+            for row in await self._fetch(MEMORY_KEYWORD_SQL, params)
+        ]
 
     # --- web quotas (tools/quota.py) ------------------------------------------------------------
 

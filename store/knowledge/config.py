@@ -47,6 +47,7 @@ class KnowledgeConfig:
     chunk_size: int
     chunk_overlap: int
     text_search_config: str
+    hybrid_keyword_weight: float = 0.5
 
 
 def knowledge_config() -> KnowledgeConfig:
@@ -56,5 +57,6 @@ def knowledge_config() -> KnowledgeConfig:
         chunk_size=values.KB_CHUNK_SIZE,
         chunk_overlap=values.KB_CHUNK_OVERLAP,
         text_search_config=values.KB_TEXT_SEARCH_CONFIG,
+        hybrid_keyword_weight=values.KB_HYBRID_KEYWORD_WEIGHT,
     )
 

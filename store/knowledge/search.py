@@ -1,4 +1,4 @@
-"""Retrieval: dense (the store's vectors), keyword (BM25) and hybrid (reciprocal rank fusion)."""
+"""Retrieval: dense (the store's vectors), keyword (BM25) and hybrid (score-normalised weighted fusion)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any, cast
 
 from langgraph.store.base import BaseStore, GetOp, Item
 
+from store.fusion import fuse
 from store.knowledge.config import BM25_B, BM25_K1, MAX_TOP_K, RRF_K, STRATEGIES, knowledge_config
 from store.knowledge.keyword_fallback import bm25_rank
 from store.knowledge.registry import chunk_namespace, get_kb, search_all
@@ -136,10 +137,14 @@ async def keyword_search(store: BaseStore, kb: str, query: str, top_k: int = 5) 
     return _result(kb, query, "keyword", [(hit, {"keyword": rank}) for rank, hit in enumerate(hits, 1)])
 
 
-async def hybrid_search(store: BaseStore, kb: str, query: str, top_k: int = 5, *, rrf_k: int = RRF_K) -> dict:
-    """Dense and keyword candidates fused by reciprocal rank fusion (k=60); score is the RRF score."""
+async def hybrid_search(
+    store: BaseStore, kb: str, query: str, top_k: int = 5, *, keyword_weight: float | None = None
+) -> dict:
+    """Dense and keyword candidates fused by `store.fusion.fuse` (score-normalised weighted sum;
+    `keyword_weight` default KB_HYBRID_KEYWORD_WEIGHT); score is the fused score."""
     query = _check_query(query, top_k, "hybrid")
     entry = await get_kb(store, kb)
+    weight = knowledge_config().hybrid_keyword_weight if keyword_weight is None else keyword_weight
     depth = _candidate_depth(top_k)
     dense, keyword = await asyncio.gather(
         _dense_hits(store, kb, query, depth), _keyword_hits(store, kb, entry, query, depth)
@@ -147,7 +152,9 @@ async def hybrid_search(store: BaseStore, kb: str, query: str, top_k: int = 5, *
     by_id = {hit.id: hit for hit in (*keyword, *dense)}
     dense_rank = {hit.id: rank for rank, hit in enumerate(dense, 1)}
     keyword_rank = {hit.id: rank for rank, hit in enumerate(keyword, 1)}
-    fused = reciprocal_rank_fusion([[h.id for h in dense], [h.id for h in keyword]], k=rrf_k)[:top_k]
+    fused = fuse(
+        [(h.id, h.score) for h in dense], [(h.id, h.score) for h in keyword], keyword_weight=weight
+    )[:top_k]
     return _result(
         kb,
         query,

@@ -15,6 +15,8 @@ ROLES = ("user", "assistant")
 SOURCES = ("tool", "extraction", "chat")
 SCORINGS = ("weighted", "plain")
 PROFILE_KEY = "profile"
+SEARCHES = ("hybrid", "dense")
+TEXT_SEARCH_CONFIG = "english"  # Postgres text search configuration of memory full text
 
 MAX_LIMIT = 100
 MAX_POOL = 200
@@ -48,6 +50,10 @@ class MemoryConfig:
     access_cap: float = 0.5
     candidate_factor: int = 5
     scan_limit: int = 5000
+    search: str = "hybrid"
+    keyword_weight: float = 0.5
+    time_weight: float = 0.3
+    scoring: str = "weighted"
 
 
 def memory_config() -> MemoryConfig:
@@ -69,5 +75,9 @@ def memory_config() -> MemoryConfig:
         access_cap=values.MEMORY_ACCESS_CAP,
         candidate_factor=values.MEMORY_CANDIDATE_FACTOR,
         scan_limit=values.MEMORY_SCAN_LIMIT,
+        search=values.MEMORY_SEARCH,
+        keyword_weight=values.MEMORY_KEYWORD_WEIGHT,
+        time_weight=values.MEMORY_TIME_WEIGHT,
+        scoring=values.MEMORY_SCORING,
     )
 

@@ -48,7 +48,7 @@ async def list_items(
     now = times.utc_now()
     candidates: list[tuple[int, Item]] = []
     for ns in namespaces:
-        for item in await _scan(store, ns, config.scan_limit):
+        for item in await scan(store, ns, config.scan_limit):
             value = item.value
             if expired(value, now):
                 continue
@@ -77,7 +77,8 @@ def _within(moment: datetime | None, start: datetime | None, end: datetime | Non
     return (start is None or moment >= start) and (end is None or moment < end)
 
 
-async def _scan(store: BaseStore, ns: tuple, max_items: int) -> list[Item]:
+async def scan(store: BaseStore, ns: tuple, max_items: int) -> list[Item]:
+    """Up to `max_items` items of one namespace, page by page (stores without the SQL adapter)."""
     items: list[Item] = []
     while len(items) < max_items:
         page = await store.asearch(ns, limit=SCAN_PAGE, offset=len(items), refresh_ttl=False)

@@ -21,6 +21,7 @@ from store.memory.config import (
     MemoryConfig,
     memory_config,
 )
+from store.memory.hybrid import HYBRID_MIN_POOL, hybrid_search
 from store.memory.listing import haystack, list_items
 from store.memory.scoring import rank_weighted, recency_factor
 from store.memory.times import age_days, expired, resolve_time_range, stamp
@@ -45,15 +46,19 @@ async def recall(
     top_k: int = 5,
     category: str | None = None,
     role: str | None = None,
-    scoring: str = "weighted",
+    scoring: str | None = None,
     record_access: bool = True,
     now: datetime | None = None,
 ) -> list[dict]:
-    """Semantic search over one kind of the user's memories (episodic, semantic or chat).
+    """Search one kind of the user's memories (episodic, semantic or chat).
 
-    `scoring="weighted"` re-ranks `top_k * MEMORY_CANDIDATE_FACTOR` vector candidates with
-    `rank_weighted`; `"plain"` keeps the store's similarity order (duplicates included). Each
-    result carries `score` (the ranking score) and `similarity` (the store's). With
+    Candidates: with MEMORY_SEARCH=hybrid (default) the fusion of vector search, BM25 full text
+    and the memories written in a time range the query names (`store.memory.hybrid`); with
+    `dense` the store's vector search. `scoring` (default MEMORY_SCORING): `"weighted"` re-ranks
+    `top_k * MEMORY_CANDIDATE_FACTOR` candidates with `rank_weighted`; `"plain"` keeps the
+    candidates' order (duplicates included). Each result carries `score` (the ranking score) and
+    `similarity` (the store's cosine similarity; None for a candidate only full text or its
+    date found). With
     `record_access`, the returned memories get `access_count + 1` and `last_accessed_at` = now
     (the vector is kept).
     """
@@ -61,7 +66,7 @@ async def recall(
     ns = namespace(user_id, choice(kind, TEXT_KINDS, "kind"))
     query = checked_text(query, config, "query")
     top_k = checked_limit(top_k, "top_k")
-    scoring = choice(scoring, SCORINGS, "scoring")
+    scoring = choice(scoring or config.scoring, SCORINGS, "scoring")
     if category is not None and kind != "semantic":
         raise ValueError("category applies to semantic memories only")
     if category is not None:
@@ -74,10 +79,17 @@ async def recall(
 
     wanted = {k: v for k, v in (("category", category), ("role", role)) if v is not None}
     pool = min(top_k * config.candidate_factor, MAX_POOL)
-    hits = await store.asearch(
-        ns, query=query, filter=wanted or None, limit=pool, refresh_ttl=False
-    )
-    hits = [hit for hit in hits if not expired(hit.value, now)]
+    if config.search == "hybrid":
+        pool = max(pool, HYBRID_MIN_POOL)
+        fused = await hybrid_search(store, user_id, kind, ns, query, pool, wanted, config, now)
+        hits = [hit for hit, _ in fused]
+        similarity = {hit.key: value for hit, value in fused}
+    else:
+        hits = await store.asearch(
+            ns, query=query, filter=wanted or None, limit=pool, refresh_ttl=False
+        )
+        hits = [hit for hit in hits if not expired(hit.value, now)]
+        similarity = {hit.key: hit.score for hit in hits}
     if scoring == "weighted":
         ranked = rank_weighted(hits, kind, config, now)
     else:
@@ -85,7 +97,7 @@ async def recall(
     ranked = ranked[:top_k]
     if record_access and ranked:
         ranked = await _record_access(store, ranked, config, now)
-    return [as_result(hit, score, similarity=hit.score) for hit, score in ranked]
+    return [as_result(hit, score, similarity=similarity.get(hit.key)) for hit, score in ranked]
 
 
 async def _record_access(

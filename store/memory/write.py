@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Literal
 
 from langgraph.store.base import BaseStore, GetOp, PutOp
@@ -21,6 +21,7 @@ from store.memory.config import (
     MemoryConfig,
     memory_config,
 )
+from store.memory.hybrid import index_text, unindex_text
 from store.memory.times import expired, parse_stamp, stamp
 from store.memory.validate import (
     checked_category,
@@ -74,13 +75,16 @@ async def save_memory(
     source: str = "tool",
     thread_id: str | None = None,
     keywords: list[str] | None = None,
+    speaker: str | None = None,
     now: datetime | None = None,
 ) -> dict:
     """Save an episodic or semantic memory, or update a near-duplicate of it.
 
     An existing memory of the same kind (and category) whose similarity to `text` is at least
     MEMORY_DEDUPE_THRESHOLD is updated instead: text replaced, importance = max(old, new),
-    `updated_at` bumped. Returns the memory with `"action": "created" | "updated"`
+    `updated_at` bumped. Never a duplicate: a memory of another `speaker` (who said it, when a
+    conversation has several people; stored in the value), nor, for episodic memories (events),
+    one created on another UTC day than `now`. Returns the memory with `"action": "created" | "updated"`
     (an update also carries `similarity` and `previous_text`). `now` overrides the clock for
     imports and replays.
     """
@@ -92,15 +96,23 @@ async def save_memory(
     source = choice(source, SOURCES, "source")
     thread_id = optional_id(thread_id, "thread_id")
     keywords = checked_keywords(keywords) if keywords else None
+    speaker = optional_id(speaker, "speaker")
     now = now or times.utc_now()
     written = stamp(now)
 
     hits = await store.asearch(
-        ns, query=text, filter={"category": category} if category else None, limit=3,
+        ns, query=text, filter={"category": category} if category else None, limit=5,
         refresh_ttl=False,
     )
-    duplicate = next((h for h in hits if not expired(h.value, now)), None)
-    if duplicate and (duplicate.score or 0) >= config.dedupe_threshold:
+    duplicate = next(
+        (
+            h for h in hits
+            if not expired(h.value, now) and (h.score or 0) >= config.dedupe_threshold
+            and same_source(h.value, kind, speaker, now)
+        ),
+        None,
+    )
+    if duplicate:
         old = duplicate.value
         value = {
             **old,
@@ -116,6 +128,8 @@ async def save_memory(
         value = with_expiry(value, config, now)
         reindex = text != old.get("text")
         await store.abatch([put_op(store, ns, duplicate.key, value, reindex, config)])
+        if reindex:
+            await index_text(store, ns, duplicate.key, text)
         return {
             "id": duplicate.key, **value, "action": "updated",
             "similarity": duplicate.score, "previous_text": old.get("text"),
@@ -133,11 +147,24 @@ async def save_memory(
         "source": source,
         **({"thread_id": thread_id} if thread_id else {}),
         **({"keywords": keywords} if keywords else {}),
+        **({"speaker": speaker} if speaker else {}),
     }
     value = with_expiry(value, config, now)
     key = str(uuid.uuid4())
     await store.abatch([put_op(store, ns, key, value, True, config)])
+    await index_text(store, ns, key, value["text"])
     return {"id": key, **value, "action": "created"}
+
+
+def same_source(old: dict, kind: str, speaker: str | None, now: datetime) -> bool:
+    """Whether a near-duplicate `old` may be merged with a new memory: same speaker (both None
+    counts as the same), and for episodic memories created on the same UTC day as `now`."""
+    if old.get("speaker") != speaker:
+        return False
+    if kind != "episodic":
+        return True
+    created = parse_stamp(old.get("created_at"))
+    return created is not None and created.astimezone(UTC).date() == now.astimezone(UTC).date()
 
 
 async def record_chat_message(
@@ -178,6 +205,7 @@ async def record_chat_message(
     value = with_expiry(value, config, now or times.utc_now())
     key = str(uuid.uuid4())
     await store.abatch([put_op(store, ns, key, value, True, config)])
+    await index_text(store, ns, key, str(value["text"]))
     return {"id": key, **value}
 
 
@@ -226,6 +254,7 @@ async def delete_memory(store: BaseStore, user_id: str, memory_id: str) -> dict:
     for ns, item in zip(labels, found, strict=True):
         if item is not None:
             await store.adelete(ns, checked_id)
+            await unindex_text(store, ns, checked_id)
             return {"id": checked_id, "deleted": True, "kind": ns[2]}
     return {"id": checked_id, "deleted": False, "kind": None}
 

@@ -1,0 +1,19 @@
+"""Prompts of the small model utilities."""
+
+TITLE_PROMPT = """Write a short title (at most 8 words, no quotes, no final period) for the
+conversation below, in the conversation's language. It names the topic, not the assistant.
+
+Conversation:
+{conversation}"""
+
+RELATED_PROMPT = """A user asked the question below and got the answer below. Suggest {count}
+follow-up questions the user is likely to ask next: each short, self-contained, in the user's
+language, and different from each other and from the original question.
+
+Question: {question}
+
+Answer: {answer}"""
+
+TIP_PROMPT = """Give one practical tip for today ({today}) for a user of an AI assistant with
+web search, knowledge bases and long-term memory{topic}. One or two sentences, concrete and
+actionable, in English unless the topic is written in another language."""

@@ -1,0 +1,87 @@
+"""Dates named in a memory query ("in the week of 8 May 2023", "in April 2023", "last week"),
+resolved to a time range by `query_time_range`: hybrid memory search (store/memory/hybrid.py)
+boosts the memories written in it."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+
+MONTHS = {
+    name: number
+    for number, names in enumerate(
+        (("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",),
+         ("june", "jun"), ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"),
+         ("october", "oct"), ("november", "nov"), ("december", "dec")),
+        1,
+    )
+    for name in names
+}
+_MONTH = "|".join(sorted(MONTHS, key=len, reverse=True))
+_DAY_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+({_MONTH})\.?,?\s+(\d{{4}})\b", re.I)
+_MONTH_DAY_YEAR = re.compile(rf"\b({_MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.I)
+_ISO_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
+_MONTH_YEAR = re.compile(rf"\b({_MONTH})\.?,?\s+(\d{{4}})\b", re.I)
+_LAST_MONTH_NAME = re.compile(rf"\blast\s+({_MONTH})\b", re.I)
+_WEEK_OF = re.compile(r"\bweek\s+of\b", re.I)
+_RELATIVE = re.compile(r"\b(yesterday|last\s+week|last\s+month|(\d+)\s+(day|week|month)s?\s+ago)\b", re.I)
+
+
+def _day(year: int, month: int, day: int) -> datetime | None:
+    try:
+        return datetime(year, month, day, tzinfo=UTC)
+    except ValueError:
+        return None
+
+
+def query_time_range(query: str, now: datetime) -> tuple[datetime, datetime] | None:
+    """The [start, end) UTC range a query names, or None. A full date is that day, or its
+    Monday-to-Sunday week after "week of"; "May 2023" the month; "last May" the latest May
+    before `now`'s month; "yesterday", "last week", "last month", "N days/weeks/months ago"
+    count back from `now` (the week or month around it)."""
+    for pattern, order in ((_DAY_MONTH_YEAR, "dmy"), (_MONTH_DAY_YEAR, "mdy"), (_ISO_DATE, "iso")):
+        match = pattern.search(query)
+        if not match:
+            continue
+        if order == "dmy":
+            day = _day(int(match[3]), MONTHS[match[2].lower()], int(match[1]))
+        elif order == "mdy":
+            day = _day(int(match[3]), MONTHS[match[1].lower()], int(match[2]))
+        else:
+            day = _day(int(match[1]), int(match[2]), int(match[3]))
+        if day is None:
+            return None
+        if _WEEK_OF.search(query):
+            monday = day - timedelta(days=day.weekday())
+            return monday, monday + timedelta(days=7)
+        return day, day + timedelta(days=1)
+    match = _MONTH_YEAR.search(query)
+    if match:
+        return _month(int(match[2]), MONTHS[match[1].lower()])
+    match = _LAST_MONTH_NAME.search(query)
+    if match:
+        month = MONTHS[match[1].lower()]
+        year = now.year if month < now.month else now.year - 1
+        return _month(year, month)
+    match = _RELATIVE.search(query)
+    if match:
+        today = now.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+        phrase = match[1].lower()
+        if phrase == "yesterday":
+            return today - timedelta(days=1), today
+        if phrase.startswith("last week"):
+            return today - timedelta(days=7), today
+        if phrase.startswith("last month"):
+            return today - timedelta(days=31), today
+        count, unit = int(match[2]), match[3].lower()
+        days = {"day": 1, "week": 7, "month": 30}[unit] * count
+        spread = {"day": 1, "week": 4, "month": 15}[unit]
+        center = today - timedelta(days=days)
+        return center - timedelta(days=spread), center + timedelta(days=spread + 1)
+    return None
+
+
+def _month(year: int, month: int) -> tuple[datetime, datetime]:
+    start = datetime(year, month, 1, tzinfo=UTC)
+    end = datetime(year + (month == 12), month % 12 + 1, 1, tzinfo=UTC)
+    return start, end
