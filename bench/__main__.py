@@ -29,21 +29,54 @@ from bench import kb_bench, memory_bench, overhead, server
 
 BENCH_DIR = Path(__file__).resolve().parent
 BENCHES = ("overhead", "persistence", "server", "memory", "kb")
-PACKAGES = ("langgraph", "langchain", "langchain-core", "langgraph-api", "langgraph-checkpoint-postgres",
-            "langsmith", "psycopg")
+PACKAGES = (
+    "langgraph",
+    "langchain",
+    "langchain-core",
+    "langgraph-api",
+    "langgraph-checkpoint-postgres",
+    "langsmith",
+    "psycopg",
+)
 
 
 def machine() -> dict:
     """What the figures were measured on."""
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").exists() else platform.processor()
-    memory_kb = next((int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines()
-                      if line.startswith("MemTotal")), 0) if Path("/proc/meminfo").exists() else 0
+    cpu = (
+        next(
+            (
+                line.split(":", 1)[1].strip()
+                for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")
+            ),
+            platform.processor(),
+        )
+        if Path("/proc/cpuinfo").exists()
+        else platform.processor()
+    )
+    memory_kb = (
+        next(
+            (
+                int(line.split()[1])
+                for line in Path("/proc/meminfo").read_text().splitlines()
+                if line.startswith("MemTotal")
+            ),
+            0,
+        )
+        if Path("/proc/meminfo").exists()
+        else 0
+    )
     try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=BENCH_DIR, capture_output=True,
-                                text=True, timeout=10).stdout.strip()
-        changed = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=BENCH_DIR,
-                                 capture_output=True, text=True, timeout=10).stdout.strip()
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=BENCH_DIR, capture_output=True, text=True, timeout=10
+        ).stdout.strip()
+        changed = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=BENCH_DIR,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
         commit += " + uncommitted changes" if commit and changed else ""
     except (OSError, subprocess.SubprocessError):
         commit = ""
@@ -54,16 +87,35 @@ def machine() -> dict:
         except metadata.PackageNotFoundError:
             pass
     return {
-        "platform": platform.platform(), "python": sys.version.split()[0], "cpu": cpu,
-        "cpus": os.cpu_count(), "memory_gb": round(memory_kb / 1024 / 1024, 1),
-        "load_average_start": [round(x, 2) for x in os.getloadavg()], "git_commit": commit,
+        "platform": platform.platform(),
+        "python": sys.version.split()[0],
+        "cpu": cpu,
+        "cpus": os.cpu_count(),
+        "memory_gb": round(memory_kb / 1024 / 1024, 1),
+        "load_average_start": [round(x, 2) for x in os.getloadavg()],
+        "git_commit": commit,
         "packages": versions,
     }
 
 
 def _memory(full: bool) -> dict:
-    argv = [] if full else ["--sizes", "1000", "--queries", "40", "--real-puts", "100", "--distinct", "300",
-                            "--no-tenant-check", "--seeds", "7"]
+    argv = (
+        []
+        if full
+        else [
+            "--sizes",
+            "1000",
+            "--queries",
+            "40",
+            "--real-puts",
+            "100",
+            "--distinct",
+            "300",
+            "--no-tenant-check",
+            "--seeds",
+            "7",
+        ]
+    )
     return asyncio.run(memory_bench.run(memory_bench.parse_args(argv)))
 
 
@@ -77,8 +129,12 @@ def _kb() -> dict:
         else:
             os.environ["POSTGRES_SCHEMA"] = previous
     print(kb_bench.render(report, corpus, seconds))
-    return {"passages": len(corpus.passages), "queries": len(corpus.queries), "ingest_seconds": seconds,
-            "report": report}
+    return {
+        "passages": len(corpus.passages),
+        "queries": len(corpus.queries),
+        "ingest_seconds": seconds,
+        "report": report,
+    }
 
 
 def run_bench(name: str, args: argparse.Namespace) -> dict:
@@ -118,40 +174,63 @@ def summary(report: dict) -> str:
 
     for mode, r in (f.get("overhead") or {}).items():
         if isinstance(r, dict) and "react" in r:
-            row(f"react turn, {mode} (median)", f"{r['react']['median_ms']:.2f} ms",
-                f"create_agent {r['create_agent']['median_ms']:.2f} ms", r["ratio"])
+            row(
+                f"react turn, {mode} (median)",
+                f"{r['react']['median_ms']:.2f} ms",
+                f"create_agent {r['create_agent']['median_ms']:.2f} ms",
+                r["ratio"],
+            )
     if (p := f.get("persistence")) and "postgres" in p:
-        row("react turn, Postgres saver (median)", f"{p['postgres']['median_ms']:.2f} ms "
+        row(
+            "react turn, Postgres saver (median)",
+            f"{p['postgres']['median_ms']:.2f} ms "
             f"({p['extra_ms_per_checkpoint']:.2f} ms extra per checkpoint, {p['checkpoints_per_turn']} per turn)",
-            f"in-memory saver {p['in_memory']['median_ms']:.2f} ms", p["ratio"])
+            f"in-memory saver {p['in_memory']['median_ms']:.2f} ms",
+            p["ratio"],
+        )
     for n, r in (f.get("server") or {}).items():
         if isinstance(r, dict) and "react" in r:
-            token = (f", token delay p50 {r['react']['token_delay_p50_ms']:.1f} ms"
-                     if "token_delay_p50_ms" in r["react"] else "")
-            row(f"server N={n}, react run p50 / p95", f"{r['react']['p50_ms']:.0f} / {r['react']['p95_ms']:.0f} ms, "
+            token = (
+                f", token delay p50 {r['react']['token_delay_p50_ms']:.1f} ms"
+                if "token_delay_p50_ms" in r["react"]
+                else ""
+            )
+            row(
+                f"server N={n}, react run p50 / p95",
+                f"{r['react']['p50_ms']:.0f} / {r['react']['p95_ms']:.0f} ms, "
                 f"{r['react']['runs_per_s']:.1f} runs/s{token}",
                 f"echo {r['echo']['p50_ms']:.0f} / {r['echo']['p95_ms']:.0f} ms, {r['echo']['runs_per_s']:.1f} runs/s",
-                r["react_vs_echo_p50"])
+                r["react_vs_echo_p50"],
+            )
     memory = f.get("memory") or {}
     for r in memory.get("latency", []):
         t = r["timing"]
-        row(f"memory recall p50, {r['label']}", f"weighted {t['weighted']['p50']:.1f} ms",
+        row(
+            f"memory recall p50, {r['label']}",
+            f"weighted {t['weighted']['p50']:.1f} ms",
             f"plain {t['plain']['p50']:.1f} ms, store only {t['store_only']['p50']:.1f} ms",
-            t["weighted"]["p50"] / t["plain"]["p50"])
+            t["weighted"]["p50"] / t["plain"]["p50"],
+        )
     for target in ("memories", "chat"):
         mean = (memory.get("quality") or {}).get("mean", {})
         if f"{target}/weighted" in mean:
             w, p = mean[f"{target}/weighted"], mean[f"{target}/plain"]
-            row(f"memory recall@5 / MRR, {target}", f"weighted {w['recall@5']:.3f} / {w['mrr']:.3f}",
-                f"plain {p['recall@5']:.3f} / {p['mrr']:.3f}", w["recall@5"] / p["recall@5"] if p["recall@5"] else None)
+            row(
+                f"memory recall@5 / MRR, {target}",
+                f"weighted {w['recall@5']:.3f} / {w['mrr']:.3f}",
+                f"plain {p['recall@5']:.3f} / {p['mrr']:.3f}",
+                w["recall@5"] / p["recall@5"] if p["recall@5"] else None,
+            )
     if (kb := f.get("kb")) and "report" in kb:
         dense = kb["report"]["dense"]["all"]
         for strategy in ("hybrid", "keyword"):
             s = kb["report"][strategy]["all"]
-            row(f"KB nDCG@10 / R@10, {strategy}", f"{s['ndcg@10']:.3f} / {s['recall@10']:.3f}, "
-                f"{s['ms_per_query']:.1f} ms/query",
+            row(
+                f"KB nDCG@10 / R@10, {strategy}",
+                f"{s['ndcg@10']:.3f} / {s['recall@10']:.3f}, {s['ms_per_query']:.1f} ms/query",
                 f"dense {dense['ndcg@10']:.3f} / {dense['recall@10']:.3f}, {dense['ms_per_query']:.1f} ms/query",
-                s["ndcg@10"] / dense["ndcg@10"])
+                s["ndcg@10"] / dense["ndcg@10"],
+            )
     for name, figures in f.items():
         if isinstance(figures, dict) and "error" in figures:
             lines.append(f"| {name} | failed: {figures['error']} | | |")
@@ -162,19 +241,29 @@ def summary(report: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of `python -m bench`."""
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default=",".join(BENCHES),
-                        type=lambda s: [x.strip() for x in s.split(",") if x.strip()],
-                        help=f"benchmarks to run (default all: {','.join(BENCHES)})")
+    parser.add_argument(
+        "--only",
+        default=",".join(BENCHES),
+        type=lambda s: [x.strip() for x in s.split(",") if x.strip()],
+        help=f"benchmarks to run (default all: {','.join(BENCHES)})",
+    )
     parser.add_argument("--full", action="store_true", help="the bigger sizes (takes 10+ minutes)")
     parser.add_argument("--turns", type=int, help="overhead: measured turns per contestant (default 200, full 600)")
     parser.add_argument("--rounds", type=int, default=4, help="interleaved rounds (default 4)")
-    parser.add_argument("--concurrency", type=lambda s: [int(x) for x in s.split(",")],
-                        help="server: concurrent runs per batch (default 1,10; full 1,10,50)")
+    parser.add_argument(
+        "--concurrency",
+        type=lambda s: [int(x) for x in s.split(",")],
+        help="server: concurrent runs per batch (default 1,10; full 1,10,50)",
+    )
     parser.add_argument("--batches", type=int, help="server: batches per N (default 3, full 5)")
     parser.add_argument("--profile", action="store_true", help="add a cProfile of react turns to the results")
     parser.add_argument("--note", default="", help="free text stored with the results (e.g. 'measured under load')")
-    parser.add_argument("--out", type=Path, default=BENCH_DIR / "results.json",
-                        help="results file (JSON; a Markdown summary is written next to it)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=BENCH_DIR / "results.json",
+        help="results file (JSON; a Markdown summary is written next to it)",
+    )
     args = parser.parse_args(argv)
     unknown = set(args.only) - set(BENCHES)
     if unknown:
@@ -186,9 +275,12 @@ def main(argv: list[str] | None = None) -> int:
 
     was_running = memory_bench._embedded_was_running()
     report: dict = {
-        "started_at": datetime.now(UTC).isoformat(timespec="seconds"), "machine": machine(),
-        "note": args.note, "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-        "figures": {}, "seconds": {},
+        "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": machine(),
+        "note": args.note,
+        "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+        "figures": {},
+        "seconds": {},
     }
     try:
         for name in [b for b in BENCHES if b in args.only]:

@@ -64,7 +64,11 @@ async def evaluate(store, corpus: Corpus) -> dict:
         for query in corpus.queries:
             result = await knowledge.retrieve(store, KB, query.text, strategy=strategy, top_k=DEPTH)
             ranked = [r["source"].removeprefix("bench:") for r in result["retrieval_results"]]
-            scores = (recall_at(ranked, query.relevant, 5), recall_at(ranked, query.relevant, 10), ndcg_at(ranked, query.relevant, 10))
+            scores = (
+                recall_at(ranked, query.relevant, 5),
+                recall_at(ranked, query.relevant, 10),
+                ndcg_at(ranked, query.relevant, 10),
+            )
             rows["all"].append(scores)
             rows[query.kind].append(scores)
         latency_ms = (time.perf_counter() - started) * 1000 / len(corpus.queries)
@@ -93,7 +97,9 @@ def render(report: dict, corpus: Corpus, ingest_seconds: float) -> str:
             lines.append(
                 f"{kind:<11} {strategy:<8} {row['queries']:>7} {row['recall@5']:>6.3f} {row['recall@10']:>6.3f} {row['ndcg@10']:>8.3f}"
             )
-    lines.append("mean latency per query: " + ", ".join(f"{s} {report[s]['all']['ms_per_query']:.1f} ms" for s in STRATEGIES))
+    lines.append(
+        "mean latency per query: " + ", ".join(f"{s} {report[s]['all']['ms_per_query']:.1f} ms" for s in STRATEGIES)
+    )
     return "\n".join(lines)
 
 
@@ -115,7 +121,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     report, corpus, seconds = asyncio.run(run())
     if args.json:
-        print(json.dumps({"passages": len(corpus.passages), "queries": len(corpus.queries), "ingest_seconds": seconds, "report": report}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "passages": len(corpus.passages),
+                    "queries": len(corpus.queries),
+                    "ingest_seconds": seconds,
+                    "report": report,
+                },
+                indent=2,
+            )
+        )
     else:
         print(render(report, corpus, seconds))
     return 0

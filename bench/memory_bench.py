@@ -102,17 +102,21 @@ async def _reset_schema(uri: str, schema: str) -> None:
 def _value(kind: str, category: str | None, text: str, importance: float, when: datetime) -> dict:
     stamp = when.isoformat(timespec="microseconds")
     value = {
-        "text": text, "kind": kind, "importance": importance, "created_at": stamp,
-        "updated_at": stamp, "last_accessed_at": None, "access_count": 0, "source": "extraction",
+        "text": text,
+        "kind": kind,
+        "importance": importance,
+        "created_at": stamp,
+        "updated_at": stamp,
+        "last_accessed_at": None,
+        "access_count": 0,
+        "source": "extraction",
     }
     if category:
         value["category"] = category
     return value
 
 
-async def _load_user(
-    pg_store, uri: str, schema: str, user: str, n: int, args, pool: np.ndarray, seed: int
-) -> dict:
+async def _load_user(pg_store, uri: str, schema: str, user: str, n: int, args, pool: np.ndarray, seed: int) -> dict:
     """Load n memories for `user`; returns load figures."""
     now = datetime.now(UTC)
     records = list(synthetic_memories(n, seed=seed))
@@ -133,8 +137,9 @@ async def _load_user(
         vector = base + rng.normal(0, NOISE_SIGMA, base.shape)
         vector = (vector / np.linalg.norm(vector)).astype(np.float32)
         prefix = ".".join(memory.namespace(user, kind))
-        rows.append((prefix, str(uuid.uuid4()), _value(kind, category, text, importance,
-                                                       now - timedelta(days=age)), vector))
+        rows.append(
+            (prefix, str(uuid.uuid4()), _value(kind, category, text, importance, now - timedelta(days=age)), vector)
+        )
     started = time.perf_counter()
     if rows:
         await pg_store.sql.copy_items(rows, field="text")
@@ -166,9 +171,7 @@ async def _time_queries(pg_store, user: str, queries: list[str], top_k: int) -> 
     for query in queries:
         for scoring in ("plain", "weighted"):
             started = time.perf_counter()
-            await memory.recall(
-                pg_store, user, query, "episodic", top_k=top_k, scoring=scoring, record_access=False
-            )
+            await memory.recall(pg_store, user, query, "episodic", top_k=top_k, scoring=scoring, record_access=False)
             figures[scoring].append((time.perf_counter() - started) * 1000)
     real = pg_store.embeddings
     pg_store.embeddings = CachedQueryEmbeddings(real, {})
@@ -186,8 +189,7 @@ async def _time_queries(pg_store, user: str, queries: list[str], top_k: int) -> 
     finally:
         pg_store.embeddings = real
     out: dict = {
-        name: {"p50": _percentile(values, 50), "p95": _percentile(values, 95)}
-        for name, values in figures.items()
+        name: {"p50": _percentile(values, 50), "p95": _percentile(values, 95)} for name, values in figures.items()
     }
     out["returned"] = statistics.mean(returned)
     out["pooled"] = statistics.mean(pooled)
@@ -199,9 +201,16 @@ async def _time_queries(pg_store, user: str, queries: list[str], top_k: int) -> 
 async def _store_with_options(uri: str, schema: str, options: str):
     """The store as store.postgres.store() builds it, but with these server settings instead."""
     pool = AsyncConnectionPool(
-        conninfo=uri, min_size=1, max_size=4, open=False,
-        kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row,
-                "options": f"-c search_path={schema},public {options}"},
+        conninfo=uri,
+        min_size=1,
+        max_size=4,
+        open=False,
+        kwargs={
+            "autocommit": True,
+            "prepare_threshold": 0,
+            "row_factory": dict_row,
+            "options": f"-c search_path={schema},public {options}",
+        },
     )
     await pool.open(wait=True, timeout=30)
     try:
@@ -221,17 +230,24 @@ async def latency_benchmark(args, uri: str) -> list[dict]:
     embeddings = get_embeddings()
     dataset = build_dataset()
     queries = [q.text for q in dataset.questions]
-    queries += [f"{a} {b}" for a, b in zip(
-        ("hiking near", "dinner in", "museum in", "trip to", "friend in", "course on", "talk on"),
-        ("Kyoto", "Lisbon", "Oslo", "Prague", "Vienna", "pottery", "volcanoes"), strict=True)]
+    queries += [
+        f"{a} {b}"
+        for a, b in zip(
+            ("hiking near", "dinner in", "museum in", "trip to", "friend in", "course on", "talk on"),
+            ("Kyoto", "Lisbon", "Oslo", "Prague", "Vienna", "pottery", "volcanoes"),
+            strict=True,
+        )
+    ]
     queries = (queries * (args.queries // len(queries) + 1))[: args.queries]
 
     pool_texts = [text for _, _, text, _, _ in synthetic_memories(args.distinct, seed=99)]
     started = time.perf_counter()
     pool = np.asarray(await embeddings.aembed_documents(pool_texts), dtype=np.float32)
     embed_rate = len(pool_texts) / (time.perf_counter() - started)
-    print(f"\nembedding rate (local all-MiniLM-L6-v2, batch 64): {embed_rate:.0f} texts/s "
-          f"({len(pool_texts)} distinct texts embedded for the vector pool)")
+    print(
+        f"\nembedding rate (local all-MiniLM-L6-v2, batch 64): {embed_rate:.0f} texts/s "
+        f"({len(pool_texts)} distinct texts embedded for the vector pool)"
+    )
 
     rows = []
     sizes = sorted(args.sizes)
@@ -241,8 +257,10 @@ async def latency_benchmark(args, uri: str) -> list[dict]:
         os.environ["POSTGRES_SCHEMA"] = schema
         async with store() as pg_store:
             load = await _load_user(pg_store, uri, schema, BENCH_USER, size, args, pool, seed=size)
-            print(f"  loaded {size}: {load['real_puts']} real puts at {load['put_rate']:.0f}/s, "
-                  f"{load['copied']} copied in {load['copy_seconds']:.1f} s")
+            print(
+                f"  loaded {size}: {load['real_puts']} real puts at {load['put_rate']:.0f}/s, "
+                f"{load['copied']} copied in {load['copy_seconds']:.1f} s"
+            )
             timing = await _measure(pg_store, uri, schema, BENCH_USER, queries, args.top_k)
             rows.append({"label": f"{size} rows", "size": size, "load": load, "timing": timing})
             if size == sizes[-1] and args.tenant_check:
@@ -261,12 +279,18 @@ async def latency_benchmark(args, uri: str) -> list[dict]:
 def _print_latency(rows: list[dict], top_k: int, queries: int) -> None:
     base = rows[0]["timing"]
     pool = base["pool"]
-    print(f"\nsearch latency over {queries} queries, top_k={top_k}, one user's episodic memories "
-          "(about half of that user's rows); ms")
-    print(f"{'':>22} | {'recall plain':>13} | {'recall weighted':>15} | {'store only':>13} | "
-          f"{'p50 x first row':>17} | {'returned':>8} | {'pool':>8} | hnsw")
-    print(f"{'':>22} | {'p50 / p95':>13} | {'p50 / p95':>15} | {'p50 / p95':>13} | "
-          f"{'plain/wtd/store':>17} | {f'of {top_k}':>8} | {f'of {pool}':>8} |")
+    print(
+        f"\nsearch latency over {queries} queries, top_k={top_k}, one user's episodic memories "
+        "(about half of that user's rows); ms"
+    )
+    print(
+        f"{'':>22} | {'recall plain':>13} | {'recall weighted':>15} | {'store only':>13} | "
+        f"{'p50 x first row':>17} | {'returned':>8} | {'pool':>8} | hnsw"
+    )
+    print(
+        f"{'':>22} | {'p50 / p95':>13} | {'p50 / p95':>15} | {'p50 / p95':>13} | "
+        f"{'plain/wtd/store':>17} | {f'of {top_k}':>8} | {f'of {pool}':>8} |"
+    )
     for row in rows:
         t = row["timing"]
         ratios = "/".join(f"{t[k]['p50'] / base[k]['p50']:.2f}" for k in ("plain", "weighted", "store_only"))
@@ -276,11 +300,15 @@ def _print_latency(rows: list[dict], top_k: int, queries: int) -> None:
             f"{t['store_only']['p50']:>5.1f} / {t['store_only']['p95']:>5.1f} | {ratios:>17} | "
             f"{t['returned']:>8.1f} | {t['pooled']:>8.1f} | {'yes' if t['hnsw_scans'] else 'no'}"
         )
-    print("'returned'/'pool': results the store's asearch gave for top_k and for the weighted "
-          "candidate pool (fewer than asked: the filtered HNSW scan ran dry).")
+    print(
+        "'returned'/'pool': results the store's asearch gave for top_k and for the weighted "
+        "candidate pool (fewer than asked: the filtered HNSW scan ran dry)."
+    )
     if any(row["label"].endswith("(off)") for row in rows):
-        print(f"(off) = connections with {SCAN_OFF!r}; the other rows use store.postgres.store() "
-              "as configured (iterative scans on).")
+        print(
+            f"(off) = connections with {SCAN_OFF!r}; the other rows use store.postgres.store() "
+            "as configured (iterative scans on)."
+        )
 
 
 async def quality_benchmark(args, uri: str) -> dict:
@@ -305,13 +333,17 @@ async def quality_benchmark(args, uri: str) -> dict:
 
 
 def _print_quality(scores: dict) -> None:
-    print(f"{'searched':>9} | {'scoring':>8} | {'recall@5':>8} | {'recall@10':>9} | {'MRR':>5} | "
-          f"{'outdated fact ranked first':>26}")
+    print(
+        f"{'searched':>9} | {'scoring':>8} | {'recall@5':>8} | {'recall@10':>9} | {'MRR':>5} | "
+        f"{'outdated fact ranked first':>26}"
+    )
     for name, s in scores.items():
         target, scoring = name.split("/")
         stale = f"{s['stale_first']}/{s['stale_questions']}" if target == "memories" else "-"
-        print(f"{target:>9} | {scoring:>8} | {s['recall@5']:>8.3f} | {s['recall@10']:>9.3f} | "
-              f"{s['mrr']:>5.3f} | {stale:>26}")
+        print(
+            f"{target:>9} | {scoring:>8} | {s['recall@5']:>8.3f} | {s['recall@10']:>9.3f} | "
+            f"{s['mrr']:>5.3f} | {stale:>26}"
+        )
 
 
 async def _quality_for_seed(args, uri: str, seed: int) -> dict:
@@ -328,15 +360,24 @@ async def _quality_for_seed(args, uri: str, seed: int) -> dict:
         pending = next(records, None)
         for turn in dataset.turns:  # chronological: chat first, then what it taught
             saved = await memory.record_chat_message(
-                pg_store, "quality_user", turn.role, turn.text, f"session-{turn.session}",
+                pg_store,
+                "quality_user",
+                turn.role,
+                turn.text,
+                f"session-{turn.session}",
                 now=now - timedelta(days=turn.age_days),
             )
             turn_id[turn.id] = saved["id"]
             while pending is not None and pending.turn_id == turn.id:
                 result = await memory.save_memory(
-                    pg_store, "quality_user", pending.kind, pending.text,
-                    category=pending.category, importance=pending.importance,
-                    source="extraction", now=now - timedelta(days=pending.age_days),
+                    pg_store,
+                    "quality_user",
+                    pending.kind,
+                    pending.text,
+                    category=pending.category,
+                    importance=pending.importance,
+                    source="extraction",
+                    now=now - timedelta(days=pending.age_days),
                 )
                 stored_id[pending.id] = result["id"]
                 pending = next(records, None)
@@ -349,10 +390,12 @@ async def _quality_for_seed(args, uri: str, seed: int) -> dict:
                     pg_store, dataset, target, scoring, stored_id, turn_id, now
                 )
     distinct = len(set(stored_id.values()))
-    print(f"\nretrieval quality, seed {seed}: {len(dataset.turns)} turns in {args.sessions} "
-          f"sessions over {args.weeks} weeks, {len(dataset.memories)} extracted memories "
-          f"({distinct} after dedupe), {len(dataset.questions)} questions; loaded in "
-          f"{load_seconds:.0f} s")
+    print(
+        f"\nretrieval quality, seed {seed}: {len(dataset.turns)} turns in {args.sessions} "
+        f"sessions over {args.weeks} weeks, {len(dataset.memories)} extracted memories "
+        f"({distinct} after dedupe), {len(dataset.questions)} questions; loaded in "
+        f"{load_seconds:.0f} s"
+    )
     _print_quality(scores)
     return scores | {"load_seconds": load_seconds}
 
@@ -370,8 +413,14 @@ async def _evaluate(pg_store, dataset, target, scoring, stored_id, turn_id, now)
             outdated = set()
             kind = "chat"
         results = await memory.recall(
-            pg_store, "quality_user", question.text, kind, top_k=10, scoring=scoring,
-            record_access=False, now=now,
+            pg_store,
+            "quality_user",
+            question.text,
+            kind,
+            top_k=10,
+            scoring=scoring,
+            record_access=False,
+            now=now,
         )
         ids = [r["id"] for r in results]
         hits5 += len(wanted & set(ids[:5])) / len(wanted)
@@ -383,33 +432,48 @@ async def _evaluate(pg_store, dataset, target, scoring, stored_id, turn_id, now)
             stale_first += bool(ids) and ids[0] in outdated
     n = len(dataset.questions)
     return {
-        "recall@5": hits5 / n, "recall@10": hits10 / n, "mrr": reciprocal / n,
-        "stale_first": stale_first, "stale_questions": stale_questions,
+        "recall@5": hits5 / n,
+        "recall@10": hits10 / n,
+        "mrr": reciprocal / n,
+        "stale_first": stale_first,
+        "stale_questions": stale_questions,
     }
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.memory_bench", description=__doc__.split("\n")[0])
-    parser.add_argument("--sizes", default="1000,10000",
-                        type=lambda s: [int(x) for x in s.split(",") if x.strip()],
-                        help="memory counts for the latency benchmark (default 1000,10000)")
+    parser.add_argument(
+        "--sizes",
+        default="1000,10000",
+        type=lambda s: [int(x) for x in s.split(",") if x.strip()],
+        help="memory counts for the latency benchmark (default 1000,10000)",
+    )
     parser.add_argument("--queries", type=int, default=100, help="searches per size (default 100)")
     parser.add_argument("--top-k", type=int, default=10)
-    parser.add_argument("--real-puts", type=int, default=500,
-                        help="rows per size written through the real store path (default 500)")
-    parser.add_argument("--distinct", type=int, default=2000,
-                        help="really embedded texts the copied rows' vectors derive from (default 2000)")
+    parser.add_argument(
+        "--real-puts", type=int, default=500, help="rows per size written through the real store path (default 500)"
+    )
+    parser.add_argument(
+        "--distinct",
+        type=int,
+        default=2000,
+        help="really embedded texts the copied rows' vectors derive from (default 2000)",
+    )
     parser.add_argument("--embed-all", action="store_true", help="embed every row (slow: ~80 rows/s)")
     parser.add_argument("--no-tenant-check", dest="tenant_check", action="store_false")
     parser.add_argument("--skip-latency", action="store_true")
     parser.add_argument("--skip-quality", action="store_true")
-    parser.add_argument("--seeds", default="7,11,23,42,101",
-                        type=lambda s: [int(x) for x in s.split(",") if x.strip()],
-                        help="data set seeds for the quality benchmark (default 7,11,23,42,101)")
+    parser.add_argument(
+        "--seeds",
+        default="7,11,23,42,101",
+        type=lambda s: [int(x) for x in s.split(",") if x.strip()],
+        help="data set seeds for the quality benchmark (default 7,11,23,42,101)",
+    )
     parser.add_argument("--sessions", type=int, default=48)
     parser.add_argument("--weeks", type=int, default=16)
-    parser.add_argument("--keep", action="store_true",
-                        help="keep the bench_memory_* schemas afterwards (default: drop them)")
+    parser.add_argument(
+        "--keep", action="store_true", help="keep the bench_memory_* schemas afterwards (default: drop them)"
+    )
     parser.add_argument("--json", help="also write the figures to this file")
     return parser.parse_args(argv)
 

@@ -64,8 +64,9 @@ def react_turn(graph, mode: str) -> Turn:
         if mode == "invoke":
             await graph.ainvoke(payload, config, context=context)
         else:
-            async for _ in graph.astream(payload, config, context=context,
-                                         stream_mode=["messages", "updates", "custom"]):
+            async for _ in graph.astream(
+                payload, config, context=context, stream_mode=["messages", "updates", "custom"]
+            ):
                 pass
 
     return turn
@@ -97,8 +98,11 @@ async def _time(turn: Turn, n: int) -> list[float]:
 
 def _summary(times: list[float]) -> dict:
     ordered = sorted(times)
-    return {"turns": len(times), "median_ms": statistics.median(times),
-            "p95_ms": ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]}
+    return {
+        "turns": len(times),
+        "median_ms": statistics.median(times),
+        "p95_ms": ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))],
+    }
 
 
 async def _interleaved(contestants: dict[str, Turn], turns: int, rounds: int) -> dict[str, list[float]]:
@@ -120,16 +124,16 @@ async def framework_overhead(turns: int = 200, rounds: int = 4) -> dict:
     react_model, agent_model = scripted_model(total), scripted_model(total)
     register_model_provider(PROVIDER, lambda name, **kw: react_model)
     graph = builder.compile(checkpointer=InMemorySaver())
-    agent = create_agent(agent_model, tools=[builtin_tools()["calculator"]], checkpointer=InMemorySaver(),
-                         system_prompt=SYSTEM_PROMPT)
+    agent = create_agent(
+        agent_model, tools=[builtin_tools()["calculator"]], checkpointer=InMemorySaver(), system_prompt=SYSTEM_PROMPT
+    )
     report: dict = {}
     for mode in MODES:
         times = await _interleaved(
             {"react": react_turn(graph, mode), "create_agent": agent_turn(agent, mode)}, turns, rounds
         )
         react, baseline = _summary(times["react"]), _summary(times["create_agent"])
-        report[mode] = {"react": react, "create_agent": baseline,
-                        "ratio": react["median_ms"] / baseline["median_ms"]}
+        report[mode] = {"react": react, "create_agent": baseline, "ratio": react["median_ms"] / baseline["median_ms"]}
     return report
 
 
@@ -150,11 +154,15 @@ async def persistence_cost(turns: int = 60, rounds: int = 3) -> dict:
             postgres = builder.compile(checkpointer=saver)
             times = await _interleaved(
                 {"postgres": react_turn(postgres, "invoke"), "in_memory": react_turn(in_memory, "invoke")},
-                turns, rounds,
+                turns,
+                rounds,
             )
             thread = {"configurable": {"thread_id": str(uuid.uuid4())}}
-            await postgres.ainvoke({"messages": [HumanMessage(QUESTION)]}, thread,
-                                   context=Context(model=f"{PROVIDER}:zero", tools=["calculator"], remember=False))
+            await postgres.ainvoke(
+                {"messages": [HumanMessage(QUESTION)]},
+                thread,
+                context=Context(model=f"{PROVIDER}:zero", tools=["calculator"], remember=False),
+            )
             checkpoints = len([c async for c in saver.alist(thread)])
     finally:
         if previous is None:
@@ -164,9 +172,13 @@ async def persistence_cost(turns: int = 60, rounds: int = 3) -> dict:
         async with await psycopg.AsyncConnection.connect(uri, autocommit=True) as conn:
             await conn.execute(f"DROP SCHEMA IF EXISTS {PERSISTENCE_SCHEMA} CASCADE")
     pg, mem = _summary(times["postgres"]), _summary(times["in_memory"])
-    return {"postgres": pg, "in_memory": mem, "ratio": pg["median_ms"] / mem["median_ms"],
-            "checkpoints_per_turn": checkpoints,
-            "extra_ms_per_checkpoint": (pg["median_ms"] - mem["median_ms"]) / checkpoints}
+    return {
+        "postgres": pg,
+        "in_memory": mem,
+        "ratio": pg["median_ms"] / mem["median_ms"],
+        "checkpoints_per_turn": checkpoints,
+        "extra_ms_per_checkpoint": (pg["median_ms"] - mem["median_ms"]) / checkpoints,
+    }
 
 
 async def profile_react(turns: int = 100, top: int = 25) -> str:
@@ -187,7 +199,9 @@ async def profile_react(turns: int = 100, top: int = 25) -> str:
 
 def render_overhead(report: dict) -> str:
     """Framework overhead as text lines."""
-    lines = ["framework overhead per turn (2 model calls + 1 calculator call, zero-latency model, in-memory saver, memory off)"]
+    lines = [
+        "framework overhead per turn (2 model calls + 1 calculator call, zero-latency model, in-memory saver, memory off)"
+    ]
     for mode, row in report.items():
         lines.append(
             f"  {mode:<6} react {row['react']['median_ms']:.2f} ms (p95 {row['react']['p95_ms']:.2f})  "

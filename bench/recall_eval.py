@@ -69,7 +69,12 @@ async def load(pg_store, conversations: list[Conversation]) -> dict[str, str]:
             )
             owners[f"chat:{chat['id']}"] = turn.id
             saved = await memory.save_memory(
-                pg_store, user, "episodic", turn.text, source="extraction", now=turn.at,
+                pg_store,
+                user,
+                "episodic",
+                turn.text,
+                source="extraction",
+                now=turn.at,
                 **({"speaker": turn.speaker} if SPEAKER_ARG else {}),
             )
             key = f"episodic:{saved['id']}"
@@ -96,8 +101,14 @@ async def search(pg_store, path: str, conv: Conversation, query: str, owners: di
     kind = "chat" if path == "chat" else "episodic"
     scoring = "plain" if path.endswith("plain") else "weighted"
     results = await memory.recall(
-        pg_store, user_of(conv), query, kind, top_k=max(KS), scoring=scoring,
-        record_access=False, now=now,
+        pg_store,
+        user_of(conv),
+        query,
+        kind,
+        top_k=max(KS),
+        scoring=scoring,
+        record_access=False,
+        now=now,
     )
     return [set(owners.get(f"{kind}:{r['id']}", "").split(",")) for r in results]
 
@@ -125,12 +136,13 @@ async def evaluate(pg_store, conversations: list[Conversation], paths: list[str]
                             sums[split][category][k].append(value)
         report[path] = {
             "recall": {
-                split: {cat: {k: statistics.mean(v) for k, v in ks.items()} | {"n": len(ks[KS[0]])}
-                        for cat, ks in cats.items()}
+                split: {
+                    cat: {k: statistics.mean(v) for k, v in ks.items()} | {"n": len(ks[KS[0]])}
+                    for cat, ks in cats.items()
+                }
                 for split, cats in sums.items()
             },
-            "ms": {"p50": statistics.median(latencies),
-                   "p95": statistics.quantiles(latencies, n=20)[-1]},
+            "ms": {"p50": statistics.median(latencies), "p95": statistics.quantiles(latencies, n=20)[-1]},
             "per_question": per_question,
         }
     return report
@@ -144,23 +156,34 @@ async def _signals(pg_store, path: str, conv: Conversation, query: str, owners: 
         results = {}
         for strategy in ("dense", "keyword"):
             found = await knowledge.retrieve(pg_store, kb_of(conv), query, strategy=strategy, top_k=depth)
-            results[strategy] = [(r["id"], r["score"], r["source"].removeprefix("turn:"))
-                                 for r in found["retrieval_results"]]
+            results[strategy] = [
+                (r["id"], r["score"], r["source"].removeprefix("turn:")) for r in found["retrieval_results"]
+            ]
         turns = {key: {turn} for ranking in results.values() for key, _, turn in ranking}
-        return {"dense": [(k, s) for k, s, _ in results["dense"]],
-                "keyword": [(k, s) for k, s, _ in results["keyword"]], "timed": [], "turns": turns}
+        return {
+            "dense": [(k, s) for k, s, _ in results["dense"]],
+            "keyword": [(k, s) for k, s, _ in results["keyword"]],
+            "timed": [],
+            "turns": turns,
+        }
     kind = "chat" if path == "chat" else "episodic"
     ns = memory.namespace(user_of(conv), kind)
     config = memory.memory_config()
     dense = await pg_store.asearch(ns, query=query, limit=depth, refresh_ttl=False)
     keyword = await keyword_candidates(pg_store, ns, query, depth, {}, config, now)
     window = query_time_range(query, now)
-    timed = (await list_items(pg_store, user_of(conv), (kind,), limit=depth, start=window[0], end=window[1])
-             if window else [])
+    timed = (
+        await list_items(pg_store, user_of(conv), (kind,), limit=depth, start=window[0], end=window[1])
+        if window
+        else []
+    )
     keys = [h.key for h in dense] + [i.key for i, _ in keyword] + [i.key for i in timed]
-    return {"dense": [(h.key, h.score or 0.0) for h in dense],
-            "keyword": [(i.key, s) for i, s in keyword], "timed": [i.key for i in timed],
-            "turns": {k: set(owners.get(f"{kind}:{k}", "").split(",")) for k in keys}}
+    return {
+        "dense": [(h.key, h.score or 0.0) for h in dense],
+        "keyword": [(i.key, s) for i, s in keyword],
+        "timed": [i.key for i in timed],
+        "turns": {k: set(owners.get(f"{kind}:{k}", "").split(",")) for k in keys},
+    }
 
 
 async def tune(pg_store, conversations: list[Conversation], paths: list[str], owners: dict) -> None:
@@ -182,25 +205,33 @@ async def tune(pg_store, conversations: list[Conversation], paths: list[str], ow
             for time_weight in time_weights:
                 per: dict = defaultdict(lambda: defaultdict(list))
                 for question, sig in rows:
-                    fused = fuse(sig["dense"], sig["keyword"], keyword_weight=keyword_weight,
-                                 in_range=sig["timed"], time_weight=time_weight)
+                    fused = fuse(
+                        sig["dense"],
+                        sig["keyword"],
+                        keyword_weight=keyword_weight,
+                        in_range=sig["timed"],
+                        time_weight=time_weight,
+                    )
                     wanted = set(question.evidence)
                     for k in KS:
                         found = set().union(*(sig["turns"][key] for key, _ in fused[:k]))
                         value = len(wanted & found) / len(wanted)
                         per[question.category][k].append(value)
                         per["all"][k].append(value)
-                grid[(keyword_weight, time_weight)] = {c: {k: statistics.mean(v) for k, v in ks.items()}
-                                                       for c, ks in per.items()}
+                grid[(keyword_weight, time_weight)] = {
+                    c: {k: statistics.mean(v) for k, v in ks.items()} for c, ks in per.items()
+                }
         singles = {c: max(grid[(0.0, 0.0)][c][10], grid[(1.0, 0.0)][c][10]) for c in grid[(0.0, 0.0)]}
         print(f"\ntuning {path} on {len(rows)} held-in questions (keyword weight, time weight)")
         best = sorted(grid.items(), key=lambda kv: -kv[1]["all"][10])
         for (kw, tw), figures in best[:12] + [(key, grid[key]) for key in ((0.0, 0.0), (1.0, 0.0))]:
             worst = min((figures[c][10] - singles[c], c) for c in figures if c != "all")
             cats = " ".join(f"{c}={100 * figures[c][10]:.1f}" for c in sorted(figures) if c != "all")
-            print(f"  kw={kw:.1f} tw={tw:.1f}: R@5 {100 * figures['all'][5]:.1f} R@10 "
-                  f"{100 * figures['all'][10]:.1f} R@20 {100 * figures['all'][20]:.1f} | worst vs best single "
-                  f"{100 * worst[0]:+.1f} ({worst[1]}) | {cats}")
+            print(
+                f"  kw={kw:.1f} tw={tw:.1f}: R@5 {100 * figures['all'][5]:.1f} R@10 "
+                f"{100 * figures['all'][10]:.1f} R@20 {100 * figures['all'][20]:.1f} | worst vs best single "
+                f"{100 * worst[0]:+.1f} ({worst[1]}) | {cats}"
+            )
 
 
 def render(report: dict) -> str:
@@ -216,8 +247,11 @@ def render(report: dict) -> str:
             cells = []
             for split in splits:
                 row = figures["recall"].get(split, {}).get(category)
-                cells.append(f"{row['n']:>3} {100 * row[5]:>4.1f} {100 * row[10]:>5.1f} {100 * row[20]:>5.1f}"
-                             if row else f"{'-':>20}")
+                cells.append(
+                    f"{row['n']:>3} {100 * row[5]:>4.1f} {100 * row[10]:>5.1f} {100 * row[20]:>5.1f}"
+                    if row
+                    else f"{'-':>20}"
+                )
             lines.append(f"{category:<11} | " + " | ".join(cells))
     return "\n".join(lines)
 
@@ -241,8 +275,7 @@ async def _owners_from_store(pg_store, conversations: list[Conversation]) -> dic
                 for item in page:
                     stamp = item.value.get("created_at")
                     turn = by_text_time.get((item.value["text"], stamp))
-                    owners[f"{kind}:{item.key}"] = turn or ",".join(
-                        by_text[item.value["text"]] + by_text[stamp])
+                    owners[f"{kind}:{item.key}"] = turn or ",".join(by_text[item.value["text"]] + by_text[stamp])
     return owners
 
 
@@ -260,8 +293,10 @@ async def run(args: argparse.Namespace) -> dict:
             owners = await _owners_from_store(pg_store, conversations)
         else:
             owners = await load(pg_store, conversations)
-            print(f"loaded in {time.perf_counter() - started:.0f} s; "
-                  f"{owners['_merged']} turns merged into another by dedupe")
+            print(
+                f"loaded in {time.perf_counter() - started:.0f} s; "
+                f"{owners['_merged']} turns merged into another by dedupe"
+            )
         questions = sum(len(c.questions) for c in conversations)
         turns = sum(len(c.turns) for c in conversations)
         print(f"{len(conversations)} conversations, {turns} turns, {questions} questions")
@@ -277,8 +312,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--reuse", action="store_true", help="evaluate the data already in the schema")
     parser.add_argument("--schema", default=SCHEMA)
     parser.add_argument("--conversations", type=lambda s: [int(x) for x in s.split(",")], default=None)
-    parser.add_argument("--tune", action="store_true",
-                        help="grid-search the fusion weights on the held-in questions instead")
+    parser.add_argument(
+        "--tune", action="store_true", help="grid-search the fusion weights on the held-in questions instead"
+    )
     parser.add_argument("--json", help="also write the report (with per-question recalls) here")
     return parser.parse_args(argv)
 

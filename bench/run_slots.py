@@ -28,7 +28,9 @@ async def _one(client, key: str) -> float:
     started = time.perf_counter()
     thread = await client.threads.create()
     result = await client.runs.wait(
-        thread["thread_id"], "react", input={"messages": [{"role": "user", "content": f"{key} hello"}]},
+        thread["thread_id"],
+        "react",
+        input={"messages": [{"role": "user", "content": f"{key} hello"}]},
         context={"remember": False, "tools": ["calculator"]},
     )
     if not isinstance(result, dict) or not result.get("messages"):
@@ -57,19 +59,24 @@ def run(slots: list[int], runs: int, delay: float) -> list[dict]:
             **os.environ,
             "POSTGRES_URI": os.environ.get("POSTGRES_URI") or ensure_embedded_postgres(),
             "POSTGRES_SCHEMA": "bench_slots",
-            "OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": "bench",
-            "AGENT_MODEL": "openai:scripted", "LANGSMITH_TRACING": "false",
-            "LANGGRAPH_CLI_NO_ANALYTICS": "1", "LANGGRAPH_NO_VERSION_CHECK": "true",
+            "OPENAI_BASE_URL": model_server.base_url,
+            "OPENAI_API_KEY": "bench",
+            "AGENT_MODEL": "openai:scripted",
+            "LANGSMITH_TRACING": "false",
+            "LANGGRAPH_CLI_NO_ANALYTICS": "1",
+            "LANGGRAPH_NO_VERSION_CHECK": "true",
         }
         for count in slots:
             with bench_server.dev_server(env, n_jobs=count) as url:
                 seconds = asyncio.run(_measure(url, model_server, runs, delay))
-            rows.append({
-                "slots": count,
-                "p50": float(np.percentile(seconds, 50)),
-                "p95": float(np.percentile(seconds, 95)),
-                "max": max(seconds),
-            })
+            rows.append(
+                {
+                    "slots": count,
+                    "p50": float(np.percentile(seconds, 50)),
+                    "p95": float(np.percentile(seconds, 95)),
+                    "max": max(seconds),
+                }
+            )
     return rows
 
 
@@ -82,8 +89,7 @@ def render(rows: list[dict], runs: int, delay: float) -> str:
     ]
     for row in rows:
         lines.append(
-            f"{row['slots']:>5} {row['p50']:7.2f} {row['p95']:7.2f} {row['max']:7.2f} "
-            f"{row['p95'] / base['p95']:9.2f}x"
+            f"{row['slots']:>5} {row['p50']:7.2f} {row['p95']:7.2f} {row['max']:7.2f} {row['p95'] / base['p95']:9.2f}x"
         )
     return "\n".join(lines)
 

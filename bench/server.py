@@ -64,9 +64,22 @@ def dev_server(env: dict[str, str], n_jobs: int = 64):
         log_path = workdir / "server.log"
         with open(log_path, "wb") as log:
             process = subprocess.Popen(
-                [str(LANGGRAPH), "dev", "--config", str(resolved_config(workdir)), "--port", str(port),
-                 "--no-browser", "--no-reload", "--n-jobs-per-worker", str(n_jobs)],
-                cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT,
+                [
+                    str(LANGGRAPH),
+                    "dev",
+                    "--config",
+                    str(resolved_config(workdir)),
+                    "--port",
+                    str(port),
+                    "--no-browser",
+                    "--no-reload",
+                    "--n-jobs-per-worker",
+                    str(n_jobs),
+                ],
+                cwd=workdir,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
             )
         try:
             url = f"http://127.0.0.1:{port}"
@@ -97,7 +110,9 @@ async def _one_run(client, graph: str, text: str) -> dict:
     thread = await client.threads.create()
     first_token_at = None
     async for part in client.runs.stream(
-        thread["thread_id"], graph, input={"messages": [{"role": "user", "content": text}]},
+        thread["thread_id"],
+        graph,
+        input={"messages": [{"role": "user", "content": text}]},
         context={"remember": False, "tools": ["calculator"]} if graph == "react" else None,
         stream_mode=["messages-tuple", "updates"],
     ):
@@ -114,10 +129,13 @@ async def _batch(client, model_server, graph: str, n: int) -> tuple[list[dict], 
     keys = [f"bk{uuid.uuid4().hex[:12]}" for _ in range(n)]
     if graph == "react":
         for key in keys:
-            model_server.script(key, [
-                {"content": "", "tool_calls": [{"name": "calculator", "args": {"expression": "17*23"}}]},
-                {"content": "17 times 23 is 391."},
-            ])
+            model_server.script(
+                key,
+                [
+                    {"content": "", "tool_calls": [{"name": "calculator", "args": {"expression": "17*23"}}]},
+                    {"content": "17 times 23 is 391."},
+                ],
+            )
     started = time.perf_counter()
     runs = await asyncio.gather(*(_one_run(client, graph, f"{key} what is 17 times 23?") for key in keys))
     return runs, time.perf_counter() - started, keys
@@ -130,8 +148,11 @@ def _token_delays(model_server, keys: list[str], runs: list[dict]) -> list[float
         for key in keys:
             if key in text and record.get("first_content_sent_at"):
                 sent[key] = record["first_content_sent_at"]
-    return [(run["first_token_at"] - sent[key]) * 1000
-            for key, run in zip(keys, runs, strict=True) if key in sent and run["first_token_at"]]
+    return [
+        (run["first_token_at"] - sent[key]) * 1000
+        for key, run in zip(keys, runs, strict=True)
+        if key in sent and run["first_token_at"]
+    ]
 
 
 async def measure(url: str, model_server, concurrency: list[int], batches: int) -> dict:
@@ -180,11 +201,16 @@ def run(concurrency: list[int], batches: int = 3) -> dict:
         with spawn_openai_server() as model_server:
             env = {
                 **os.environ,
-                "POSTGRES_URI": uri, "POSTGRES_SCHEMA": SCHEMA,
-                "OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": "bench",
-                "AGENT_MODEL": "openai:scripted", "AGENT_REMEMBER": "false",
-                "LANGGRAPH_CLI_NO_ANALYTICS": "1", "LANGGRAPH_NO_VERSION_CHECK": "true",
-                "LANGSMITH_TRACING": "false", "PYTHONPATH": str(ROOT),
+                "POSTGRES_URI": uri,
+                "POSTGRES_SCHEMA": SCHEMA,
+                "OPENAI_BASE_URL": model_server.base_url,
+                "OPENAI_API_KEY": "bench",
+                "AGENT_MODEL": "openai:scripted",
+                "AGENT_REMEMBER": "false",
+                "LANGGRAPH_CLI_NO_ANALYTICS": "1",
+                "LANGGRAPH_NO_VERSION_CHECK": "true",
+                "LANGSMITH_TRACING": "false",
+                "PYTHONPATH": str(ROOT),
             }
             with dev_server(env) as url:
                 return asyncio.run(measure(url, model_server, concurrency, batches))
@@ -199,20 +225,31 @@ def render(report: dict) -> str:
     for n, row in report.items():
         for graph in ("echo", "react"):
             r = row[graph]
-            extra = (f"  token delay p50 {r['token_delay_p50_ms']:.1f} / p95 {r['token_delay_p95_ms']:.1f} ms"
-                     if "token_delay_p50_ms" in r else "")
-            lines.append(f"  N={n:<3} {graph:<5} p50 {r['p50_ms']:7.1f} ms  p95 {r['p95_ms']:7.1f} ms  "
-                         f"{r['runs_per_s']:6.1f} runs/s ({r['runs']} runs){extra}")
-        lines.append(f"  N={n:<3} react / echo p50: {row['react_vs_echo_p50']:.2f}x "
-                     f"(react {row['react_minus_echo_p50_ms']:+.0f} ms)")
+            extra = (
+                f"  token delay p50 {r['token_delay_p50_ms']:.1f} / p95 {r['token_delay_p95_ms']:.1f} ms"
+                if "token_delay_p50_ms" in r
+                else ""
+            )
+            lines.append(
+                f"  N={n:<3} {graph:<5} p50 {r['p50_ms']:7.1f} ms  p95 {r['p95_ms']:7.1f} ms  "
+                f"{r['runs_per_s']:6.1f} runs/s ({r['runs']} runs){extra}"
+            )
+        lines.append(
+            f"  N={n:<3} react / echo p50: {row['react_vs_echo_p50']:.2f}x "
+            f"(react {row['react_minus_echo_p50_ms']:+.0f} ms)"
+        )
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of `python -m bench.server`."""
     parser = argparse.ArgumentParser(prog="python -m bench.server", description=__doc__.splitlines()[0])
-    parser.add_argument("--concurrency", default="1,10", type=lambda s: [int(x) for x in s.split(",")],
-                        help="concurrent runs per batch (default 1,10; the issue's full set is 1,10,50)")
+    parser.add_argument(
+        "--concurrency",
+        default="1,10",
+        type=lambda s: [int(x) for x in s.split(",")],
+        help="concurrent runs per batch (default 1,10; the issue's full set is 1,10,50)",
+    )
     parser.add_argument("--batches", type=int, default=3, help="batches per N (N=1: at least 10)")
     args = parser.parse_args(argv)
     print(render(run(args.concurrency, args.batches)))

@@ -63,7 +63,8 @@ class CorpusServer:
         base = cls._server.base_url if cls._server else ""
         results = [
             {"url": base + path, "title": title, "content": text}
-            for topic, pages in CORPUS.items() if topic in query
+            for topic, pages in CORPUS.items()
+            if topic in query
             for path, title, text in pages
         ]
         return Reply(body=json.dumps({"query": query, "results": results}), content_type="application/json")

@@ -41,16 +41,25 @@ def same_value(output_args: dict, reference_args: dict) -> bool:
 
 def same_text(output_args: dict, reference_args: dict) -> bool:
     """Arguments match ignoring case and surrounding spaces of string values."""
+
     def norm(args: dict) -> dict:
         return {k: v.strip().lower() if isinstance(v, str) else v for k, v in args.items()}
+
     return norm(output_args) == norm(reference_args)
 
 
 # How tool arguments are compared, per tool (others: exact).
 FREE_TEXT_TOOLS = (
-    "save_memory", "search_episodic_memory", "search_semantic_memory", "keyword_search",
-    "search_chat_history", "web_search", "knowledge_base_search", "get_user_profile",
-    "get_recent_activity", "time_filter",
+    "save_memory",
+    "search_episodic_memory",
+    "search_semantic_memory",
+    "keyword_search",
+    "search_chat_history",
+    "web_search",
+    "knowledge_base_search",
+    "get_user_profile",
+    "get_recent_activity",
+    "time_filter",
 )
 ARG_MATCHERS: dict = {"calculator": same_value, "current_time": same_text} | {
     name: "ignore" for name in FREE_TEXT_TOOLS
@@ -63,7 +72,8 @@ def trajectory_match(mode: str, args: str = "exact") -> Evaluator:
     mode: strict (same steps, same calls), unordered (same calls, any order), subset (no call
     outside the reference), superset (every reference call made)."""
     match = create_trajectory_match_evaluator(
-        trajectory_match_mode=mode, tool_args_match_mode=args,
+        trajectory_match_mode=mode,
+        tool_args_match_mode=args,
         tool_args_match_overrides=ARG_MATCHERS if args == "exact" else None,
     )
 
@@ -107,8 +117,7 @@ def answer_contains(outputs: dict, reference_outputs: dict) -> dict:
         return {"key": "answer_contains", "score": None}
     answer = _normalize((outputs or {}).get("answer", ""))
     missing = [w for w in wanted if _normalize(w) not in answer]
-    return {"key": "answer_contains", "score": int(not missing),
-            "comment": f"missing {missing}" if missing else None}
+    return {"key": "answer_contains", "score": int(not missing), "comment": f"missing {missing}" if missing else None}
 
 
 def answer_excludes(outputs: dict, reference_outputs: dict) -> dict:
@@ -118,8 +127,7 @@ def answer_excludes(outputs: dict, reference_outputs: dict) -> dict:
         return {"key": "answer_excludes", "score": None}
     answer = _normalize((outputs or {}).get("answer", ""))
     found = [b for b in banned if _normalize(b) in answer]
-    return {"key": "answer_excludes", "score": int(not found),
-            "comment": f"leaked {found}" if found else None}
+    return {"key": "answer_excludes", "score": int(not found), "comment": f"leaked {found}" if found else None}
 
 
 def output_shape(outputs: dict) -> dict:
@@ -148,9 +156,12 @@ def exact_fields(*names: str, key: str = "exact_match") -> Evaluator:
 
     def evaluate(outputs: dict, reference_outputs: dict) -> dict:
         wrong = [n for n in names if (outputs or {}).get(n) != reference_outputs.get(n)]
-        return {"key": key, "score": int(not wrong),
-                "comment": ", ".join(f"{n}: {(outputs or {}).get(n)!r} != {reference_outputs.get(n)!r}"
-                                     for n in wrong) or None}
+        return {
+            "key": key,
+            "score": int(not wrong),
+            "comment": ", ".join(f"{n}: {(outputs or {}).get(n)!r} != {reference_outputs.get(n)!r}" for n in wrong)
+            or None,
+        }
 
     evaluate.__name__ = key
     return evaluate
@@ -161,8 +172,7 @@ def json_shape(key: str = "json_shape", **fields: type | tuple[type, ...]) -> Ev
 
     def evaluate(outputs: dict) -> dict:
         wrong = [n for n, kind in fields.items() if not isinstance((outputs or {}).get(n), kind)]
-        return {"key": key, "score": int(not wrong),
-                "comment": f"missing or mistyped: {wrong}" if wrong else None}
+        return {"key": key, "score": int(not wrong), "comment": f"missing or mistyped: {wrong}" if wrong else None}
 
     evaluate.__name__ = key
     return evaluate
@@ -257,7 +267,7 @@ def report_structure(outputs: dict) -> dict:
         problems.append("no Sources section")
         body, listing = report, ""
     else:
-        body, listing = report[: headings[-1].start()], report[headings[-1].end():]
+        body, listing = report[: headings[-1].start()], report[headings[-1].end() :]
     cited = {int(n) for n in _CITED_NUMBER.findall(body)}
     listed = {int(n) for n, _ in _SOURCE_ENTRY.findall(listing)}
     if not cited:
@@ -314,8 +324,11 @@ def judges(spec: str, which: tuple[str, ...] = JUDGE_PROMPTS) -> list[Evaluator]
     model = load_chat_model(spec, temperature=0)
     # Tool calling, not json_schema: OpenAI-compatible servers (vLLM, Ollama) often lack the latter.
     options = {"method": "function_calling"} if isinstance(model, ChatOpenAI) else None
-    prompts = {"correctness": CORRECTNESS_PROMPT, "helpfulness": RAG_HELPFULNESS_PROMPT,
-               "groundedness": RAG_GROUNDEDNESS_PROMPT}
+    prompts = {
+        "correctness": CORRECTNESS_PROMPT,
+        "helpfulness": RAG_HELPFULNESS_PROMPT,
+        "groundedness": RAG_GROUNDEDNESS_PROMPT,
+    }
     built = {
         name: create_llm_as_judge(prompt=prompt, judge=model, feedback_key=name, structured_output_kwargs=options)
         for name, prompt in prompts.items()
@@ -325,8 +338,11 @@ def judges(spec: str, which: tuple[str, ...] = JUDGE_PROMPTS) -> list[Evaluator]
         return inputs.get("question") or inputs["messages"][-1]["content"]
 
     def correctness(inputs: dict, outputs: dict, reference_outputs: dict) -> dict:
-        return built["correctness"](inputs=question(inputs), outputs=(outputs or {}).get("answer", ""),
-                                    reference_outputs=reference_outputs.get("reference_answer", ""))
+        return built["correctness"](
+            inputs=question(inputs),
+            outputs=(outputs or {}).get("answer", ""),
+            reference_outputs=reference_outputs.get("reference_answer", ""),
+        )
 
     def helpfulness(inputs: dict, outputs: dict) -> dict:
         return built["helpfulness"](inputs=question(inputs), outputs=(outputs or {}).get("answer", ""))

@@ -125,11 +125,18 @@ def _result_text(message: ToolMessage) -> str:
 def _extraction(messages: list[BaseMessage]) -> dict:
     said = _USER_LINE.findall(messages[-1].text if messages else "")
     items = [{"text": text, "importance": 0.6} for text in said]
-    return {"tool_calls": [{"name": EXTRACTION_TOOL, "args": {
-        "episodic": items,
-        "semantic": [{**item, "category": "fact"} for item in items],
-        "profile_updates": {},
-    }}]}
+    return {
+        "tool_calls": [
+            {
+                "name": EXTRACTION_TOOL,
+                "args": {
+                    "episodic": items,
+                    "semantic": [{**item, "category": "fact"} for item in items],
+                    "profile_updates": {},
+                },
+            }
+        ]
+    }
 
 
 class _PolicyScript(ScriptState):

@@ -66,18 +66,25 @@ def load_examples(path: Path) -> list[Example]:
         except ValueError as exc:
             raise DatasetError(f"{path.name}:{number}: not JSON: {exc}") from exc
         keys = sorted(row) if isinstance(row, dict) else type(row).__name__
-        if not isinstance(row, dict) or set(row) - {"inputs", "outputs", "metadata"} or not all(
-            isinstance(row.get(k), dict) for k in ("inputs", "outputs")
-        ) or not isinstance(row.get("metadata", {}), dict):
+        if (
+            not isinstance(row, dict)
+            or set(row) - {"inputs", "outputs", "metadata"}
+            or not all(isinstance(row.get(k), dict) for k in ("inputs", "outputs"))
+            or not isinstance(row.get("metadata", {}), dict)
+        ):
             raise DatasetError(
                 f"{path.name}:{number}: an example is an object with 'inputs' and 'outputs' "
                 f"objects and optional 'metadata', got {keys}"
             )
         canonical = json.dumps(row, sort_keys=True)
-        examples.append(Example(
-            id=uuid.uuid5(EXAMPLE_NAMESPACE, canonical), inputs=row["inputs"],
-            outputs=row["outputs"], metadata={**row.get("metadata", {}), "line": number},
-        ))
+        examples.append(
+            Example(
+                id=uuid.uuid5(EXAMPLE_NAMESPACE, canonical),
+                inputs=row["inputs"],
+                outputs=row["outputs"],
+                metadata={**row.get("metadata", {}), "line": number},
+            )
+        )
     if not examples:
         raise DatasetError(f"{path.name}: no examples")
     return examples
@@ -87,12 +94,11 @@ def sync_dataset(client: Client, suite: Suite, examples: Sequence[Example]) -> s
     """Create the suite's dataset in LangSmith unless this content hash exists; return its name."""
     name = dataset_name(suite)
     if not client.has_dataset(dataset_name=name):
-        dataset = client.create_dataset(
-            name, description=f"{suite.description} (from evals/datasets/{suite.dataset})"
+        dataset = client.create_dataset(name, description=f"{suite.description} (from evals/datasets/{suite.dataset})")
+        client.create_examples(
+            dataset_id=dataset.id,
+            examples=[{"id": e.id, "inputs": e.inputs, "outputs": e.outputs, "metadata": e.metadata} for e in examples],
         )
-        client.create_examples(dataset_id=dataset.id, examples=[
-            {"id": e.id, "inputs": e.inputs, "outputs": e.outputs, "metadata": e.metadata} for e in examples
-        ])
     return name
 
 
@@ -119,13 +125,17 @@ def _rows(results) -> list[dict]:
         scores = {}
         for result in row["evaluation_results"]["results"]:
             scores[result.key] = {"score": result.score, "comment": result.comment}
-        rows.append({
-            "example_id": str(example.id), "line": example.metadata.get("line"),
-            "kind": example.metadata.get("kind"), "split": example.metadata.get("split"),
-            "outputs": run.outputs if run else None,
-            "error": run.error if run else "no run",
-            "scores": scores,
-        })
+        rows.append(
+            {
+                "example_id": str(example.id),
+                "line": example.metadata.get("line"),
+                "kind": example.metadata.get("kind"),
+                "split": example.metadata.get("split"),
+                "outputs": run.outputs if run else None,
+                "error": run.error if run else "no run",
+                "scores": scores,
+            }
+        )
     return sorted(rows, key=lambda r: r["line"] or 0)
 
 
@@ -176,8 +186,15 @@ def _environment(values: dict[str, str]) -> Iterator[None]:
 
 
 def run_suite(
-    suite: Suite, *, online: bool, model: str, embeddings: Embeddings, loop: BackgroundLoop,
-    client: Client, judge: str | None = None, thresholds: dict | None = None,
+    suite: Suite,
+    *,
+    online: bool,
+    model: str,
+    embeddings: Embeddings,
+    loop: BackgroundLoop,
+    client: Client,
+    judge: str | None = None,
+    thresholds: dict | None = None,
 ) -> SuiteResult:
     """Evaluate one suite; offline with the scripted policy (`model` ignored), online uploaded."""
     examples = load_examples(DATASETS / suite.dataset)
@@ -197,20 +214,33 @@ def run_suite(
     with _environment({"MEMORY_EXTRACTION_DELAY": "0"}), warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*'upload_results' parameter is in beta")
         results = evaluate(
-            as_sync(suite.target, env, loop), data=data, evaluators=evaluators, client=client,
+            as_sync(suite.target, env, loop),
+            data=data,
+            evaluators=evaluators,
+            client=client,
             experiment_prefix=f"{suite.name}-{model.replace(':', '-')}",
-            description=suite.description, upload_results=online, max_concurrency=0,
+            description=suite.description,
+            upload_results=online,
+            max_concurrency=0,
             # Offline, evaluators are not traced either: a judge's model call would otherwise try
             # to post its trace (and retry for minutes without network).
             disable_evaluator_tracing=not online,
-            metadata={"model": model, "mode": "online" if online else "offline", "dataset": name,
-                      "judge": judge},
+            metadata={"model": model, "mode": "online" if online else "offline", "dataset": name, "judge": judge},
         )
         rows = _rows(results)
-    result = SuiteResult(suite.name, "online" if online else "offline", model, name,
-                         results.experiment_name, rows, _means(rows), split_means=split_means(rows))
-    result.failures = check_thresholds(result, thresholds if thresholds is not None else
-                                       json.loads(THRESHOLDS.read_text()))
+    result = SuiteResult(
+        suite.name,
+        "online" if online else "offline",
+        model,
+        name,
+        results.experiment_name,
+        rows,
+        _means(rows),
+        split_means=split_means(rows),
+    )
+    result.failures = check_thresholds(
+        result, thresholds if thresholds is not None else json.loads(THRESHOLDS.read_text())
+    )
     return result
 
 
@@ -219,8 +249,9 @@ def render(results: Sequence[SuiteResult], thresholds: dict) -> str:
     lines = [f"{'suite':<13} {'evaluator':<28} {'mean':>6} {'min':>6}  result"]
     for result in results:
         limits = thresholds.get(result.mode, {}).get(result.suite, {})
-        lines.append(f"{result.suite:<13} {len(result.rows)} examples, {result.mode}, {result.model}, "
-                     f"dataset {result.dataset}")
+        lines.append(
+            f"{result.suite:<13} {len(result.rows)} examples, {result.mode}, {result.model}, dataset {result.dataset}"
+        )
         splits = list(result.split_means)
         for key, mean in result.means.items():
             limit = limits.get(key)
@@ -244,8 +275,13 @@ def write_results(result: SuiteResult, out: Path) -> Path:
 
 
 def run_suites(
-    names: Sequence[str], *, online: bool = False, model: str | None = None,
-    judge: str | None = None, out: Path = RESULTS, embeddings: Embeddings | None = None,
+    names: Sequence[str],
+    *,
+    online: bool = False,
+    model: str | None = None,
+    judge: str | None = None,
+    out: Path = RESULTS,
+    embeddings: Embeddings | None = None,
 ) -> list[SuiteResult]:
     """Run the named suites (all when empty) and write their result files."""
     unknown = [n for n in names if n not in SUITES]
@@ -268,8 +304,15 @@ def run_suites(
     results = []
     try:
         for name in names or list(SUITES):
-            result = run_suite(SUITES[name], online=online, model=model or "", embeddings=embeddings,
-                               loop=loop, client=client, judge=judge)
+            result = run_suite(
+                SUITES[name],
+                online=online,
+                model=model or "",
+                embeddings=embeddings,
+                loop=loop,
+                client=client,
+                judge=judge,
+            )
             write_results(result, out)
             results.append(result)
     finally:
@@ -281,11 +324,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of `python -m evals`."""
     parser = argparse.ArgumentParser(prog="python -m evals", description=__doc__.splitlines()[0])
     parser.add_argument("suites", nargs="*", help=f"suites to run (default all: {', '.join(SUITES)})")
-    parser.add_argument("--online", action="store_true",
-                        help="real model + LangSmith upload (needs LANGSMITH_API_KEY and a model)")
+    parser.add_argument(
+        "--online", action="store_true", help="real model + LangSmith upload (needs LANGSMITH_API_KEY and a model)"
+    )
     parser.add_argument("--model", help="online: the model under evaluation (default AGENT_MODEL)")
-    parser.add_argument("--judge", default=os.environ.get("EVAL_JUDGE_MODEL") or None,
-                        help="judge model for the openevals LLM-as-judge evaluators (env EVAL_JUDGE_MODEL)")
+    parser.add_argument(
+        "--judge",
+        default=os.environ.get("EVAL_JUDGE_MODEL") or None,
+        help="judge model for the openevals LLM-as-judge evaluators (env EVAL_JUDGE_MODEL)",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS, help=f"results folder (default {RESULTS})")
     args = parser.parse_args(argv)
     if not args.online and not os.environ.get("LANGSMITH_API_KEY"):

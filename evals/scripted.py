@@ -43,8 +43,10 @@ def router_script(inputs: dict, outputs: dict) -> TurnScript:
 def plan_script(inputs: dict, outputs: dict) -> TurnScript:
     """The reference plan; answers from the graph's step results."""
     return TurnScript(
-        structured={"Plan": {"steps": outputs["plan"]},
-                    "Replan": {"action": "continue", "reason": "offline policy: the plan stands", "steps": []}},
+        structured={
+            "Plan": {"steps": outputs["plan"]},
+            "Replan": {"action": "continue", "reason": "offline policy: the plan stands", "steps": []},
+        },
         writer=plan_writer,
     )
 

@@ -76,9 +76,13 @@ class BackgroundLoop:
         def start() -> None:
             task = self.loop.create_task(coro, context=context)
             task.add_done_callback(
-                lambda t: result.cancel() if t.cancelled()
-                else result.set_exception(t.exception()) if t.exception()
-                else result.set_result(t.result())
+                lambda t: (
+                    result.cancel()
+                    if t.cancelled()
+                    else result.set_exception(t.exception())
+                    if t.exception()
+                    else result.set_result(t.result())
+                )
             )
 
         self.loop.call_soon_threadsafe(start)
@@ -136,8 +140,11 @@ async def react_target(inputs: dict, env: TargetEnv) -> dict:
     thread); memory off, tools `inputs.tools` (every tool when absent)."""
     graph = react_builder.compile(checkpointer=InMemorySaver(), store=env.new_store())
     context = Context(
-        model=env.model, user_id=f"eval-{uuid.uuid4().hex[:8]}", tools=inputs.get("tools"),
-        remember=False, **inputs.get("context", {}),
+        model=env.model,
+        user_id=f"eval-{uuid.uuid4().hex[:8]}",
+        tools=inputs.get("tools"),
+        remember=False,
+        **inputs.get("context", {}),
     )
     thread = str(uuid.uuid4())
     messages, first_new = [], 0
@@ -197,29 +204,41 @@ async def router_target(inputs: dict, env: TargetEnv) -> dict:
     for kb in inputs.get("kbs", []):
         await knowledge.create_kb(store, kb["name"], kb.get("description", ""))
     graph = router_builder.compile(checkpointer=InMemorySaver(), store=store, interrupt_after=["worker_select"])
-    context = RouterContext(model=env.model, user_id=f"eval-{uuid.uuid4().hex[:8]}", remember=False,
-                            **inputs.get("context", {}))
+    context = RouterContext(
+        model=env.model, user_id=f"eval-{uuid.uuid4().hex[:8]}", remember=False, **inputs.get("context", {})
+    )
     config = {"configurable": {"thread_id": str(uuid.uuid4())}}
     await graph.ainvoke({"messages": [HumanMessage(inputs["message"])]}, config, context=context)
     decision = (await graph.aget_state(config)).values.get("decision") or {}
-    return {key: decision.get(key) for key in (
-        "route", "kb_prefix", "worker_name", "method", "confidence", "reason", "requested_kb_prefix")}
+    return {
+        key: decision.get(key)
+        for key in ("route", "kb_prefix", "worker_name", "method", "confidence", "reason", "requested_kb_prefix")
+    }
 
 
 async def plan_execute_target(inputs: dict, env: TargetEnv) -> dict:
     """`plan_execute` on `inputs.messages` with tools `inputs.tools` (every tool when absent):
     the plan, the execution log, the status, the answer and the tools steps were allowed."""
-    context = PlanExecuteContext(model=env.model, user_id=f"eval-{uuid.uuid4().hex[:8]}", remember=False,
-                                 tools=inputs.get("tools"), **inputs.get("context", {}))
+    context = PlanExecuteContext(
+        model=env.model,
+        user_id=f"eval-{uuid.uuid4().hex[:8]}",
+        remember=False,
+        tools=inputs.get("tools"),
+        **inputs.get("context", {}),
+    )
     graph = plan_execute_builder.compile(checkpointer=InMemorySaver(), store=env.new_store())
     config = {"configurable": {"thread_id": str(uuid.uuid4())}}
     messages = [HumanMessage(m["content"]) for m in inputs["messages"]]
     state = await graph.ainvoke({"messages": messages}, config, context=context)
     allowed = sorted(t.name for t in await select_tools(context.tools))
     return {
-        "plan": state.get("plan", []), "execution_log": state.get("execution_log", []),
-        "status": state.get("status"), "answer": state.get("final_answer") or state["messages"][-1].text,
-        "allowed_tools": allowed, "waves": state.get("waves", 0), "replans": state.get("replans", 0),
+        "plan": state.get("plan", []),
+        "execution_log": state.get("execution_log", []),
+        "status": state.get("status"),
+        "answer": state.get("final_answer") or state["messages"][-1].text,
+        "allowed_tools": allowed,
+        "waves": state.get("waves", 0),
+        "replans": state.get("replans", 0),
     }
 
 
@@ -232,10 +251,15 @@ async def deep_research_target(inputs: dict, env: TargetEnv) -> dict:
     the run, the URLs the report cites and what the citation check removed."""
     web: dict[str, str | None] = {}
     if offline(env):
-        web = {"WEB_SEARCH_PROVIDER": "searxng", "SEARXNG_URL": CorpusServer.base_url(),
-               "WEB_ALLOW_LOOPBACK": "1", **dict.fromkeys(PROXY_VARIABLES)}
-    context = ResearchContext(model=env.model, user_id=f"eval-{uuid.uuid4().hex[:8]}", remember=False,
-                              **inputs.get("context", {}))
+        web = {
+            "WEB_SEARCH_PROVIDER": "searxng",
+            "SEARXNG_URL": CorpusServer.base_url(),
+            "WEB_ALLOW_LOOPBACK": "1",
+            **dict.fromkeys(PROXY_VARIABLES),
+        }
+    context = ResearchContext(
+        model=env.model, user_id=f"eval-{uuid.uuid4().hex[:8]}", remember=False, **inputs.get("context", {})
+    )
     graph = research_builder.compile(checkpointer=InMemorySaver(), store=env.new_store())
     config = {"configurable": {"thread_id": str(uuid.uuid4())}}
     messages = [HumanMessage(m["content"]) for m in inputs["messages"]]
@@ -247,9 +271,11 @@ async def deep_research_target(inputs: dict, env: TargetEnv) -> dict:
     report = state.get("report", "")
     [check] = [c for c in checks if c.get("event") == "citations_checked"] or [{}]
     return {
-        "report": report, "answer": state["messages"][-1].text if state.get("messages") else "",
+        "report": report,
+        "answer": state["messages"][-1].text if state.get("messages") else "",
         "retrieved_urls": sorted({s["url"] for s in state.get("sources", [])}),
         "cited_urls": sorted({u.rstrip(".,;:!?*_'\"") for u in _URL.findall(report)}),
-        "removed_urls": check.get("invented_urls", []), "removed_numbers": check.get("invalid_numbers", []),
+        "removed_urls": check.get("invented_urls", []),
+        "removed_numbers": check.get("invalid_numbers", []),
         "sub_questions": state.get("plan", []),
     }

@@ -100,9 +100,7 @@ def _warn_open() -> None:
 
 
 @auth.authenticate
-async def authenticate(
-    authorization: str | None, headers: dict[bytes, bytes] | None
-) -> Auth.types.MinimalUserDict:
+async def authenticate(authorization: str | None, headers: dict[bytes, bytes] | None) -> Auth.types.MinimalUserDict:
     """Map the request's API key to its user; without configured keys, an open administrator."""
     keys = api_keys()
     tokens = jwt_config()
@@ -246,9 +244,7 @@ async def store_scope(ctx: Auth.types.AuthContext, value: dict) -> None:
     if namespace[:1] and namespace[0] in KB_ROOTS:
         if ctx.action in STORE_READS:
             return None
-        raise Auth.exceptions.HTTPException(
-            status_code=403, detail="Knowledge bases are read-only for this user."
-        )
+        raise Auth.exceptions.HTTPException(status_code=403, detail="Knowledge bases are read-only for this user.")
     raise Auth.exceptions.HTTPException(
         status_code=403,
         detail=(

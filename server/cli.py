@@ -102,7 +102,11 @@ def render_search(result: dict) -> str:
     for item in result["retrieval_results"]:
         where = ", ".join(
             part
-            for part in (item["source"], item["page"] and f"page {item['page']}", item["section"] and f"section {item['section']}")
+            for part in (
+                item["source"],
+                item["page"] and f"page {item['page']}",
+                item["section"] and f"section {item['section']}",
+            )
             if part
         )
         excerpt = textwrap.shorten(" ".join(item["content"].split()), width=300, placeholder=" ...")
@@ -139,7 +143,9 @@ def parser() -> argparse.ArgumentParser:
     """The command-line interface."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--json", action="store_true", help="print JSON instead of text")
-    top = argparse.ArgumentParser(prog="python -m server.cli", description="Manage knowledge bases and users' memories.")
+    top = argparse.ArgumentParser(
+        prog="python -m server.cli", description="Manage knowledge bases and users' memories."
+    )
     sub = top.add_subparsers(dest="command", required=True)
     ingest = sub.add_parser("ingest", parents=[common], help="ingest files, folders or URLs (creates the kb)")
     ingest.add_argument("kb")

@@ -136,7 +136,9 @@ class KBSearch(BaseModel):
 
 
 class KBUrls(BaseModel):
-    urls: list[str] = Field(..., min_length=1, max_length=20, description="Public http(s) URLs (HTML, markdown, text, PDF).")
+    urls: list[str] = Field(
+        ..., min_length=1, max_length=20, description="Public http(s) URLs (HTML, markdown, text, PDF)."
+    )
 
 
 @contextlib.contextmanager
@@ -170,7 +172,9 @@ async def list_kbs() -> dict:
 async def create_kb(body: KBCreate, request: Request) -> dict:
     """Create a knowledge base; a regular user becomes its owner (409 KB_EXISTS if taken)."""
     with _kb_errors():
-        return await kb_service.create_owned_kb(await kb_service.server_store(), _user(request), body.name, body.description)
+        return await kb_service.create_owned_kb(
+            await kb_service.server_store(), _user(request), body.name, body.description
+        )
 
 
 @app.get("/api/v1/kb/{name}", tags=["knowledge bases"], responses=ERRORS)
@@ -239,7 +243,9 @@ async def list_sources(name: str) -> dict:
 
 @app.delete("/api/v1/kb/{name}/sources", tags=["knowledge bases"], responses=ERRORS)
 async def delete_source(
-    name: str, request: Request, source: Annotated[str, Query(min_length=1, description="The document's source (file name or URL).")]
+    name: str,
+    request: Request,
+    source: Annotated[str, Query(min_length=1, description="The document's source (file name or URL).")],
 ) -> dict:
     """Delete one document of a knowledge base (its owner or an administrator)."""
     store = await kb_service.server_store()

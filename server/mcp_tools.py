@@ -60,8 +60,12 @@ async def web_search(query: str, ctx: Context, max_results: int = 5, search_engi
 
 @mcp.tool()
 async def web_read(
-    urls: list[str], ctx: Context, timeout: float = 30, css_selector: str | None = None,
-    exclude_selector: str | None = None, bypass_cache: bool = False,
+    urls: list[str],
+    ctx: Context,
+    timeout: float = 30,
+    css_selector: str | None = None,
+    exclude_selector: str | None = None,
+    bypass_cache: bool = False,
 ) -> dict:
     """Read up to 10 public web pages as markdown; returns {"results": [one per URL: {"url",
     "status": "success", "title", "content", "word_count", ...} or {"url", "status": "error",
@@ -69,7 +73,10 @@ async def web_read(
     get_store, user = _caller(ctx)
     try:
         request = web.WebReadRequest(
-            urls=urls, timeout=timeout, css_selector=css_selector, exclude_selector=exclude_selector,
+            urls=urls,
+            timeout=timeout,
+            css_selector=css_selector,
+            exclude_selector=exclude_selector,
             bypass_cache=bypass_cache,
         )
         return await web.read(await get_store(), user, request)

@@ -29,7 +29,9 @@ class WebSearchRequest(BaseModel):
     )
     timeout: float = Field(30, gt=0, le=120, description="Seconds the whole search may take.")
     locale: str | None = Field(
-        None, max_length=35, description="Accepted for seed 002 compatibility; providers pick the language from the query."
+        None,
+        max_length=35,
+        description="Accepted for seed 002 compatibility; providers pick the language from the query.",
     )
 
 
@@ -44,14 +46,17 @@ class WebReadRequest(BaseModel):
     )
     exclude_selector: str | None = Field(None, description="Remove the elements matching this CSS selector first.")
     bypass_cache: bool = Field(False, description="Fetch fresh copies instead of cached ones.")
-    locale: str | None = Field(None, max_length=35, description="Accepted for seed 002 compatibility; not sent to sites.")
+    locale: str | None = Field(
+        None, max_length=35, description="Accepted for seed 002 compatibility; not sent to sites."
+    )
     max_concurrent: int = Field(3, ge=1, le=web_read_module.MAX_URLS_PER_CALL, description="URLs fetched at once.")
 
 
 def quota_error(exc: QuotaExceeded) -> ApiError:
     """429 QUOTA_EXCEEDED with `retry_after` in seconds."""
     return ApiError(
-        "QUOTA_EXCEEDED", str(exc),
+        "QUOTA_EXCEEDED",
+        str(exc),
         {"kind": exc.kind, "limit": exc.limit, "window_seconds": exc.window, "retry_after": exc.retry_after},
     )
 
@@ -69,12 +74,15 @@ async def search(store: Any, user: Any, request: WebSearchRequest) -> dict:
     except QuotaExceeded as exc:
         raise quota_error(exc) from None
     except TimeoutError:
-        raise ApiError("TIMEOUT_ERROR", f"The search took longer than {request.timeout:g} seconds.",
-                       {"timeout": request.timeout}) from None
+        raise ApiError(
+            "TIMEOUT_ERROR", f"The search took longer than {request.timeout:g} seconds.", {"timeout": request.timeout}
+        ) from None
     except ToolInputError as exc:
         raise ApiError("INVALID_REQUEST", str(exc)) from None
     except TransientToolError as exc:
-        raise ApiError("WEB_SEARCH_FAILED", str(exc), {"search_engine": request.search_engine, "retry_after": 30}) from None
+        raise ApiError(
+            "WEB_SEARCH_FAILED", str(exc), {"search_engine": request.search_engine, "retry_after": 30}
+        ) from None
     except ToolError as exc:
         raise ApiError("WEB_SEARCH_FAILED", str(exc), {"search_engine": request.search_engine}) from None
     return {

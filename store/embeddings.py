@@ -49,9 +49,7 @@ def embeddings_spec() -> EmbeddingsSpec:
     model = config.EMBEDDINGS_MODEL
     dims = config.EMBEDDINGS_DIMS or _KNOWN_DIMS.get(model)
     if dims is None:
-        raise EmbeddingsConfigError(
-            f"Unknown dimension for EMBEDDINGS_MODEL={model!r}: set EMBEDDINGS_DIMS"
-        )
+        raise EmbeddingsConfigError(f"Unknown dimension for EMBEDDINGS_MODEL={model!r}: set EMBEDDINGS_DIMS")
     return EmbeddingsSpec(model=model, dims=dims)
 
 
@@ -76,9 +74,7 @@ class LocalMiniLMEmbeddings(Embeddings):
         """Embed texts into normalised 384-dim vectors."""
         if not texts:
             return []
-        vectors = self._load().encode(
-            list(texts), batch_size=64, normalize_embeddings=True, show_progress_bar=False
-        )
+        vectors = self._load().encode(list(texts), batch_size=64, normalize_embeddings=True, show_progress_bar=False)
         return vectors.tolist()
 
     def embed_query(self, text: str) -> list[float]:
@@ -99,9 +95,7 @@ def _build(model: str, base_url: str | None, api_key: str | None) -> Embeddings:
     provider, name = model.split(":", 1)
     if provider == "local":
         if name != "all-MiniLM-L6-v2":
-            raise EmbeddingsConfigError(
-                f"Only local:all-MiniLM-L6-v2 ships with this package, not {model!r}"
-            )
+            raise EmbeddingsConfigError(f"Only local:all-MiniLM-L6-v2 ships with this package, not {model!r}")
         return LocalMiniLMEmbeddings()
     if provider == "openai":
         from langchain_openai import OpenAIEmbeddings
@@ -126,8 +120,7 @@ def get_embeddings(spec: EmbeddingsSpec | None = None) -> Embeddings:
     api_key = config.OPENAI_API_KEY.get_secret_value() if config.OPENAI_API_KEY else None
     if not api_key and not base_url:
         raise EmbeddingsConfigError(
-            f"EMBEDDINGS_MODEL={model!r} needs OPENAI_API_KEY "
-            "(or OPENAI_BASE_URL for an OpenAI-compatible server)"
+            f"EMBEDDINGS_MODEL={model!r} needs OPENAI_API_KEY (or OPENAI_BASE_URL for an OpenAI-compatible server)"
         )
     return _build(model, base_url, api_key)
 

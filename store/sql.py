@@ -162,7 +162,8 @@ class StoreSQL:
         for row in rows:
             present.setdefault(row["table_name"], set()).add(row["column_name"])
         problems = [
-            f"table {table} is missing" if table not in present
+            f"table {table} is missing"
+            if table not in present
             else f"table {table} lacks column(s) {', '.join(sorted(columns - present[table]))}"
             for table, columns in expected.items()
             if columns - present.get(table, set())
@@ -267,8 +268,7 @@ class StoreSQL:
                 # fastupdate off: new rows go straight into the index, not a pending list the
                 # planner avoids until a vacuum flushes it
                 await conn.execute(
-                    "CREATE INDEX IF NOT EXISTS kb_fulltext_tsv ON kb_fulltext USING gin (tsv) "
-                    "WITH (fastupdate = off)"
+                    "CREATE INDEX IF NOT EXISTS kb_fulltext_tsv ON kb_fulltext USING gin (tsv) WITH (fastupdate = off)"
                 )
                 await conn.execute(
                     "INSERT INTO kb_fulltext (kb, chunk_key, config, tsv, chars) "
@@ -287,9 +287,7 @@ class StoreSQL:
                 {"config": config, "root": KB_PREFIX},
             )
 
-    async def index_kb_chunks(
-        self, kb: str, chunks: Iterable[tuple[str, str]], config: str
-    ) -> None:
+    async def index_kb_chunks(self, kb: str, chunks: Iterable[tuple[str, str]], config: str) -> None:
         """Write the full text of (chunk key, content) pairs of knowledge base `kb` (upsert)."""
         pairs = list(chunks)
         if not pairs:
@@ -312,21 +310,25 @@ class StoreSQL:
             if keys is None:
                 await conn.execute("DELETE FROM kb_fulltext WHERE kb = %s", (kb,))
             elif keys:
-                await conn.execute(
-                    "DELETE FROM kb_fulltext WHERE kb = %s AND chunk_key = ANY(%s)", (kb, list(keys))
-                )
+                await conn.execute("DELETE FROM kb_fulltext WHERE kb = %s AND chunk_key = ANY(%s)", (kb, list(keys)))
 
     async def kb_keyword_search(
-        self, kb: str, query: str, config: str, *, n: int, avgdl: float, k1: float, b: float,
+        self,
+        kb: str,
+        query: str,
+        config: str,
+        *,
+        n: int,
+        avgdl: float,
+        k1: float,
+        b: float,
         limit: int,
     ) -> list[tuple[str, float]]:
         """BM25 (chunk key, score) of `kb`'s chunks for `query`, best first: query lexemes from
         `to_tsvector(config, query)`, term frequencies from the stored tsvectors, lengths in
         characters; `n` and `avgdl` (the knowledge base's chunk count and mean chunk length)
         from the registry."""
-        rows = await self._fetch(
-            "SELECT tsvector_to_array(to_tsvector(%s::regconfig, %s)) AS lexemes", (config, query)
-        )
+        rows = await self._fetch("SELECT tsvector_to_array(to_tsvector(%s::regconfig, %s)) AS lexemes", (config, query))
         lexemes = list(rows[0]["lexemes"])
         if not lexemes:
             return []
@@ -372,9 +374,7 @@ class StoreSQL:
             )
         self._memory_ready = True
 
-    async def index_memories(
-        self, prefix: str, rows: Iterable[tuple[str, str]], config: str
-    ) -> None:
+    async def index_memories(self, prefix: str, rows: Iterable[tuple[str, str]], config: str) -> None:
         """Write the full text of (key, text) memories under namespace `prefix` (upsert)."""
         pairs = list(rows)
         if not pairs:
@@ -386,29 +386,31 @@ class StoreSQL:
                 "SELECT %(prefix)s, m.key, to_tsvector(%(config)s::regconfig, m.text), length(m.text) "
                 "FROM unnest(%(keys)s::text[], %(texts)s::text[]) AS m(key, text) "
                 "ON CONFLICT (prefix, key) DO UPDATE SET tsv = excluded.tsv, chars = excluded.chars",
-                {"prefix": prefix, "config": config, "keys": [k for k, _ in pairs],
-                 "texts": [t for _, t in pairs]},
+                {"prefix": prefix, "config": config, "keys": [k for k, _ in pairs], "texts": [t for _, t in pairs]},
             )
 
     async def unindex_memories(self, prefix: str, keys: Sequence[str]) -> None:
         """Delete the full text of these memories under namespace `prefix`."""
         await self.ensure_memory_fulltext()
         async with self.pool.connection() as conn:
-            await conn.execute(
-                "DELETE FROM memory_fulltext WHERE prefix = %s AND key = ANY(%s)", (prefix, list(keys))
-            )
+            await conn.execute("DELETE FROM memory_fulltext WHERE prefix = %s AND key = ANY(%s)", (prefix, list(keys)))
 
     async def memory_keyword_search(
-        self, prefix: str, query: str, config: str, *, k1: float, b: float, limit: int,
+        self,
+        prefix: str,
+        query: str,
+        config: str,
+        *,
+        k1: float,
+        b: float,
+        limit: int,
         match: dict | None = None,
     ) -> list[tuple[Item, float]]:
         """BM25 (item, score) of the live memories under namespace `prefix` for `query`, best
         first: document frequencies over the prefix's matching rows, `n` and the mean length over
         the prefix; `match` keeps only values containing it (jsonb `@>`: a role, a category)."""
         await self.ensure_memory_fulltext()
-        rows = await self._fetch(
-            "SELECT tsvector_to_array(to_tsvector(%s::regconfig, %s)) AS lexemes", (config, query)
-        )
+        rows = await self._fetch("SELECT tsvector_to_array(to_tsvector(%s::regconfig, %s)) AS lexemes", (config, query))
         lexemes = list(rows[0]["lexemes"])
         if not lexemes:
             return []
@@ -423,8 +425,13 @@ class StoreSQL:
         }
         return [
             (
-                Item(value=row["value"], key=row["key"], namespace=tuple(prefix.split(".")),
-                     created_at=row["created_at"], updated_at=row["updated_at"]),
+                Item(
+                    value=row["value"],
+                    key=row["key"],
+                    namespace=tuple(prefix.split(".")),
+                    created_at=row["created_at"],
+                    updated_at=row["updated_at"],
+                ),
                 float(row["score"]),
             )
             for row in await self._fetch(MEMORY_KEYWORD_SQL, params)

@@ -138,9 +138,7 @@ def scripted_message(item: Any, new_tool_call_id: Callable[[], str]) -> AIMessag
             tool_calls=tool_calls,
             additional_kwargs=additional_kwargs,
         )
-    raise ScriptItemError(
-        f"Scripted response must be str, dict, AIMessage, Exception or callable, got {item!r}"
-    )
+    raise ScriptItemError(f"Scripted response must be str, dict, AIMessage, Exception or callable, got {item!r}")
 
 
 def split_tokens(text: str) -> list[str]:
@@ -150,10 +148,7 @@ def split_tokens(text: str) -> list[str]:
 
 def split_arguments(arguments: str) -> list[str]:
     """Split a JSON argument string into small pieces, as providers stream them."""
-    return [
-        arguments[i : i + ARGUMENT_PIECE_CHARS]
-        for i in range(0, len(arguments), ARGUMENT_PIECE_CHARS)
-    ]
+    return [arguments[i : i + ARGUMENT_PIECE_CHARS] for i in range(0, len(arguments), ARGUMENT_PIECE_CHARS)]
 
 
 def approx_tokens(text: str) -> int:
@@ -170,9 +165,7 @@ def _message_tokens(message: BaseMessage) -> int:
 
 def _usage(messages: Sequence[BaseMessage], answer: AIMessage) -> dict[str, int]:
     input_tokens = sum(_message_tokens(m) for m in messages)
-    output_tokens = _message_tokens(answer) + approx_tokens(
-        answer.additional_kwargs.get(REASONING_KEY) or ""
-    )
+    output_tokens = _message_tokens(answer) + approx_tokens(answer.additional_kwargs.get(REASONING_KEY) or "")
     return {
         "input_tokens": input_tokens,
         "output_tokens": output_tokens,
@@ -276,13 +269,9 @@ class ScriptedChatModel(BaseChatModel):
         chunks: list[AIMessageChunk] = []
         reasoning = answer.additional_kwargs.get(REASONING_KEY) or ""
         for piece in split_tokens(reasoning):
-            chunks.append(
-                AIMessageChunk(content="", additional_kwargs={REASONING_KEY: piece}, id=msg_id)
-            )
+            chunks.append(AIMessageChunk(content="", additional_kwargs={REASONING_KEY: piece}, id=msg_id))
         if isinstance(answer.content, str):
-            chunks.extend(
-                AIMessageChunk(content=piece, id=msg_id) for piece in split_tokens(answer.content)
-            )
+            chunks.extend(AIMessageChunk(content=piece, id=msg_id) for piece in split_tokens(answer.content))
         elif answer.content:
             chunks.append(AIMessageChunk(content=answer.content, id=msg_id))
         for index, call in enumerate(answer.tool_calls):
@@ -290,9 +279,7 @@ class ScriptedChatModel(BaseChatModel):
                 AIMessageChunk(
                     content="",
                     id=msg_id,
-                    tool_call_chunks=[
-                        tool_call_chunk(name=call["name"], args="", id=call["id"], index=index)
-                    ],
+                    tool_call_chunks=[tool_call_chunk(name=call["name"], args="", id=call["id"], index=index)],
                 )
             )
             for piece in split_arguments(json.dumps(call["args"])):
@@ -300,9 +287,7 @@ class ScriptedChatModel(BaseChatModel):
                     AIMessageChunk(
                         content="",
                         id=msg_id,
-                        tool_call_chunks=[
-                            tool_call_chunk(name=None, args=piece, id=None, index=index)
-                        ],
+                        tool_call_chunks=[tool_call_chunk(name=None, args=piece, id=None, index=index)],
                     )
                 )
         chunks.append(

@@ -1,7 +1,7 @@
 """A small FastMCP server the MCP tests start, over stdio (default) or streamable HTTP.
 
-    python tests/mcp_server.py                 # stdio
-    python tests/mcp_server.py --http PORT     # streamable HTTP on http://127.0.0.1:PORT/mcp
+python tests/mcp_server.py                 # stdio
+python tests/mcp_server.py --http PORT     # streamable HTTP on http://127.0.0.1:PORT/mcp
 """
 
 import argparse

@@ -273,9 +273,7 @@ class ScriptedOpenAIApp:
     def _next_item(self, key: str) -> tuple[Any, _Script]:
         script = self.scripts[key]
         if script.cursor >= len(script.responses):
-            raise ScriptError(
-                f"Script {key!r} is exhausted: all {len(script.responses)} responses were used"
-            )
+            raise ScriptError(f"Script {key!r} is exhausted: all {len(script.responses)} responses were used")
         item = script.responses[script.cursor]
         script.cursor += 1
         return item, script
@@ -354,9 +352,7 @@ class ScriptedOpenAIApp:
             for c in answer.tool_calls
         ]
 
-    def _completion(
-        self, completion_id: str, model: str, messages: list[dict], answer: Any
-    ) -> dict[str, Any]:
+    def _completion(self, completion_id: str, model: str, messages: list[dict], answer: Any) -> dict[str, Any]:
         content = answer.content if answer.content or not answer.tool_calls else None
         message: dict[str, Any] = {"role": "assistant", "content": content}
         if answer.tool_calls:
@@ -392,9 +388,7 @@ class ScriptedOpenAIApp:
         created = int(time.time())
 
         def event(delta: dict | None, finish_reason: str | None = None, **extra: Any) -> str:
-            choices = [] if delta is None else [
-                {"index": 0, "delta": delta, "finish_reason": finish_reason}
-            ]
+            choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish_reason}]
             payload = {
                 "id": completion_id,
                 "object": "chat.completion.chunk",
@@ -502,9 +496,7 @@ def run_openai_server(embedding_dim: int = DEFAULT_EMBEDDING_DIM) -> Iterator[Sc
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     server = _uvicorn_server(embedding_dim, port)
-    thread = threading.Thread(
-        target=server.run, kwargs={"sockets": [sock]}, name="scripted-openai", daemon=True
-    )
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="scripted-openai", daemon=True)
     thread.start()
     handle = ScriptedOpenAIServer(f"http://127.0.0.1:{port}")
     try:

@@ -91,9 +91,7 @@ def calculator(expression: str) -> str:
         raise ToolInputError(f"The expression must be a string, got {type(expression).__name__}.")
     limits = calculator_limits()
     if len(expression) > limits.max_chars:
-        raise ToolInputError(
-            f"Expression is too long ({len(expression)} characters; the limit is {limits.max_chars})."
-        )
+        raise ToolInputError(f"Expression is too long ({len(expression)} characters; the limit is {limits.max_chars}).")
     source = " ".join(expression.split())  # one line, so AST column offsets index the whole text
     for old, new in _TEXT_REPLACEMENTS.items():
         source = source.replace(old, new)
@@ -228,8 +226,7 @@ def _check_call(node: ast.Call) -> list[ast.expr]:
     name = node.func.id
     if name not in _FUNCTIONS:
         raise ToolInputError(
-            f"Not allowed: {name!r} is not an available function. "
-            f"Available functions: {', '.join(_FUNCTIONS)}."
+            f"Not allowed: {name!r} is not an available function. Available functions: {', '.join(_FUNCTIONS)}."
         )
     if node.keywords:
         raise ToolInputError(f"Not allowed: {name}() takes no keyword arguments.")
@@ -328,9 +325,7 @@ class _Evaluator:
         if not math.isfinite(bits):
             return _Refused(f"the result is too large: far more than {self.limits.max_digits:,} digits")
         digits = int(bits / _LOG2_10) + 1
-        return _Refused(
-            f"the result is too large: about {digits:,} digits (the limit is {self.limits.max_digits:,})"
-        )
+        return _Refused(f"the result is too large: about {digits:,} digits (the limit is {self.limits.max_digits:,})")
 
     def to_float(self, value: Number) -> float:
         try:

@@ -54,8 +54,7 @@ def _canonical_zone_name(name: str) -> str:
             return folded
     raise ToolInputError(
         f"Unknown time zone {name!r}. Use an IANA name in 'Area/Location' form, "
-        f"e.g. 'Asia/Shanghai', 'Europe/London', 'America/New_York' or 'UTC'."
-        + _suggestions(cleaned)
+        f"e.g. 'Asia/Shanghai', 'Europe/London', 'America/New_York' or 'UTC'." + _suggestions(cleaned)
     )
 
 

@@ -116,9 +116,7 @@ async def load_mcp_tools(
         # Off the event loop: MCP_SERVERS_FILE is a file read (the server flags blocking I/O).
         servers = await asyncio.to_thread(mcp_servers_config)
     config = MCPConfig.from_env()
-    loads = await asyncio.gather(
-        *(_load_server(name, connection, config) for name, connection in servers.items())
-    )
+    loads = await asyncio.gather(*(_load_server(name, connection, config) for name, connection in servers.items()))
     tools_by_server: dict[str, list[BaseTool]] = {}
     problems: list[dict] = []
     for name, load in zip(servers, loads, strict=False):

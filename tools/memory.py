@@ -51,9 +51,7 @@ async def _call(operation: Awaitable[T]) -> T:
         raise ToolInputError(str(exc)) from exc
 
 
-async def search_episodic_memory(
-    query: str, top_k: int = 5, *, runtime: ToolRuntime[Any, Any]
-) -> dict:
+async def search_episodic_memory(query: str, top_k: int = 5, *, runtime: ToolRuntime[Any, Any]) -> dict:
     """Search the user's episodic memories (events, experiences, activities) by meaning.
 
     Use it for questions about what happened to the user or what they did.
@@ -97,9 +95,7 @@ async def search_semantic_memory(
     """
     store, user_id = _scope(runtime)
     _bounded(top_k, "top_k", MAX_TOP_K)
-    results = await _call(
-        memory.recall(store, user_id, query, "semantic", top_k=top_k, category=category)
-    )
+    results = await _call(memory.recall(store, user_id, query, "semantic", top_k=top_k, category=category))
     return {"query": query, "category": category, "results": results, "count": len(results)}
 
 
@@ -129,9 +125,7 @@ async def keyword_search(
     store, user_id = _scope(runtime)
     _bounded(limit, "limit", MAX_LIMIT)
     results = await _call(memory.keyword_search(store, user_id, keywords, memory_type, limit))
-    return {
-        "keywords": keywords, "memory_type": memory_type, "results": results, "count": len(results)
-    }
+    return {"keywords": keywords, "memory_type": memory_type, "results": results, "count": len(results)}
 
 
 async def time_filter(
@@ -164,9 +158,7 @@ async def time_filter(
         start, end = memory.resolve_time_range(start_date, end_date, days_ago)
     except ValueError as exc:
         raise ToolInputError(str(exc)) from exc
-    results = await _call(
-        memory.time_filter(store, user_id, start_date, end_date, days_ago, limit)
-    )
+    results = await _call(memory.time_filter(store, user_id, start_date, end_date, days_ago, limit))
     return {
         "start": start.astimezone(UTC).isoformat() if start else None,
         "end": end.astimezone(UTC).isoformat() if end else None,
@@ -175,9 +167,7 @@ async def time_filter(
     }
 
 
-async def get_user_profile(
-    categories: list[Category] | None = None, *, runtime: ToolRuntime[Any, Any]
-) -> dict:
+async def get_user_profile(categories: list[Category] | None = None, *, runtime: ToolRuntime[Any, Any]) -> dict:
     """Get the user's profile: structured fields (name, city, job, ...) and their known facts
     grouped by category.
 
@@ -228,9 +218,7 @@ async def search_chat_history(
     """
     store, user_id = _scope(runtime)
     _bounded(limit, "limit", MAX_LIMIT)
-    results = await _call(
-        memory.recall(store, user_id, query, "chat", top_k=limit, role=role)
-    )
+    results = await _call(memory.recall(store, user_id, query, "chat", top_k=limit, role=role))
     return {"query": query, "role": role, "results": results, "count": len(results)}
 
 
@@ -262,9 +250,7 @@ async def save_memory(
     """
     store, user_id = _scope(runtime)
     return await _call(
-        memory.save_memory(
-            store, user_id, kind, text, category=category, importance=importance, source="tool"
-        )
+        memory.save_memory(store, user_id, kind, text, category=category, importance=importance, source="tool")
     )
 
 

@@ -250,9 +250,7 @@ def check_url(url: str, *, allow_loopback: bool = False) -> httpx.URL:
 
 async def resolve_host(host: str, port: int) -> list[str]:
     """Resolve `host` to the addresses the OS would connect to, in getaddrinfo order."""
-    infos = await asyncio.get_running_loop().getaddrinfo(
-        host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP
-    )
+    infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP)
     return list(dict.fromkeys(str(info[4][0]) for info in infos))
 
 

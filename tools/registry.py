@@ -50,9 +50,7 @@ def check_tool_names(names: list[str]) -> None:
     `select_tools` checks them when the run starts)."""
     unknown = [name for name in names if name not in builtin_tools()]
     if unknown and not mcp_configured():
-        raise ValueError(
-            f"unknown tool(s) {', '.join(unknown)}; available: {', '.join(sorted(builtin_tools()))}"
-        )
+        raise ValueError(f"unknown tool(s) {', '.join(unknown)}; available: {', '.join(sorted(builtin_tools()))}")
 
 
 async def available_tools() -> tuple[dict[str, BaseTool], list[dict]]:
@@ -74,9 +72,7 @@ async def select_tools(names: list[str] | None) -> list[BaseTool]:
         return list(tools.values())
     unknown = [name for name in names if name not in tools]
     if unknown:
-        raise ToolInputError(
-            f"Unknown tool(s) {', '.join(unknown)}; available: {', '.join(sorted(tools))}"
-        )
+        raise ToolInputError(f"Unknown tool(s) {', '.join(unknown)}; available: {', '.join(sorted(tools))}")
     return [tools[name] for name in names]
 
 

@@ -144,9 +144,7 @@ async def _geocode(config: WeatherConfig, name: str, qualifiers: list[str]) -> d
         if all(_matches(candidate, qualifier) for qualifier in qualifiers):
             return candidate
     listed = "; ".join(_label(candidate) for candidate in candidates)
-    raise ToolInputError(
-        f"No place named {name!r} in {', '.join(qualifiers)!r}. Places with that name: {listed}."
-    )
+    raise ToolInputError(f"No place named {name!r} in {', '.join(qualifiers)!r}. Places with that name: {listed}.")
 
 
 def _matches(candidate: dict, qualifier: str) -> bool:

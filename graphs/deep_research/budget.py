@@ -5,8 +5,13 @@ from __future__ import annotations
 import math
 
 CHARS_PER_TOKEN = 4
-_CONTEXT_MARKERS = ("context_length_exceeded", "maximum context length", "context length", "too many tokens",
-                    "prompt is too long")
+_CONTEXT_MARKERS = (
+    "context_length_exceeded",
+    "maximum context length",
+    "context length",
+    "too many tokens",
+    "prompt is too long",
+)
 
 
 def approx_tokens(text: str) -> int:
@@ -31,9 +36,7 @@ def fit_texts(texts: list[str], budget_tokens: int) -> tuple[list[str], bool]:
     else:
         cap = lengths[-1]
     marker = "\n[... truncated to fit the model's context]"
-    fitted = [
-        text if len(text) <= cap else text[: max(cap - len(marker), 0)].rstrip() + marker for text in texts
-    ]
+    fitted = [text if len(text) <= cap else text[: max(cap - len(marker), 0)].rstrip() + marker for text in texts]
     return fitted, True
 
 

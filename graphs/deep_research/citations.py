@@ -62,7 +62,7 @@ def cite_notes(text: str, catalog: list[dict]) -> str:
         stripped = raw.rstrip(_TRAILING)
         number = index.get(normalize_url(stripped))
         label = f"[{number}]" if number else "[source not retrieved]"
-        return label + raw[len(stripped):]
+        return label + raw[len(stripped) :]
 
     cited = _URL.sub(replace, text)
     # "[[3]]" from a URL that was already in brackets.
@@ -89,7 +89,7 @@ def _split_sources(report: str) -> tuple[str, str]:
     if not headings:
         return report, ""
     cut = headings[-1]
-    return report[: cut.start()].rstrip(), report[cut.end():]
+    return report[: cut.start()].rstrip(), report[cut.end() :]
 
 
 def _model_numbering(listing: str, index: dict[str, int], invented: list[str]) -> dict[int, int | None]:
@@ -144,7 +144,7 @@ def validate_report(report: str, catalog: list[dict]) -> CitationCheck:
         number = index.get(normalize_url(url))
         if number is None:
             check.invented_urls.append(url)
-            return "[link removed: not a retrieved source]" + raw[len(url):]
+            return "[link removed: not a retrieved source]" + raw[len(url) :]
         cited.append(number)
         return raw
 
@@ -164,8 +164,7 @@ def validate_report(report: str, catalog: list[dict]) -> CitationCheck:
     lines = [body.rstrip()]
     if check.removed:
         lines.append(
-            f"\n_{check.removed} citation(s) that did not match a source retrieved in this research "
-            "were removed._"
+            f"\n_{check.removed} citation(s) that did not match a source retrieved in this research were removed._"
         )
     if check.cited:
         lines.append("\n## Sources\n")

@@ -76,28 +76,37 @@ def _today() -> str:
 
 
 async def structured(
-    schema: type[BaseModel], prompt: str, role: str, runtime: Runtime[ResearchContext], config: RunnableConfig,
-    *, step: int = 0,
+    schema: type[BaseModel],
+    prompt: str,
+    role: str,
+    runtime: Runtime[ResearchContext],
+    config: RunnableConfig,
+    *,
+    step: int = 0,
 ) -> Any:
     """Ask the `role` model for `schema` through tool calling; retry a malformed answer, then fail clearly."""
     context = runtime.context
-    model = load_chat_model(
-        context.model_for(role), temperature=context.temperature, timeout=context.model_timeout
-    )
+    model = load_chat_model(context.model_for(role), temperature=context.temperature, timeout=context.model_timeout)
     runnable = model.with_structured_output(schema, method="function_calling", include_raw=True).with_config(
         tags=NOSTREAM_TAGS, run_name=schema.__name__
     )
     text, problem = prompt, ""
     for _ in range(STRUCTURED_ATTEMPTS):
         result = await ainvoke_with_retries(
-            runnable, [HumanMessage(text)], config,
-            retries=context.model_retries, timeout=context.model_timeout, step=step,
+            runnable,
+            [HumanMessage(text)],
+            config,
+            retries=context.model_retries,
+            timeout=context.model_timeout,
+            step=step,
         )
         if result.get("parsed") is not None:
             return result["parsed"]
         problem = str(result.get("parsing_error") or "the answer did not call the tool")
-        text = (f"{prompt}\n\nYour previous answer could not be used ({problem}). Call the "
-                f"{schema.__name__} tool once, with arguments that match its schema.")
+        text = (
+            f"{prompt}\n\nYour previous answer could not be used ({problem}). Call the "
+            f"{schema.__name__} tool once, with arguments that match its schema."
+        )
     raise StructuredOutputError(
         f"The model {context.model_for(role)!r} did not return a valid {schema.__name__} after "
         f"{STRUCTURED_ATTEMPTS} attempts: {problem}"
@@ -151,13 +160,25 @@ async def plan(state: State, runtime: Runtime[ResearchContext], config: Runnable
     questions = _sub_questions(result.sub_questions)
     if not questions:
         questions = [{"question": result.brief, "queries": []}]
-    kept, dropped = questions[: context.max_sub_questions], questions[context.max_sub_questions:]
+    kept, dropped = questions[: context.max_sub_questions], questions[context.max_sub_questions :]
     emit("research_brief", brief=result.brief)
-    emit("research_plan", sub_questions=[q["question"] for q in kept], queries=[q["queries"] for q in kept],
-         dropped=[q["question"] for q in dropped])
+    emit(
+        "research_plan",
+        sub_questions=[q["question"] for q in kept],
+        queries=[q["queries"] for q in kept],
+        dropped=[q["question"] for q in dropped],
+    )
     update: dict = {
-        "brief": result.brief, "plan": [q["question"] for q in kept], "pending": kept, "wave": [], "round": 1,
-        "waves": 0, "report": "", "notes": Overwrite([]), "sources": Overwrite([]), "research_log": Overwrite([]),
+        "brief": result.brief,
+        "plan": [q["question"] for q in kept],
+        "pending": kept,
+        "wave": [],
+        "round": 1,
+        "waves": 0,
+        "report": "",
+        "notes": Overwrite([]),
+        "sources": Overwrite([]),
+        "research_log": Overwrite([]),
     }
     if context.plan_only:
         steps = "\n".join(
@@ -181,8 +202,13 @@ def supervise(state: State, runtime: Runtime[ResearchContext]) -> dict:
     if not wave:
         return {"wave": []}
     waves = state.get("waves", 0) + 1
-    emit("research_round", round=state.get("round", 1), wave=waves,
-         sub_questions=[q["question"] for q in wave], pending=len(rest))
+    emit(
+        "research_round",
+        round=state.get("round", 1),
+        wave=waves,
+        sub_questions=[q["question"] for q in wave],
+        pending=len(rest),
+    )
     return {"wave": wave, "pending": rest, "waves": waves}
 
 
@@ -192,10 +218,16 @@ def dispatch(state: State) -> list[Send] | str:
     if not wave:
         return "reflect"
     return [
-        Send("researcher", ResearcherInput(
-            researcher_id=f"r{state['waves']}.{n}", round=state.get("round", 1), question=q["question"],
-            queries=q["queries"], brief=state.get("brief", ""),
-        ))
+        Send(
+            "researcher",
+            ResearcherInput(
+                researcher_id=f"r{state['waves']}.{n}",
+                round=state.get("round", 1),
+                question=q["question"],
+                queries=q["queries"],
+                brief=state.get("brief", ""),
+            ),
+        )
         for n, q in enumerate(wave, 1)
     ]
 
@@ -213,19 +245,31 @@ async def reflect(state: State, runtime: Runtime[ResearchContext], config: Runna
     template = REFLECT_PROMPT.format(today=_today(), brief=state["brief"], questions="", notes="", max_gaps=limit)
     notes, _ = fit_texts(_notes_texts(state), int(context.context_window_tokens * 0.75) - approx_tokens(template))
     prompt = REFLECT_PROMPT.format(
-        today=_today(), brief=state["brief"], questions="\n".join(f"- {q}" for q in state.get("plan", [])),
-        notes="\n\n".join(notes), max_gaps=limit,
+        today=_today(),
+        brief=state["brief"],
+        questions="\n".join(f"- {q}" for q in state.get("plan", [])),
+        notes="\n\n".join(notes),
+        max_gaps=limit,
     )
     result = await structured(Reflection, prompt, "research", runtime, config, step=current)
     gaps = [q for q in _sub_questions(result.gaps) if q["question"] not in state.get("plan", [])]
     kept, dropped = gaps[:limit], gaps[limit:]
-    emit("research_reflection", round=current, gaps=[q["question"] for q in kept],
-         dropped=[q["question"] for q in dropped])
+    emit(
+        "research_reflection",
+        round=current,
+        gaps=[q["question"] for q in kept],
+        dropped=[q["question"] for q in dropped],
+    )
     if not kept:
         return Command(goto="write_report")
-    return Command(goto="supervise", update={
-        "pending": kept, "round": current + 1, "plan": [*state.get("plan", []), *(q["question"] for q in kept)],
-    })
+    return Command(
+        goto="supervise",
+        update={
+            "pending": kept,
+            "round": current + 1,
+            "plan": [*state.get("plan", []), *(q["question"] for q in kept)],
+        },
+    )
 
 
 def _failure(state: State) -> dict:
@@ -252,20 +296,27 @@ async def write_report(state: State, runtime: Runtime[ResearchContext], config: 
     budget = int(context.context_window_tokens * (1 - REPORT_OUTPUT_RESERVE)) - approx_tokens(template)
     fitted, truncated = fit_texts(texts, budget)
     if truncated:
-        emit("notes_truncated", stage="report", reason="budget",
-             tokens_before=sum(map(approx_tokens, texts)), tokens_after=sum(map(approx_tokens, fitted)))
-    emit("report_writing", sources=len(catalog), notes=len(texts),
-         notes_tokens=sum(map(approx_tokens, fitted)))
-    model = load_chat_model(
-        context.model_for("report"), temperature=context.temperature, timeout=context.model_timeout
-    )
+        emit(
+            "notes_truncated",
+            stage="report",
+            reason="budget",
+            tokens_before=sum(map(approx_tokens, texts)),
+            tokens_after=sum(map(approx_tokens, fitted)),
+        )
+    emit("report_writing", sources=len(catalog), notes=len(texts), notes_tokens=sum(map(approx_tokens, fitted)))
+    model = load_chat_model(context.model_for("report"), temperature=context.temperature, timeout=context.model_timeout)
     for attempt in range(CONTEXT_RETRIES + 1):
-        prompt = REPORT_PROMPT.format(today=_today(), brief=state["brief"], notes="\n\n".join(fitted),
-                                      sources=sources_text)
+        prompt = REPORT_PROMPT.format(
+            today=_today(), brief=state["brief"], notes="\n\n".join(fitted), sources=sources_text
+        )
         try:
             response = await ainvoke_with_retries(
-                model, [HumanMessage(prompt)], config, retries=context.model_retries,
-                timeout=context.model_timeout, step=state.get("round", 1) + 1,
+                model,
+                [HumanMessage(prompt)],
+                config,
+                retries=context.model_retries,
+                timeout=context.model_timeout,
+                step=state.get("round", 1) + 1,
             )
             break
         except Exception as exc:
@@ -274,11 +325,21 @@ async def write_report(state: State, runtime: Runtime[ResearchContext], config: 
             before = sum(map(approx_tokens, fitted))
             budget = before // 2
             fitted, _ = fit_texts(fitted, budget)
-            emit("notes_truncated", stage="report", reason="context_length_exceeded",
-                 tokens_before=before, tokens_after=sum(map(approx_tokens, fitted)))
+            emit(
+                "notes_truncated",
+                stage="report",
+                reason="context_length_exceeded",
+                tokens_before=before,
+                tokens_after=sum(map(approx_tokens, fitted)),
+            )
     check = validate_report(response.text, catalog)
-    emit("citations_checked", cited=len(check.cited), removed=check.removed,
-         invented_urls=check.invented_urls, invalid_numbers=check.removed_numbers)
+    emit(
+        "citations_checked",
+        cited=len(check.cited),
+        removed=check.removed,
+        invented_urls=check.invented_urls,
+        invalid_numbers=check.removed_numbers,
+    )
     return {"report": check.report, "messages": [AIMessage(check.report, id=response.id)]}
 
 
@@ -295,8 +356,9 @@ builder.add_node("reflect", reflect, destinations=("supervise", "write_report"))
 builder.add_node("write_report", write_report)  # type: ignore[call-overload, arg-type]
 builder.add_node("finish_turn", finish_turn)  # type: ignore[call-overload, arg-type]
 builder.add_edge(START, "clarify")
-builder.add_conditional_edges("clarify", lambda s: "ask_user" if s.get("clarification") else "plan",
-                              ["ask_user", "plan"])
+builder.add_conditional_edges(
+    "clarify", lambda s: "ask_user" if s.get("clarification") else "plan", ["ask_user", "plan"]
+)
 builder.add_edge("ask_user", "plan")
 builder.add_conditional_edges("plan", after_plan, ["supervise", END])
 builder.add_conditional_edges("supervise", dispatch, ["researcher", "reflect"])

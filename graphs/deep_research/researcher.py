@@ -88,16 +88,26 @@ async def _kb_passages(runtime: Runtime[ResearchContext], question: str) -> tupl
             errors.append(f"knowledge base {kb!r}: {exc}")
             continue
         for hit in found.get("retrieval_results", []):
-            passages.append({"url": _kb_url(kb, str(hit.get("source") or hit.get("id"))),
-                             "title": hit.get("title") or hit.get("source"), "content": hit.get("content", ""),
-                             "kind": "kb"})
+            passages.append(
+                {
+                    "url": _kb_url(kb, str(hit.get("source") or hit.get("id"))),
+                    "title": hit.get("title") or hit.get("source"),
+                    "content": hit.get("content", ""),
+                    "kind": "kb",
+                }
+            )
     return passages, errors
 
 
 async def search(state: ResearcherState, runtime: Runtime[ResearchContext]) -> dict:
     """Run the sub-question's searches concurrently (and the knowledge bases when asked)."""
-    emit("researcher_started", researcher_id=state["researcher_id"], round=state["round"],
-         question=state["question"], queries=state["queries"])
+    emit(
+        "researcher_started",
+        researcher_id=state["researcher_id"],
+        round=state["round"],
+        question=state["question"],
+        queries=state["queries"],
+    )
     queries = state["queries"] or [state["question"]]
     outcomes = await asyncio.gather(
         *(search_with_fallback(q, runtime.context) for q in queries), return_exceptions=True
@@ -137,7 +147,8 @@ async def read(state: ResearcherState, runtime: Runtime[ResearchContext]) -> dic
         return {"errors": [*state.get("errors", []), f"web_read failed: {exc or 'timed out'}"]}
     pages = [
         {"url": r["url"], "title": r.get("title") or r["url"], "content": r["content"], "kind": "page"}
-        for r in results if r.get("status") == "success"
+        for r in results
+        if r.get("status") == "success"
     ]
     failed = [f"read {r['url']} failed: {r.get('error')}" for r in results if r.get("status") != "success"]
     return {"pages": [*state.get("pages", []), *pages], "errors": [*state.get("errors", []), *failed]}
@@ -148,9 +159,14 @@ def _sources(state: ResearcherState) -> list[dict]:
     sources = [dict(page) for page in state.get("pages", [])]
     read_urls = {page["url"] for page in sources}
     sources += [
-        {"url": hit["url"], "title": hit.get("title") or hit["url"],
-         "content": f"{SNIPPET_ONLY} {hit.get('snippet', '')}", "kind": "search"}
-        for hit in state.get("hits", []) if hit["url"] not in read_urls
+        {
+            "url": hit["url"],
+            "title": hit.get("title") or hit["url"],
+            "content": f"{SNIPPET_ONLY} {hit.get('snippet', '')}",
+            "kind": "search",
+        }
+        for hit in state.get("hits", [])
+        if hit["url"] not in read_urls
     ]
     return sources
 
@@ -158,13 +174,30 @@ def _sources(state: ResearcherState) -> list[dict]:
 def _finish(state: ResearcherState, status: str, error: str | None) -> dict:
     found = len(state.get("hits", [])) + sum(1 for s in state.get("pages", []) if s["kind"] == "kb")
     read_count = sum(1 for s in state.get("pages", []) if s["kind"] == "page")
-    emit("researcher_finished", researcher_id=state["researcher_id"], round=state["round"],
-         question=state["question"], status=status, sources_found=found, sources_read=read_count, error=error)
-    return {"research_log": [{
-        "researcher_id": state["researcher_id"], "round": state["round"], "question": state["question"],
-        "status": status, "sources_found": found, "sources_read": read_count, "error": error,
-        "errors": state.get("errors", []),
-    }]}
+    emit(
+        "researcher_finished",
+        researcher_id=state["researcher_id"],
+        round=state["round"],
+        question=state["question"],
+        status=status,
+        sources_found=found,
+        sources_read=read_count,
+        error=error,
+    )
+    return {
+        "research_log": [
+            {
+                "researcher_id": state["researcher_id"],
+                "round": state["round"],
+                "question": state["question"],
+                "status": status,
+                "sources_found": found,
+                "sources_read": read_count,
+                "error": error,
+                "errors": state.get("errors", []),
+            }
+        ]
+    }
 
 
 async def compress(state: ResearcherState, runtime: Runtime[ResearchContext], config: RunnableConfig) -> dict:
@@ -182,29 +215,45 @@ async def compress(state: ResearcherState, runtime: Runtime[ResearchContext], co
     ).with_config(tags=NOSTREAM_TAGS, run_name="compress_research")
     fitted, truncated = fit_texts(texts, budget)
     if truncated:
-        emit("notes_truncated", stage="compress", reason="budget",
-             tokens_before=sum(map(approx_tokens, texts)), tokens_after=sum(map(approx_tokens, fitted)))
+        emit(
+            "notes_truncated",
+            stage="compress",
+            reason="budget",
+            tokens_before=sum(map(approx_tokens, texts)),
+            tokens_after=sum(map(approx_tokens, fitted)),
+        )
     for attempt in range(CONTEXT_RETRIES + 1):
         prompt = COMPRESS_PROMPT.format(
             question=state["question"], brief=state.get("brief", ""), sources="\n\n---\n\n".join(fitted)
         )
         try:
             response = await ainvoke_with_retries(
-                model, [HumanMessage(prompt)], config,
-                retries=context.model_retries, timeout=context.model_timeout, step=state["round"],
+                model,
+                [HumanMessage(prompt)],
+                config,
+                retries=context.model_retries,
+                timeout=context.model_timeout,
+                step=state["round"],
             )
             break
         except Exception as exc:
             if is_context_length_error(exc) and attempt < CONTEXT_RETRIES:
                 before = sum(map(approx_tokens, fitted))
                 fitted, _ = fit_texts(fitted, before // 2)
-                emit("notes_truncated", stage="compress", reason="context_length_exceeded",
-                     tokens_before=before, tokens_after=sum(map(approx_tokens, fitted)))
+                emit(
+                    "notes_truncated",
+                    stage="compress",
+                    reason="context_length_exceeded",
+                    tokens_before=before,
+                    tokens_after=sum(map(approx_tokens, fitted)),
+                )
                 continue
             return _finish(state, "error", f"compression failed: {exc}")
     notes = {"researcher_id": state["researcher_id"], "question": state["question"], "text": response.text}
-    catalog = [{"url": s["url"], "title": s["title"], "kind": s["kind"], "researcher_id": state["researcher_id"]}
-               for s in sources]
+    catalog = [
+        {"url": s["url"], "title": s["title"], "kind": s["kind"], "researcher_id": state["researcher_id"]}
+        for s in sources
+    ]
     return {"notes": [notes], "sources": catalog, **_finish(state, "success", None)}
 
 

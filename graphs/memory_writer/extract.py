@@ -37,7 +37,8 @@ class EpisodicItem(BaseModel):
     """An event or experience of the user worth remembering."""
 
     text: str = Field(
-        min_length=1, max_length=2000,
+        min_length=1,
+        max_length=2000,
         description="One self-contained sentence about what happened, e.g. "
         "'The user ran the Berlin marathon in April 2025'.",
     )
@@ -48,7 +49,8 @@ class SemanticItem(BaseModel):
     """A durable fact, preference, skill, relationship or goal of the user."""
 
     text: str = Field(
-        min_length=1, max_length=2000,
+        min_length=1,
+        max_length=2000,
         description="One self-contained statement, e.g. 'The user is vegetarian'.",
     )
     category: CategoryName = Field(description="preference, fact, skill, relationship, goal or other")
@@ -102,10 +104,7 @@ async def extract_memories(
         return MemoryExtraction()
     prompt: list[AnyMessage] = [
         SystemMessage(EXTRACTION_PROMPT),
-        HumanMessage(
-            f"Known memories:\n{_render_existing(existing)}\n\n"
-            f"Latest conversation turn:\n{conversation}"
-        ),
+        HumanMessage(f"Known memories:\n{_render_existing(existing)}\n\nLatest conversation turn:\n{conversation}"),
     ]
     structured = model.with_structured_output(MemoryExtraction, method="function_calling")
     result = await ainvoke_with_retries(
@@ -136,8 +135,12 @@ async def extract_and_save(
     if asked is not None:
         for kind in memory.MEMORY_KINDS:
             existing += await memory.recall(
-                store, user_id, asked[: memory.memory_config().max_text_chars], kind,
-                top_k=MAX_EXISTING // 2, record_access=False,
+                store,
+                user_id,
+                asked[: memory.memory_config().max_text_chars],
+                kind,
+                top_k=MAX_EXISTING // 2,
+                record_access=False,
             )
     extraction = await extract_memories(model, messages, existing, retries=retries, timeout=timeout)
 
@@ -150,8 +153,14 @@ async def extract_and_save(
     counts = {"created": 0, "updated": 0, "profile_fields": 0}
     for kind, text, category, importance in saves:
         saved = await memory.save_memory(
-            store, user_id, kind, text, category=category, importance=importance,
-            source="extraction", thread_id=thread_id,
+            store,
+            user_id,
+            kind,
+            text,
+            category=category,
+            importance=importance,
+            source="extraction",
+            thread_id=thread_id,
         )
         counts[saved["action"]] += 1
     if extraction.profile_updates:

@@ -169,10 +169,14 @@ async def approve(state: State, runtime: Runtime[PlanExecuteContext]) -> dict:
     names, _ = await _tools(runtime.context)
     plan, error = state["plan"], None
     while True:
-        answer = interrupt({
-            "task": _task(state), "plan": plan, "error": error,
-            "resume": "{'action': 'approve'} | {'action': 'edit', 'plan': [steps]} | {'action': 'reject'}",
-        })
+        answer = interrupt(
+            {
+                "task": _task(state),
+                "plan": plan,
+                "error": error,
+                "resume": "{'action': 'approve'} | {'action': 'edit', 'plan': [steps]} | {'action': 'reject'}",
+            }
+        )
         try:
             action, edited = _review(answer, names, runtime.context)
             break
@@ -180,8 +184,11 @@ async def approve(state: State, runtime: Runtime[PlanExecuteContext]) -> dict:
             error = str(exc)
     if action == "reject":
         emit("plan_reviewed", action=action, steps=plan)
-        return {"status": "rejected", "final_answer": PLAN_REJECTED_MESSAGE,
-                "messages": [AIMessage(PLAN_REJECTED_MESSAGE)]}
+        return {
+            "status": "rejected",
+            "final_answer": PLAN_REJECTED_MESSAGE,
+            "messages": [AIMessage(PLAN_REJECTED_MESSAGE)],
+        }
     emit("plan_reviewed", action=action, steps=edited or plan)
     return {"plan": edited} if edited is not None else {}
 
@@ -197,10 +204,15 @@ def dispatch(state: State, runtime: Runtime[PlanExecuteContext]) -> list[Send] |
     results = {entry["step_id"]: entry for entry in log}
     task, number = _task(state), state.get("waves", 0) + 1
     return [
-        Send("run_step", {
-            "step": step, "task": task, "wave": number,
-            "dependencies": [results[dep] for dep in step["depends_on"]],
-        })
+        Send(
+            "run_step",
+            {
+                "step": step,
+                "task": task,
+                "wave": number,
+                "dependencies": [results[dep] for dep in step["depends_on"]],
+            },
+        )
         for step in wave
     ]
 
@@ -237,8 +249,14 @@ async def replanner(state: State, runtime: Runtime[PlanExecuteContext], config: 
         elif decision.action == "finish":
             reason = f"not needed (the replanner finished early): {decision.reason}"
             changed += [_skipped(s, "dropped", reason, waves) for s in pending]
-        emit("replan", replan=replans, action=decision.action, reason=decision.reason,
-             steps=decision.steps if decision.action == "revise" else [], failed_steps=[e["step_id"] for e in failed])
+        emit(
+            "replan",
+            replan=replans,
+            action=decision.action,
+            reason=decision.reason,
+            steps=decision.steps if decision.action == "revise" else [],
+            failed_steps=[e["step_id"] for e in failed],
+        )
     # Steps behind a failed step can never run: log them as skipped (transitively).
     current = log + changed
     while blocked := blocked_steps(plan, current):
@@ -254,9 +272,17 @@ async def replanner(state: State, runtime: Runtime[PlanExecuteContext], config: 
 def _skipped(step: dict, status: str, reason: str, wave: int) -> dict:
     emit("plan_step_skipped", step_id=step["id"], status=status, reason=reason)
     return {
-        "step_id": step["id"], "description": step["description"], "tool": step["tool"],
-        "args": step["args"], "depends_on": step["depends_on"], "wave": wave, "recovery": None,
-        "status": status, "error": reason, "attempts": 0, "duration_ms": 0.0,
+        "step_id": step["id"],
+        "description": step["description"],
+        "tool": step["tool"],
+        "args": step["args"],
+        "depends_on": step["depends_on"],
+        "wave": wave,
+        "recovery": None,
+        "status": status,
+        "error": reason,
+        "attempts": 0,
+        "duration_ms": 0.0,
     }
 
 
@@ -274,8 +300,11 @@ async def _ask_replanner(
     names, described = await _tools(context)
     finished = {e["step_id"]: e["status"] for e in log}
     prompt = REPLANNER_PROMPT.format(
-        max_steps=context.max_plan_steps, replans_left=context.max_replans - replans, tools=described,
-        task=_task(state), log=_log_text(log),
+        max_steps=context.max_plan_steps,
+        replans_left=context.max_replans - replans,
+        tools=described,
+        task=_task(state),
+        log=_log_text(log),
         remaining=json.dumps(pending, ensure_ascii=False, indent=1) if pending else "(none)",
     )
 
@@ -306,13 +335,20 @@ async def synthesizer(state: State, runtime: Runtime[PlanExecuteContext], config
     context = runtime.context
     log = state.get("execution_log", [])
     status = outcome(log)
-    emit("synthesis_started", status=status,
-         failed_steps=[e["step_id"] for e in log if e["status"] in ("failed", "skipped")])
+    emit(
+        "synthesis_started",
+        status=status,
+        failed_steps=[e["step_id"] for e in log if e["status"] in ("failed", "skipped")],
+    )
     model = load_chat_model(context.model, temperature=context.temperature, timeout=context.model_timeout)
     prompt = SYNTHESIZER_PROMPT.format(status=status, log=_log_text(log), now=_now())
     response = await ainvoke_with_retries(
-        model, [SystemMessage(prompt), *state["messages"]], config,
-        retries=context.model_retries, timeout=context.model_timeout, step=state.get("waves", 0) + 1,
+        model,
+        [SystemMessage(prompt), *state["messages"]],
+        config,
+        retries=context.model_retries,
+        timeout=context.model_timeout,
+        step=state.get("waves", 0) + 1,
     )
     return {"messages": [response], "final_answer": response.text, "status": status}
 

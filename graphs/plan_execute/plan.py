@@ -90,9 +90,7 @@ def validate_steps(
         if not step.description.strip():
             problems.append(f"step {step.id!r} has no description")
         if step.tool is not None and step.tool not in tools:
-            problems.append(
-                f"step {step.id!r} uses unknown tool {step.tool!r}; available: {', '.join(sorted(tools))}"
-            )
+            problems.append(f"step {step.id!r} uses unknown tool {step.tool!r}; available: {', '.join(sorted(tools))}")
         for dep in step.depends_on:
             if dep == step.id:
                 problems.append(f"step {step.id!r} depends on itself")
@@ -120,7 +118,7 @@ def _cycle(steps: list[PlanStep]) -> list[str]:
             if dep not in deps:
                 continue
             if state.get(dep) == 1:
-                return path[path.index(dep):] + [dep]
+                return path[path.index(dep) :] + [dep]
             if dep not in state and (found := visit(dep)):
                 return found
         path.pop()
@@ -143,8 +141,7 @@ def ready_steps(plan: list[dict], log: list[dict]) -> list[dict]:
     """Pending steps whose dependencies all succeeded."""
     status = {entry["step_id"]: entry["status"] for entry in log}
     return [
-        step for step in pending_steps(plan, log)
-        if all(status.get(dep) in OK_STATUSES for dep in step["depends_on"])
+        step for step in pending_steps(plan, log) if all(status.get(dep) in OK_STATUSES for dep in step["depends_on"])
     ]
 
 

@@ -45,9 +45,7 @@ class StepFailed(Exception):
 def _dependencies_text(dependencies: list[dict]) -> str:
     if not dependencies:
         return ""
-    results = "\n".join(
-        f"- {dep['step_id']} ({dep['description']}): {dep.get('result', '')}" for dep in dependencies
-    )
+    results = "\n".join(f"- {dep['step_id']} ({dep['description']}): {dep.get('result', '')}" for dep in dependencies)
     return DEPENDENCIES_SECTION.format(results=results)
 
 
@@ -59,8 +57,12 @@ async def _call_tool(step: dict, wave: int, context: PlanExecuteContext, config:
     )
     tools = await select_tools(context.tools)
     output = await run_tool_calls(
-        {"messages": [request]}, config, tools,
-        step=wave, timeout_s=context.tool_timeout, retries=context.tool_retries,
+        {"messages": [request]},
+        config,
+        tools,
+        step=wave,
+        timeout_s=context.tool_timeout,
+        retries=context.tool_retries,
     )
     message = output["messages"][0]
     entry = output["execution_log"][0] if output["execution_log"] else {}
@@ -74,7 +76,9 @@ async def _run_agent(payload: StepInput, context: PlanExecuteContext, config: Ru
     """Hand a reasoning step to the `react` graph (a subgraph: its tokens and events stream)."""
     step = payload["step"]
     prompt = STEP_PROMPT.format(
-        task=payload["task"], step_id=step["id"], description=step["description"],
+        task=payload["task"],
+        step_id=step["id"],
+        description=step["description"],
         dependencies=_dependencies_text(payload["dependencies"]),
     )
     # Steps are not turns of the user's conversation: keep them out of chat history and memory.
@@ -89,14 +93,22 @@ async def _fallback(payload: StepInput, error: str, context: PlanExecuteContext,
     """Ask the model for the step's result without its tool; StepFailed if it cannot."""
     step = payload["step"]
     prompt = FALLBACK_PROMPT.format(
-        tool=step["tool"], error=error, task=payload["task"], step_id=step["id"],
-        description=step["description"], args=json.dumps(step["args"], ensure_ascii=False),
+        tool=step["tool"],
+        error=error,
+        task=payload["task"],
+        step_id=step["id"],
+        description=step["description"],
+        args=json.dumps(step["args"], ensure_ascii=False),
         dependencies=_dependencies_text(payload["dependencies"]),
     )
     model = load_chat_model(context.model, temperature=context.temperature, timeout=context.model_timeout)
     response = await ainvoke_with_retries(
-        model.with_config(tags=[*NOSTREAM_TAGS, "plan_step_fallback"]), [HumanMessage(prompt)], config,
-        retries=context.model_retries, timeout=context.model_timeout, step=payload["wave"],
+        model.with_config(tags=[*NOSTREAM_TAGS, "plan_step_fallback"]),
+        [HumanMessage(prompt)],
+        config,
+        retries=context.model_retries,
+        timeout=context.model_timeout,
+        step=payload["wave"],
     )
     text = response.text.strip()
     if not text or text.startswith(CANNOT_COMPLETE):
@@ -122,8 +134,13 @@ async def run_step(payload: StepInput, runtime: Runtime[PlanExecuteContext], con
     emit("plan_step_started", step_id=step["id"], description=step["description"], tool=step["tool"], wave=wave)
     started = time.perf_counter()
     entry = {
-        "step_id": step["id"], "description": step["description"], "tool": step["tool"],
-        "args": step["args"], "depends_on": step["depends_on"], "wave": wave, "recovery": None,
+        "step_id": step["id"],
+        "description": step["description"],
+        "tool": step["tool"],
+        "args": step["args"],
+        "depends_on": step["depends_on"],
+        "wave": wave,
+        "recovery": None,
     }
     attempts = 1
     try:
@@ -145,14 +162,37 @@ async def run_step(payload: StepInput, runtime: Runtime[PlanExecuteContext], con
         error = str(exc) or type(exc).__name__
         duration_ms = round((time.perf_counter() - started) * 1000, 1)
         emit("plan_step_failed", step_id=step["id"], error=error, attempts=attempts, duration_ms=duration_ms)
-        return {"execution_log": [entry | {"status": "failed", "error": error, "attempts": attempts,
-                                            "duration_ms": duration_ms}]}
+        return {
+            "execution_log": [
+                entry | {"status": "failed", "error": error, "attempts": attempts, "duration_ms": duration_ms}
+            ]
+        }
     duration_ms = round((time.perf_counter() - started) * 1000, 1)
     status = "recovered" if entry["recovery"] == "model" else "completed"
     if entry["recovery"]:
-        emit("plan_step_recovered", step_id=step["id"], recovery=entry["recovery"], attempts=attempts,
-             error=entry.get("tool_error", ""))
-    emit("plan_step_completed", step_id=step["id"], status=status, duration_ms=duration_ms,
-         attempts=attempts, result_preview=preview(result))
-    return {"execution_log": [entry | {"status": status, "result": preview(result, RESULT_CHARS),
-                                        "attempts": attempts, "duration_ms": duration_ms}]}
+        emit(
+            "plan_step_recovered",
+            step_id=step["id"],
+            recovery=entry["recovery"],
+            attempts=attempts,
+            error=entry.get("tool_error", ""),
+        )
+    emit(
+        "plan_step_completed",
+        step_id=step["id"],
+        status=status,
+        duration_ms=duration_ms,
+        attempts=attempts,
+        result_preview=preview(result),
+    )
+    return {
+        "execution_log": [
+            entry
+            | {
+                "status": status,
+                "result": preview(result, RESULT_CHARS),
+                "attempts": attempts,
+                "duration_ms": duration_ms,
+            }
+        ]
+    }

@@ -36,9 +36,7 @@ def _reasoning_text(message: AIMessage) -> str:
 
 
 def _system_prompt(context: Context, summary: str, last_step: bool) -> str:
-    prompt = context.system_prompt or SYSTEM_PROMPT.format(
-        now=datetime.now(UTC).isoformat(timespec="seconds")
-    )
+    prompt = context.system_prompt or SYSTEM_PROMPT.format(now=datetime.now(UTC).isoformat(timespec="seconds"))
     if summary:
         prompt += SUMMARY_SECTION.format(summary=summary)
     if last_step:
@@ -62,8 +60,12 @@ async def call_model(state: State, runtime: Runtime[Context], config: RunnableCo
 
         def summary_call(prompt: list) -> Awaitable[AIMessage]:
             return ainvoke_with_retries(
-                model, prompt, {"tags": [*NOSTREAM_TAGS, "summarize"]},
-                retries=context.model_retries, step=step, timeout=context.model_timeout,
+                model,
+                prompt,
+                {"tags": [*NOSTREAM_TAGS, "summarize"]},
+                retries=context.model_retries,
+                step=step,
+                timeout=context.model_timeout,
             )
 
         result = await summarize(summary_call, messages, summary, context.context_window_tokens)

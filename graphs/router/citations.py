@@ -32,7 +32,7 @@ def check_citations(answer: str, sources: list[dict]) -> dict:
 
     def flag_url(match: re.Match) -> str:
         url = match.group(0).rstrip(".,;:")
-        rest = match.group(0)[len(url):]
+        rest = match.group(0)[len(url) :]
         if url.rstrip("/") in known_urls:
             return match.group(0)
         if url not in unknown_urls:
@@ -43,8 +43,11 @@ def check_citations(answer: str, sources: list[dict]) -> dict:
     notes = []
     if invalid:
         numbers = ", ".join(str(n) for n in sorted(invalid))
-        notes.append(f"removed citation number(s) {numbers}: only sources 1-{len(sources)} were retrieved"
-                     if sources else f"removed citation number(s) {numbers}: no source was retrieved")
+        notes.append(
+            f"removed citation number(s) {numbers}: only sources 1-{len(sources)} were retrieved"
+            if sources
+            else f"removed citation number(s) {numbers}: no source was retrieved"
+        )
     if unknown_urls:
         notes.append(f"flagged {len(unknown_urls)} link(s) that are not among the retrieved sources")
     if notes:

@@ -21,8 +21,10 @@ class RouterContext(PlanExecuteContext, ResearchContext):
     auto_route: bool = env_field("KB_AUTO_ROUTE")
     route: str | None = field(
         default=None,
-        metadata={"description": "Force a route: general, retrieval, react, or another served "
-                                 "sub-agent (plan_execute, deep_research). Unset: decided per message."},
+        metadata={
+            "description": "Force a route: general, retrieval, react, or another served "
+            "sub-agent (plan_execute, deep_research). Unset: decided per message."
+        },
     )
     retrieval_agents: list[str] = env_field("ROUTER_RETRIEVAL_AGENTS")
     retrieval_top_k: int = env_field("ROUTER_TOP_K")

@@ -36,19 +36,21 @@ def merge_runs(runs: list[dict], top_k: int) -> list[dict]:
     sources = []
     for index, (key, score) in enumerate(fused, 1):
         result = by_id[key]
-        sources.append({
-            "index": index,
-            "kb": result["kb"],
-            "chunk_id": result["id"],
-            "source": result.get("source"),
-            "title": result.get("title") or result.get("source"),
-            "locator": _locator(result),
-            "page": result.get("page"),
-            "section": result.get("section"),
-            "content": result.get("content") or "",
-            "score": round(score, 6),
-            "found_by": found_by[key],
-        })
+        sources.append(
+            {
+                "index": index,
+                "kb": result["kb"],
+                "chunk_id": result["id"],
+                "source": result.get("source"),
+                "title": result.get("title") or result.get("source"),
+                "locator": _locator(result),
+                "page": result.get("page"),
+                "section": result.get("section"),
+                "content": result.get("content") or "",
+                "score": round(score, 6),
+                "found_by": found_by[key],
+            }
+        )
     return sources
 
 
@@ -66,4 +68,3 @@ def extractive_answer(sources: list[dict], header: str, empty: str, limit: int =
         text = source["content"].strip()
         parts.append(f"[{source['index']}] {source['title']} ({source['locator']}):\n{text}")
     return "\n\n".join(parts)
-

@@ -52,9 +52,7 @@ def validate(feedback: object, answered_runs: list[dict]) -> dict:
         raise ValueError(f"feedback comment must be text of at most {MAX_COMMENT_CHARS} characters")
     known = [run["run_id"] for run in answered_runs if run.get("run_id")]
     if run_id not in known:
-        raise ValueError(
-            f"run {run_id!r} answered nothing on this thread; answered runs: {', '.join(known) or 'none'}"
-        )
+        raise ValueError(f"run {run_id!r} answered nothing on this thread; answered runs: {', '.join(known) or 'none'}")
     return {"run_id": run_id, "score": score, "comment": comment}
 
 

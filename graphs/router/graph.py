@@ -96,7 +96,7 @@ def _new_messages(state: State) -> list[AnyMessage]:
     messages = state.get("messages", [])
     seen = state.get("seen_message_id")
     ids = [m.id for m in messages]
-    return messages[ids.index(seen) + 1:] if seen in ids else list(messages)
+    return messages[ids.index(seen) + 1 :] if seen in ids else list(messages)
 
 
 async def prepare(state: State, runtime: Runtime[RouterContext], config: RunnableConfig) -> dict:
@@ -109,7 +109,11 @@ async def prepare(state: State, runtime: Runtime[RouterContext], config: Runnabl
         kept = new if question else []  # a question sent along with `clear` is kept and answered
         update.update(
             messages=[RemoveMessage(id=REMOVE_ALL_MESSAGES), *kept],
-            summary="", sources=[], citation_check={}, decision={}, plan=[],
+            summary="",
+            sources=[],
+            citation_check={},
+            decision={},
+            plan=[],
         )
         emit("conversation_cleared", removed_messages=len(messages) - len(kept))
         messages = kept
@@ -119,9 +123,7 @@ async def prepare(state: State, runtime: Runtime[RouterContext], config: Runnabl
         thread_id = (config.get("configurable") or {}).get("thread_id")
         try:
             checked = feedback_sink.validate(request, state.get("answered_runs", []))
-            record = await feedback_sink.record_feedback(
-                runtime.store, run_user_id(runtime), thread_id, checked
-            )
+            record = await feedback_sink.record_feedback(runtime.store, run_user_id(runtime), thread_id, checked)
         except Exception as exc:
             emit("router_error", stage="feedback", error=str(exc) or type(exc).__name__)
         else:
@@ -147,9 +149,7 @@ class RouteChoice(BaseModel):
     reason: str = Field(description="One sentence: why this route.")
 
 
-async def classify(
-    message: str, kbs: list[dict], context: RouterContext, config: RunnableConfig
-) -> Guess:
+async def classify(message: str, kbs: list[dict], context: RouterContext, config: RunnableConfig) -> Guess:
     """Ask the model for a route (structured output by tool calling, retried when malformed).
 
     Raises ModelConfigError without a usable model and ValueError after repeated bad answers.
@@ -161,9 +161,9 @@ async def classify(
         kbs="\n".join(f"- {kb['name']}: {kb.get('description') or '(no description)'}" for kb in kbs) or "(none)",
     )
     model = load_chat_model(context.model, temperature=0, timeout=context.model_timeout)
-    structured = model.with_structured_output(
-        RouteChoice, method="function_calling", include_raw=True
-    ).with_config(tags=[*NOSTREAM_TAGS, "router_classify"])
+    structured = model.with_structured_output(RouteChoice, method="function_calling", include_raw=True).with_config(
+        tags=[*NOSTREAM_TAGS, "router_classify"]
+    )
     messages: list[AnyMessage] = [SystemMessage(prompt), HumanMessage(message)]
     error = ""
     for _ in range(CLASSIFY_ATTEMPTS):
@@ -218,11 +218,18 @@ async def apply_override_policy(state: State, runtime: Runtime[RouterContext]) -
     decision = dict(state["decision"])
     if context.route:
         if context.route not in available_routes():
-            decision.update(route="error", method="forced",
-                            reason=f"route {context.route!r} is not served; routes: {', '.join(available_routes())}")
+            decision.update(
+                route="error",
+                method="forced",
+                reason=f"route {context.route!r} is not served; routes: {', '.join(available_routes())}",
+            )
             return {"decision": decision}
-        decision.update(route=context.route, method="forced", confidence=1.0,
-                        reason=f"route {context.route!r} requested by the caller")
+        decision.update(
+            route=context.route,
+            method="forced",
+            confidence=1.0,
+            reason=f"route {context.route!r} requested by the caller",
+        )
     if context.kb:
         try:
             if runtime.store is None:
@@ -232,11 +239,20 @@ async def apply_override_policy(state: State, runtime: Runtime[RouterContext]) -
             decision.update(route="error", kb_prefix=context.kb, method="requested", reason=str(exc))
             return {"decision": decision}
         if not context.route or context.route == "retrieval":
-            decision.update(route="retrieval", kb_prefix=context.kb, method="requested", confidence=1.0,
-                            reason=f"knowledge base {context.kb!r} requested by the caller")
+            decision.update(
+                route="retrieval",
+                kb_prefix=context.kb,
+                method="requested",
+                confidence=1.0,
+                reason=f"knowledge base {context.kb!r} requested by the caller",
+            )
     elif not context.auto_route and not context.route:
-        decision.update(route="general", kb_prefix=GENERAL_KB, method="policy",
-                        reason="auto-routing is off and no knowledge base was requested")
+        decision.update(
+            route="general",
+            kb_prefix=GENERAL_KB,
+            method="policy",
+            reason="auto-routing is off and no knowledge base was requested",
+        )
     if decision["route"] == "retrieval" and not decision["kb_prefix"]:
         decision.update(route="error", reason="the retrieval route needs a knowledge base (context `kb`)")
     if decision["route"] not in (*available_routes(), "error"):
@@ -272,8 +288,10 @@ def route_after_select(state: State) -> list[Send] | str:
     _completed[batch] = 0
     query = _question(state["messages"])
     return [
-        Send("retrieve", {**spec, "kb": decision["kb_prefix"], "query": query,
-                          "total": len(state["plan"]), "batch": batch})
+        Send(
+            "retrieve",
+            {**spec, "kb": decision["kb_prefix"], "query": query, "total": len(state["plan"]), "batch": batch},
+        )
         for spec in state["plan"]
     ]
 
@@ -296,8 +314,12 @@ async def retrieve(task: WorkerTask, runtime: Runtime[RouterContext], config: Ru
     """Run one retrieve-only worker; a failure is reported and recorded, never raised."""
     started = time.time()
     thread_id = (config.get("configurable") or {}).get("thread_id")
-    run: dict[str, Any] = {"worker_name": task["worker_name"], "agent_type": task["agent_type"],
-                           "kb": task["kb"], "batch": task["batch"]}
+    run: dict[str, Any] = {
+        "worker_name": task["worker_name"],
+        "agent_type": task["agent_type"],
+        "kb": task["kb"],
+        "batch": task["batch"],
+    }
     try:
         if runtime.store is None:
             raise RuntimeError("retrieval needs a store; this graph runs without one")
@@ -309,17 +331,34 @@ async def retrieve(task: WorkerTask, runtime: Runtime[RouterContext], config: Ru
     except Exception as exc:
         error = str(exc) or type(exc).__name__
         run.update(status="error", retrieval_results=[], error=error)
-        emit("worker_failed", worker_name=task["worker_name"], agent_type=task["agent_type"],
-             error=error, error_type=type(exc).__name__)
+        emit(
+            "worker_failed",
+            worker_name=task["worker_name"],
+            agent_type=task["agent_type"],
+            error=error,
+            error_type=type(exc).__name__,
+        )
     finished = time.time()
     _completed[task["batch"]] = _completed.get(task["batch"], 0) + 1
     count = len(run["retrieval_results"])
-    emit("progress", stage="retrieval", completed=_completed[task["batch"]], total=task["total"],
-         agent_type=task["agent_type"], retrieval_count=count, error=run["error"])
+    emit(
+        "progress",
+        stage="retrieval",
+        completed=_completed[task["batch"]],
+        total=task["total"],
+        agent_type=task["agent_type"],
+        retrieval_count=count,
+        error=run["error"],
+    )
     entry = {
-        "node": "retrieve", "worker_name": task["worker_name"], "agent_type": task["agent_type"],
-        "status": run["status"], "retrieval_count": count, "started_at": round(started, 6),
-        "finished_at": round(finished, 6), "duration_ms": round((finished - started) * 1000, 1),
+        "node": "retrieve",
+        "worker_name": task["worker_name"],
+        "agent_type": task["agent_type"],
+        "status": run["status"],
+        "retrieval_count": count,
+        "started_at": round(started, 6),
+        "finished_at": round(finished, 6),
+        "duration_ms": round((finished - started) * 1000, 1),
         "error": run["error"],
     }
     return {"worker_runs": [run], "execution_log": [entry]}
@@ -337,7 +376,8 @@ async def merge_evidence(state: State, runtime: Runtime[RouterContext]) -> dict:
 def _history(messages: list[AnyMessage], budget_tokens: int) -> list[AnyMessage]:
     """The conversation's text turns (no tool traffic), newest kept within the budget."""
     turns = [
-        m for m in messages
+        m
+        for m in messages
         if isinstance(m, HumanMessage) or (isinstance(m, AIMessage) and not m.tool_calls and m.text.strip())
     ]
     kept: list[AnyMessage] = []
@@ -358,8 +398,7 @@ async def answer(state: State, runtime: Runtime[RouterContext], config: Runnable
     sources = state.get("sources", [])
     kb = state["decision"]["kb_prefix"]
     failed = [run["worker_name"] for run in state.get("worker_runs", []) if run["status"] == "error"]
-    emit("progress", stage="generation", completed=0, total=1, agent_type="",
-         retrieval_count=len(sources), error=None)
+    emit("progress", stage="generation", completed=0, total=1, agent_type="", retrieval_count=len(sources), error=None)
     try:
         model = load_chat_model(context.model, temperature=context.temperature, timeout=context.model_timeout)
     except ModelConfigError:
@@ -374,9 +413,10 @@ async def answer(state: State, runtime: Runtime[RouterContext], config: Runnable
             model, prompt, config, retries=context.model_retries, step=1, timeout=context.model_timeout
         )
     if failed:
-        response = response.model_copy(update={"content": response.text + DEGRADED_NOTE.format(workers=", ".join(failed))})
-    emit("progress", stage="generation", completed=1, total=1, agent_type="",
-         retrieval_count=len(sources), error=None)
+        response = response.model_copy(
+            update={"content": response.text + DEGRADED_NOTE.format(workers=", ".join(failed))}
+        )
+    emit("progress", stage="generation", completed=1, total=1, agent_type="", retrieval_count=len(sources), error=None)
     return {"messages": [response]}
 
 
@@ -384,8 +424,13 @@ async def check_citations(state: State) -> dict:
     """Remove citations that match no source of this run and flag links that are not sources."""
     message = state["messages"][-1]
     result = check_answer_citations(message.text, state.get("sources", []))
-    emit("citations_checked", cited=len(result["cited"]), removed=len(result["invalid"]),
-         invented_urls=result["unknown_urls"], invalid_numbers=result["invalid"])
+    emit(
+        "citations_checked",
+        cited=len(result["cited"]),
+        removed=len(result["invalid"]),
+        invented_urls=result["unknown_urls"],
+        invalid_numbers=result["invalid"],
+    )
     update: dict[str, Any] = {"citation_check": {k: v for k, v in result.items() if k != "text"}}
     if result["text"] != message.text:
         update["messages"] = [message.model_copy(update={"content": result["text"]})]
@@ -437,9 +482,7 @@ async def finish_turn(state: State, runtime: Runtime[RouterContext], config: Run
     }
     # Sub-agents record their own turns; the router records the answers it generated itself.
     if decision["route"] == "retrieval":
-        await remember_turn(
-            state["messages"], runtime, config, extract=not last.response_metadata.get("extractive")
-        )
+        await remember_turn(state["messages"], runtime, config, extract=not last.response_metadata.get("extractive"))
     return update
 
 
@@ -465,9 +508,7 @@ builder.add_edge(START, "prepare")
 builder.add_conditional_edges("prepare", after_prepare, ["intent_detect", END])
 builder.add_edge("intent_detect", "apply_override_policy")
 builder.add_edge("apply_override_policy", "worker_select")
-builder.add_conditional_edges(
-    "worker_select", route_after_select, ["retrieve", "general", "route_error", *SUBAGENTS]
-)
+builder.add_conditional_edges("worker_select", route_after_select, ["retrieve", "general", "route_error", *SUBAGENTS])
 builder.add_edge("retrieve", "merge_evidence")
 builder.add_edge("merge_evidence", "answer")
 builder.add_edge("answer", "check_citations")

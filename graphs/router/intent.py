@@ -7,20 +7,109 @@ from dataclasses import dataclass
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9_-]*")
 _STOPWORDS = frozenset(
-    ["a", "an", "and", "are", "about", "all", "also", "any", "as", "at", "be", "been", "but", "by", "can", "could", "do", "does", "for", "from", "has", "have", "how", "i", "in", "into", "is", "it", "its", "me", "my", "of", "on", "or", "our", "please", "should", "tell", "than", "that", "the", "their", "them", "then", "there", "these", "this", "those", "to", "under", "was", "we", "what", "when", "where", "which", "who", "why", "will", "with", "would", "you", "your", "documents", "document", "notes", "guide", "information", "knowledge", "base"]
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "about",
+        "all",
+        "also",
+        "any",
+        "as",
+        "at",
+        "be",
+        "been",
+        "but",
+        "by",
+        "can",
+        "could",
+        "do",
+        "does",
+        "for",
+        "from",
+        "has",
+        "have",
+        "how",
+        "i",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "of",
+        "on",
+        "or",
+        "our",
+        "please",
+        "should",
+        "tell",
+        "than",
+        "that",
+        "the",
+        "their",
+        "them",
+        "then",
+        "there",
+        "these",
+        "this",
+        "those",
+        "to",
+        "under",
+        "was",
+        "we",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+        "documents",
+        "document",
+        "notes",
+        "guide",
+        "information",
+        "knowledge",
+        "base",
+    ]
 )
 TOOL_CUES = (
-    r"\bcalculat\w*", r"\bcompute\b", r"\d\s*[-+*/^%]\s*\d", r"\bweather\b", r"\bforecast\b",
-    r"\bwhat time\b", r"\bcurrent time\b", r"\btoday'?s date\b", r"\bsearch the web\b",
-    r"\bweb search\b", r"\blook (it )?up online\b", r"\blatest news\b", r"https?://",
+    r"\bcalculat\w*",
+    r"\bcompute\b",
+    r"\d\s*[-+*/^%]\s*\d",
+    r"\bweather\b",
+    r"\bforecast\b",
+    r"\bwhat time\b",
+    r"\bcurrent time\b",
+    r"\btoday'?s date\b",
+    r"\bsearch the web\b",
+    r"\bweb search\b",
+    r"\blook (it )?up online\b",
+    r"\blatest news\b",
+    r"https?://",
 )
 RESEARCH_CUES = (
-    r"\bresearch\b", r"\bin[- ]depth\b", r"\bcomprehensive\b", r"\bliterature review\b",
-    r"\binvestigate\b", r"\bthorough (report|analysis)\b", r"\bsurvey of\b",
+    r"\bresearch\b",
+    r"\bin[- ]depth\b",
+    r"\bcomprehensive\b",
+    r"\bliterature review\b",
+    r"\binvestigate\b",
+    r"\bthorough (report|analysis)\b",
+    r"\bsurvey of\b",
 )
 PLAN_CUES = (
-    r"\bstep[- ]by[- ]step plan\b", r"\bmake a plan\b", r"\bplan and (then )?(do|execute)\b",
-    r"\bmulti[- ]step\b", r"\bfirst\b.+\bthen\b.+\bfinally\b",
+    r"\bstep[- ]by[- ]step plan\b",
+    r"\bmake a plan\b",
+    r"\bplan and (then )?(do|execute)\b",
+    r"\bmulti[- ]step\b",
+    r"\bfirst\b.+\bthen\b.+\bfinally\b",
 )
 GREETING = re.compile(r"^\s*(hi|hello|hey|thanks|thank you|good (morning|evening|afternoon))\b[\s!.,]*$", re.I)
 
@@ -66,8 +155,9 @@ def match_kb(message: str, kbs: list[dict]) -> Guess | None:
     count, name, shared_words = scored[0]
     tie = len(scored) > 1 and scored[1][0] == count
     confidence = 0.5 if tie else min(0.85, 0.45 + 0.15 * count)
-    return Guess("retrieval", name, confidence,
-                 f"the message shares {', '.join(shared_words)} with the description of {name!r}")
+    return Guess(
+        "retrieval", name, confidence, f"the message shares {', '.join(shared_words)} with the description of {name!r}"
+    )
 
 
 def guess_route(message: str, kbs: list[dict]) -> Guess:

@@ -13,7 +13,7 @@ message. Give your confidence (0 to 1) and a one-sentence reason."""
 
 ROUTE_DESCRIPTIONS = {
     "general": "answer directly from general knowledge and the user's own memories (chit-chat, "
-               "questions about the user, simple questions)",
+    "questions about the user, simple questions)",
     "retrieval": "answer from a knowledge base's documents, with citations",
     "react": "a tool-using agent: calculations, current time, weather, web search and reading pages",
     "plan_execute": "multi-step tasks: make a plan, execute the steps with tools, report",
@@ -44,8 +44,6 @@ EXTRACTIVE_HEADER = (
     "Extracted passages (no chat model is configured, so this answer is extracted from the "
     "knowledge base {kb!r}, not generated):"
 )
-EXTRACTIVE_EMPTY = (
-    "No chat model is configured and the knowledge base {kb!r} returned no passage for this question."
-)
+EXTRACTIVE_EMPTY = "No chat model is configured and the knowledge base {kb!r} returned no passage for this question."
 DEGRADED_NOTE = "\n\n(Some retrieval workers failed: {workers}. This answer uses the remaining evidence.)"
 NO_PASSAGES = "(no passage was found)"

@@ -43,9 +43,7 @@ def parse_worker_name(worker_name: str | None) -> ParsedWorkerName:
     if len(parts) == 3:
         mode = parts[2] or AGENT_MODE
         if mode != AGENT_MODE:
-            raise ValueError(
-                f"unsupported agent_mode in worker_name {worker_name!r}: only {AGENT_MODE!r} exists"
-            )
+            raise ValueError(f"unsupported agent_mode in worker_name {worker_name!r}: only {AGENT_MODE!r} exists")
         return ParsedWorkerName(parts[0], parts[1], mode)
     raise ValueError(
         f"invalid worker_name format {worker_name!r}: expected '{{kb_prefix}}:{{agent_type}}:{{agent_mode}}'"

@@ -130,4 +130,3 @@ class Context:
 def context_fields(schema: type = Context) -> list[tuple[str, str]]:
     """(name, description) of every field of a context schema, for docs and tests."""
     return [(f.name, f.metadata.get("description", "")) for f in fields(schema)]
-

@@ -23,8 +23,7 @@ from langchain_core.messages.utils import count_tokens_approximately, get_buffer
 from graphs.runtime.prompts import SUMMARY_PROMPT, SUMMARY_SYSTEM
 
 CANCELLED_TOOL_RESULT = (
-    "Tool call cancelled: no result was recorded (the run was interrupted or stopped before "
-    "this call finished)."
+    "Tool call cancelled: no result was recorded (the run was interrupted or stopped before this call finished)."
 )
 
 
@@ -44,9 +43,7 @@ def repair_tool_history(messages: list[AnyMessage]) -> list[AnyMessage]:
     def close_pending() -> None:
         nonlocal changed
         for call_id, name in pending.items():
-            repaired.append(
-                ToolMessage(CANCELLED_TOOL_RESULT, tool_call_id=call_id, name=name, status="error")
-            )
+            repaired.append(ToolMessage(CANCELLED_TOOL_RESULT, tool_call_id=call_id, name=name, status="error"))
             changed = True
         pending.clear()
 
@@ -128,8 +125,6 @@ async def summarize(
     if len(conversation) > limit:
         conversation = conversation[: limit // 2] + "\n[... cut ...]\n" + conversation[-limit // 2 :]
     prompt = SUMMARY_PROMPT.format(previous=previous, conversation=conversation)
-    response = await invoke(
-        [SystemMessage(SUMMARY_SYSTEM), HumanMessage(prompt)]
-    )
+    response = await invoke([SystemMessage(SUMMARY_SYSTEM), HumanMessage(prompt)])
     removals = [RemoveMessage(id=m.id) for m in old if m.id]
     return response.text, removals, len(messages) - cut

@@ -111,8 +111,13 @@ async def schedule_extraction(
         try:
             model = load_chat_model(context.model, temperature=0, timeout=context.model_timeout)
             await extract_and_save(
-                store, user_id, convert_to_messages(turn), model, thread_id,
-                retries=context.model_retries, timeout=context.model_timeout,
+                store,
+                user_id,
+                convert_to_messages(turn),
+                model,
+                thread_id,
+                retries=context.model_retries,
+                timeout=context.model_timeout,
             )
         except Exception:
             logger.exception("memory extraction failed for thread %s", thread_id)

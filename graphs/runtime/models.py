@@ -44,9 +44,27 @@ class ModelCallError(RuntimeError):
 # Providers `load_chat_model` accepts: OpenAI (and OpenAI-compatible servers) plus the providers
 # `init_chat_model` integrates (each needs its integration package installed).
 KNOWN_PROVIDERS = (
-    "openai", "anthropic", "azure_openai", "azure_ai", "google_genai", "google_vertexai",
-    "bedrock", "bedrock_converse", "cohere", "fireworks", "together", "mistralai",
-    "huggingface", "groq", "ollama", "deepseek", "xai", "perplexity", "ibm", "nvidia", "upstage",
+    "openai",
+    "anthropic",
+    "azure_openai",
+    "azure_ai",
+    "google_genai",
+    "google_vertexai",
+    "bedrock",
+    "bedrock_converse",
+    "cohere",
+    "fireworks",
+    "together",
+    "mistralai",
+    "huggingface",
+    "groq",
+    "ollama",
+    "deepseek",
+    "xai",
+    "perplexity",
+    "ibm",
+    "nvidia",
+    "upstage",
 )
 
 
@@ -58,6 +76,7 @@ _KEY_VARIABLES = {
     "mistralai": "MISTRAL_API_KEY",
 }
 
+
 class ChatOpenAICompatible(ChatOpenAI):
     """`ChatOpenAI` that keeps the `reasoning_content` OpenAI-compatible servers send (vLLM,
     DeepSeek, Ollama, llama.cpp reasoning models), in `additional_kwargs["reasoning_content"]`.
@@ -66,9 +85,7 @@ class ChatOpenAICompatible(ChatOpenAI):
     def _convert_chunk_to_generation_chunk(
         self, chunk: dict, default_chunk_class: type, base_generation_info: dict | None
     ) -> ChatGenerationChunk | None:
-        generation = super()._convert_chunk_to_generation_chunk(
-            chunk, default_chunk_class, base_generation_info
-        )
+        generation = super()._convert_chunk_to_generation_chunk(chunk, default_chunk_class, base_generation_info)
         choices = chunk.get("choices") or []
         delta = (choices[0].get("delta") or {}) if choices else {}
         if generation is not None and (text := delta.get("reasoning_content")):
@@ -200,7 +217,9 @@ async def ainvoke_with_retries(
     try:
         return await call_with_retries(
             lambda: asyncio.wait_for(model.ainvoke(messages, config), timeout),
-            retries=retries, is_transient=is_transient_model_error, on_retry=on_retry,
+            retries=retries,
+            is_transient=is_transient_model_error,
+            on_retry=on_retry,
         )
     except RetriesExhausted as failed:
         exc, error = failed.error, _error_text(failed.error, timeout)

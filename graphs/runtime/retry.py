@@ -55,6 +55,7 @@ async def call_with_retries(
         before_sleep=before_sleep,
         reraise=True,
     )
+
     async def attempt() -> T:
         return await call()
 

@@ -51,6 +51,5 @@ def check_input_messages(raw: Any) -> None:
             calls.discard(message.tool_call_id)
     if calls:
         raise ValueError(
-            f"input messages: assistant tool call(s) {', '.join(sorted(calls))} have no tool "
-            "message with their result"
+            f"input messages: assistant tool call(s) {', '.join(sorted(calls))} have no tool message with their result"
         )

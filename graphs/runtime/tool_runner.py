@@ -42,9 +42,7 @@ def _error_text(exc: BaseException, timeout_s: float) -> str:
 
 
 def _make_wrapper(step: int, timeout_s: float, retries: int, log: list[dict]):
-    async def wrap(
-        request: ToolCallRequest, execute: Callable[[ToolCallRequest], Awaitable[Any]]
-    ) -> Any:
+    async def wrap(request: ToolCallRequest, execute: Callable[[ToolCallRequest], Awaitable[Any]]) -> Any:
         call = request.tool_call
         call_id, name = call["id"], call["name"]
         emit("tool_call_started", step=step, tool_call_id=call_id, name=name, args=call["args"])
@@ -57,13 +55,20 @@ def _make_wrapper(step: int, timeout_s: float, retries: int, log: list[dict]):
 
         def on_retry(attempt: int, exc: BaseException, delay: float) -> None:
             emit(
-                "tool_call_retrying", step=step, tool_call_id=call_id, name=name,
-                attempt=attempt, error=_error_text(exc, timeout_s), delay_s=round(delay, 3),
+                "tool_call_retrying",
+                step=step,
+                tool_call_id=call_id,
+                name=name,
+                attempt=attempt,
+                error=_error_text(exc, timeout_s),
+                delay_s=round(delay, 3),
             )
 
         try:
             result = await call_with_retries(
-                attempt_call, retries=retries, on_retry=on_retry,
+                attempt_call,
+                retries=retries,
+                on_retry=on_retry,
                 is_transient=lambda exc: isinstance(exc, TRANSIENT_ERRORS),
             )
         except RetriesExhausted as failed:  # any tool failure goes back to the model
@@ -74,14 +79,23 @@ def _make_wrapper(step: int, timeout_s: float, retries: int, log: list[dict]):
         status = getattr(result, "status", "success")
         if status == "error":
             emit(
-                "tool_call_failed", step=step, tool_call_id=call_id, name=name,
-                duration_ms=duration_ms, error=preview(content), error_type="ToolError",
+                "tool_call_failed",
+                step=step,
+                tool_call_id=call_id,
+                name=name,
+                duration_ms=duration_ms,
+                error=preview(content),
+                error_type="ToolError",
                 attempts=attempt,
             )
         else:
             emit(
-                "tool_call_finished", step=step, tool_call_id=call_id, name=name,
-                duration_ms=duration_ms, result_preview=preview(content),
+                "tool_call_finished",
+                step=step,
+                tool_call_id=call_id,
+                name=name,
+                duration_ms=duration_ms,
+                result_preview=preview(content),
             )
         log.append(_log_entry(call, step, status, duration_ms, attempt))
         return result
@@ -93,8 +107,14 @@ def _failed(call, step, started, exc, timeout_s, attempts, log) -> ToolMessage:
     duration_ms = round((time.perf_counter() - started) * 1000, 1)
     error = _error_text(exc, timeout_s)
     emit(
-        "tool_call_failed", step=step, tool_call_id=call["id"], name=call["name"],
-        duration_ms=duration_ms, error=error, error_type=type(exc).__name__, attempts=attempts,
+        "tool_call_failed",
+        step=step,
+        tool_call_id=call["id"],
+        name=call["name"],
+        duration_ms=duration_ms,
+        error=error,
+        error_type=type(exc).__name__,
+        attempts=attempts,
     )
     log.append(_log_entry(call, step, "error", duration_ms, attempts, error))
     return ToolMessage(

@@ -59,4 +59,3 @@ def knowledge_config() -> KnowledgeConfig:
         text_search_config=values.KB_TEXT_SEARCH_CONFIG,
         hybrid_keyword_weight=values.KB_HYBRID_KEYWORD_WEIGHT,
     )
-

@@ -40,19 +40,21 @@ def _fingerprint(values: list[dict]) -> str:
 
 
 def _chunk_values(kb: str, document: PreparedDocument) -> list[dict]:
-    return strip_nul([
-        {
-            "kb": kb,
-            "source": document.source,
-            "title": document.title,
-            "format": document.format,
-            "position": chunk.position,
-            "page": chunk.page,
-            "section": chunk.section,
-            "content": chunk.content,
-        }
-        for chunk in document.chunks
-    ])
+    return strip_nul(
+        [
+            {
+                "kb": kb,
+                "source": document.source,
+                "title": document.title,
+                "format": document.format,
+                "position": chunk.position,
+                "page": chunk.page,
+                "section": chunk.section,
+                "content": chunk.content,
+            }
+            for chunk in document.chunks
+        ]
+    )
 
 
 async def _write_documents(store: BaseStore, kb: str, documents: list[PreparedDocument]) -> list[dict]:
@@ -77,7 +79,9 @@ async def _write_documents(store: BaseStore, kb: str, documents: list[PreparedDo
             "ingested_at": now_stamp(),
         }
         # Recorded first with the larger count, so an interrupted write still knows every position to clean up.
-        pending.append(PutOp(docs, key, {**record, "chunks": max(old_count, len(values)), "fingerprint": None}, index=False))
+        pending.append(
+            PutOp(docs, key, {**record, "chunks": max(old_count, len(values)), "fingerprint": None}, index=False)
+        )
         records.append(PutOp(docs, key, record, index=False))
         puts += [PutOp(namespace, chunk_id(kb, document.source, v["position"]), v, index=["content"]) for v in values]
         removed = [PutOp(namespace, chunk_id(kb, document.source, p), None) for p in range(len(values), old_count)]
@@ -90,7 +94,9 @@ async def _write_documents(store: BaseStore, kb: str, documents: list[PreparedDo
     adapter = adapter_for(store)
     if adapter is not None:  # full text next to the chunk rows, before the records mark them done
         config = knowledge_config().text_search_config
-        await adapter.index_kb_chunks(kb, [(op.key, op.value["content"]) for op in puts if op.value is not None], config)
+        await adapter.index_kb_chunks(
+            kb, [(op.key, op.value["content"]) for op in puts if op.value is not None], config
+        )
     if stale:
         await store.abatch(stale)
         if adapter is not None:
@@ -125,7 +131,6 @@ def _chunking(chunk_size: int | None, chunk_overlap: int | None) -> dict:
     }
     text_splitter(**chunking)  # fail fast on impossible settings
     return chunking
-
 
 
 def _check_source(source: object) -> str:
@@ -197,7 +202,6 @@ async def ingest_text(
     return result
 
 
-
 async def ingest_bytes(
     store: BaseStore,
     kb: str,
@@ -218,7 +222,9 @@ async def ingest_bytes(
     _check_format(format)
     await get_kb(store, kb)
     chunking = _chunking(chunk_size, chunk_overlap)
-    (result,) = await _write_prepared(store, kb, [functools.partial(prepare_bytes, data, source, title, format, chunking)])
+    (result,) = await _write_prepared(
+        store, kb, [functools.partial(prepare_bytes, data, source, title, format, chunking)]
+    )
     await refresh_stats(store, kb)
     return result
 
@@ -270,4 +276,3 @@ async def ingest_path(
     documents = await _write_prepared(store, kb, (functools.partial(_prepare_file, f, chunking) for f in files))
     await refresh_stats(store, kb)
     return {"kb": kb, "documents": documents, "skipped": [str(p) for p in skipped]}
-

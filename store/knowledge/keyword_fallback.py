@@ -15,7 +15,69 @@ from store.knowledge.config import BM25_B, BM25_K1
 
 _TOKEN = re.compile(r"\w+")
 _STOPWORDS = frozenset(
-    ["a", "an", "and", "are", "as", "at", "be", "been", "but", "by", "can", "did", "do", "does", "for", "from", "had", "has", "have", "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "no", "not", "of", "on", "or", "our", "so", "than", "that", "the", "their", "them", "then", "there", "these", "they", "this", "to", "was", "we", "were", "what", "when", "where", "which", "who", "whom", "why", "will", "with", "you", "your"]
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "been",
+        "but",
+        "by",
+        "can",
+        "did",
+        "do",
+        "does",
+        "for",
+        "from",
+        "had",
+        "has",
+        "have",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "no",
+        "not",
+        "of",
+        "on",
+        "or",
+        "our",
+        "so",
+        "than",
+        "that",
+        "the",
+        "their",
+        "them",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "to",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "you",
+        "your",
+    ]
 )
 
 
@@ -24,7 +86,9 @@ def tokenize(text: str) -> list[str]:
     return [token for token in _TOKEN.findall(text.lower()) if token not in _STOPWORDS]
 
 
-def bm25_rank(query: str, documents: Sequence[tuple[str, str]], *, k1: float = BM25_K1, b: float = BM25_B) -> list[tuple[str, float]]:
+def bm25_rank(
+    query: str, documents: Sequence[tuple[str, str]], *, k1: float = BM25_K1, b: float = BM25_B
+) -> list[tuple[str, float]]:
     """Okapi BM25 of (id, text) documents for `query`, best first; documents matching no term are left out."""
     terms = set(tokenize(query))
     if not terms or not documents:
@@ -38,7 +102,9 @@ def bm25_rank(query: str, documents: Sequence[tuple[str, str]], *, k1: float = B
     for (doc_id, c), length in zip(counts, lengths, strict=False):
         score = sum(
             math.log(1 + (n - frequency[t] + 0.5) / (frequency[t] + 0.5))
-            * c[t] * (k1 + 1) / (c[t] + k1 * (1 - b + b * length / average))
+            * c[t]
+            * (k1 + 1)
+            / (c[t] + k1 * (1 - b + b * length / average))
             for t in terms
             if t in c
         )
@@ -46,4 +112,3 @@ def bm25_rank(query: str, documents: Sequence[tuple[str, str]], *, k1: float = B
             scored.append((doc_id, score))
     scored.sort(key=lambda pair: (-pair[1], pair[0]))
     return scored
-

@@ -23,7 +23,6 @@ class Chunk:
     section: str | None = None
 
 
-
 def text_splitter(chunk_size: int, chunk_overlap: int):
     """The recursive splitter for these settings; ValueError on impossible ones."""
     from langchain_text_splitters import RecursiveCharacterTextSplitter
@@ -95,7 +94,6 @@ def title_from_source(source: str) -> str:
     return Path(tail).stem or tail
 
 
-
 @dataclass(frozen=True)
 class PreparedDocument:
     """A parsed and chunked document, ready to be written."""
@@ -104,7 +102,6 @@ class PreparedDocument:
     title: str
     format: str
     chunks: list[Chunk]
-
 
 
 def prepare_text(text: str | bytes, source: str, title: str | None, format: str, chunking: dict) -> PreparedDocument:
@@ -128,11 +125,12 @@ def prepare_bytes(data: bytes, source: str, title: str | None, format: str, chun
     """Parse and chunk a document given as bytes: PDF through pypdf, text formats as UTF-8."""
     if format == "pdf":
         pdf_title, pages = pdf_pages(data)
-        return PreparedDocument(source, title or pdf_title or title_from_source(source), format, chunk_pages(pages, **chunking))
+        return PreparedDocument(
+            source, title or pdf_title or title_from_source(source), format, chunk_pages(pages, **chunking)
+        )
     if format == "html":  # trafilatura finds the page's declared encoding in the raw bytes
         return prepare_text(data, source, title, format, chunking)
     return prepare_text(data.decode("utf-8-sig", errors="replace"), source, title, format, chunking)
-
 
 
 def format_for(name: str | None = None, media_type: str | None = None) -> str | None:

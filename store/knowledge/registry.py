@@ -33,7 +33,6 @@ class KBExistsError(ValueError):
     """create_kb was asked to create a knowledge base that already exists."""
 
 
-
 def validate_kb_name(name: str) -> str:
     """Return `name` if it is a valid knowledge base name (lowercase [a-z0-9_-], 1-64 chars)."""
     if not isinstance(name, str) or not KB_NAME.fullmatch(name):
@@ -165,4 +164,3 @@ async def refresh_stats(store: BaseStore, name: str) -> dict:
     )
     await store.aput(REGISTRY_NAMESPACE, name, entry, index=False)
     return entry
-

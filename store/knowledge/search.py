@@ -38,7 +38,6 @@ async def _dense_hits(store: BaseStore, kb: str, query: str, limit: int) -> list
     return [Hit(item.key, dict(item.value), float(item.score or 0.0)) for item in items if item.score is not None]
 
 
-
 async def _keyword_hits(store: BaseStore, kb: str, entry: dict, query: str, limit: int) -> list[Hit]:
     adapter = adapter_for(store)
     if adapter is None:
@@ -57,9 +56,7 @@ async def _keyword_hits(store: BaseStore, kb: str, entry: dict, query: str, limi
     namespace = chunk_namespace(kb)
     items = cast(list[Item | None], await store.abatch([GetOp(namespace, key, False) for key, _ in ranked]))
     return [
-        Hit(key, dict(item.value), score)
-        for (key, score), item in zip(ranked, items, strict=True)
-        if item is not None
+        Hit(key, dict(item.value), score) for (key, score), item in zip(ranked, items, strict=True) if item is not None
     ]
 
 
@@ -107,7 +104,14 @@ def _result(kb: str, query: str, strategy: str, hits: list[tuple[Hit, dict[str, 
             "section": value.get("section"),
         }
         results.append(
-            {**common, "content": value["content"], "score": round(hit.score, 6), "strategy": strategy, "rank": index, "ranks": ranks}
+            {
+                **common,
+                "content": value["content"],
+                "score": round(hit.score, 6),
+                "strategy": strategy,
+                "rank": index,
+                "ranks": ranks,
+            }
         )
         reference.append(common)
         passages.append(f"[{index}] {value.get('title') or value['source']} ({_locator(value)})\n{value['content']}")
@@ -152,15 +156,16 @@ async def hybrid_search(
     by_id = {hit.id: hit for hit in (*keyword, *dense)}
     dense_rank = {hit.id: rank for rank, hit in enumerate(dense, 1)}
     keyword_rank = {hit.id: rank for rank, hit in enumerate(keyword, 1)}
-    fused = fuse(
-        [(h.id, h.score) for h in dense], [(h.id, h.score) for h in keyword], keyword_weight=weight
-    )[:top_k]
+    fused = fuse([(h.id, h.score) for h in dense], [(h.id, h.score) for h in keyword], keyword_weight=weight)[:top_k]
     return _result(
         kb,
         query,
         "hybrid",
         [
-            (Hit(doc_id, by_id[doc_id].value, score), {"dense": dense_rank.get(doc_id), "keyword": keyword_rank.get(doc_id)})
+            (
+                Hit(doc_id, by_id[doc_id].value, score),
+                {"dense": dense_rank.get(doc_id), "keyword": keyword_rank.get(doc_id)},
+            )
             for doc_id, score in fused
         ],
     )
@@ -169,7 +174,9 @@ async def hybrid_search(
 SEARCHES = {"dense": dense_search, "keyword": keyword_search, "hybrid": hybrid_search}
 
 
-async def retrieve(store: BaseStore, kb: str, query: str, *, strategy: str = "hybrid", top_k: int = 5) -> dict[str, Any]:
+async def retrieve(
+    store: BaseStore, kb: str, query: str, *, strategy: str = "hybrid", top_k: int = 5
+) -> dict[str, Any]:
     """Search `kb` with one strategy ("dense", "keyword" or "hybrid") and return the retrieve-only
     contract {"context", "retrieval_results", "reference"} (plus "kb", "query", "strategy").
 

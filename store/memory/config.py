@@ -80,4 +80,3 @@ def memory_config() -> MemoryConfig:
         time_weight=values.MEMORY_TIME_WEIGHT,
         scoring=values.MEMORY_SCORING,
     )
-

@@ -10,9 +10,20 @@ from datetime import UTC, datetime, timedelta
 MONTHS = {
     name: number
     for number, names in enumerate(
-        (("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",),
-         ("june", "jun"), ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"),
-         ("october", "oct"), ("november", "nov"), ("december", "dec")),
+        (
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ),
         1,
     )
     for name in names

@@ -42,14 +42,24 @@ def _matches(value: dict, wanted: dict) -> bool:
 
 
 async def keyword_candidates(
-    store: BaseStore, ns: tuple, query: str, limit: int, wanted: dict, config: MemoryConfig,
+    store: BaseStore,
+    ns: tuple,
+    query: str,
+    limit: int,
+    wanted: dict,
+    config: MemoryConfig,
     now: datetime,
 ) -> list[tuple[Item, float]]:
     """BM25 (item, score) of the namespace's live memories for `query`, best first."""
     adapter = adapter_for(store)
     if adapter is not None:
         return await adapter.memory_keyword_search(
-            ".".join(ns), query, TEXT_SEARCH_CONFIG, k1=BM25_K1, b=BM25_B, limit=limit,
+            ".".join(ns),
+            query,
+            TEXT_SEARCH_CONFIG,
+            k1=BM25_K1,
+            b=BM25_B,
+            limit=limit,
             match=wanted or None,
         )
     items = {
@@ -64,8 +74,15 @@ async def keyword_candidates(
 
 
 async def hybrid_search(
-    store: BaseStore, user_id: str, kind: str, ns: tuple, query: str, pool: int, wanted: dict,
-    config: MemoryConfig, now: datetime,
+    store: BaseStore,
+    user_id: str,
+    kind: str,
+    ns: tuple,
+    query: str,
+    pool: int,
+    wanted: dict,
+    config: MemoryConfig,
+    now: datetime,
 ) -> list[tuple[SearchItem, float | None]]:
     """The fused candidates, best first: (SearchItem whose `score` is the fused score, dense
     cosine similarity or None when the memory came from the keyword or time signal only)."""

@@ -63,9 +63,7 @@ async def list_items(
                     continue
             candidates.append((matched, item))
     oldest = datetime.min.replace(tzinfo=UTC)
-    candidates.sort(
-        key=lambda pair: (pair[0], parse_stamp(pair[1].value.get(order)) or oldest), reverse=True
-    )
+    candidates.sort(key=lambda pair: (pair[0], parse_stamp(pair[1].value.get(order)) or oldest), reverse=True)
     return [item for _, item in candidates[:limit]]
 
 

@@ -85,9 +85,7 @@ async def recall(
         hits = [hit for hit, _ in fused]
         similarity = {hit.key: value for hit, value in fused}
     else:
-        hits = await store.asearch(
-            ns, query=query, filter=wanted or None, limit=pool, refresh_ttl=False
-        )
+        hits = await store.asearch(ns, query=query, filter=wanted or None, limit=pool, refresh_ttl=False)
         hits = [hit for hit in hits if not expired(hit.value, now)]
         similarity = {hit.key: hit.score for hit in hits}
     if scoring == "weighted":
@@ -147,7 +145,6 @@ async def keyword_search(
     return results
 
 
-
 async def time_filter(
     store: BaseStore,
     user_id: str,
@@ -184,9 +181,7 @@ async def recent_activity(
     return [as_result(item, recency_factor(age_days(item.value, now), half_life)) for item in items]
 
 
-async def get_profile(
-    store: BaseStore, user_id: str, categories: list[str] | None = None
-) -> dict:
+async def get_profile(store: BaseStore, user_id: str, categories: list[str] | None = None) -> dict:
     """The user's structured profile plus their semantic facts grouped by category.
 
     Returns `{"fields": {...}, "created_at", "updated_at", "facts": {category: [memory, ...]}}`,
@@ -202,8 +197,7 @@ async def get_profile(
     else:
         raise ValueError(f"categories must be a list of: {', '.join(CATEGORIES)}")
     ops = [GetOp(profile_ns, PROFILE_KEY, False)] + [
-        SearchOp(semantic_ns, {"category": c}, PROFILE_FACTS_SCANNED, 0, None, False)
-        for c in wanted
+        SearchOp(semantic_ns, {"category": c}, PROFILE_FACTS_SCANNED, 0, None, False) for c in wanted
     ]
     results = await store.abatch(ops)
     # abatch answers each op with its own result type: the GetOp an Item, each SearchOp a list.
@@ -216,8 +210,7 @@ async def get_profile(
         live = [item for item in items if not expired(item.value, now)]
         live.sort(key=_importance_then_recency, reverse=True)
         facts[category] = [
-            as_result(item, float(item.value.get("importance", 0)))
-            for item in live[:PROFILE_FACTS_PER_CATEGORY]
+            as_result(item, float(item.value.get("importance", 0))) for item in live[:PROFILE_FACTS_PER_CATEGORY]
         ]
     return {
         "fields": value.get("fields") or {},
@@ -229,4 +222,3 @@ async def get_profile(
 
 def _importance_then_recency(item: Item) -> tuple[float, str]:
     return float(item.value.get("importance", 0)), item.value.get("updated_at") or ""
-

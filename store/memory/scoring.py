@@ -85,10 +85,8 @@ def _outdated_days(hit: SearchItem, hits: list[SearchItem], config: MemoryConfig
         (
             written_at(other.value, now)
             for other in hits
-            if other.value.get("category") == hit.value.get("category")
-            and (other.score or 0.0) >= floor
+            if other.value.get("category") == hit.value.get("category") and (other.score or 0.0) >= floor
         ),
         default=written,
     )
     return max((newest - written).total_seconds() / 86400, 0.0)
-

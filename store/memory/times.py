@@ -74,10 +74,7 @@ def resolve_time_range(
             raise ValueError("give either start_date or days_ago, not both")
         start = (now or utc_now()) - timedelta(days=days_ago)
     if start is None and end is None:
-        raise ValueError(
-            "give start_date, end_date or days_ago (for the latest items use recent activity)"
-        )
+        raise ValueError("give start_date, end_date or days_ago (for the latest items use recent activity)")
     if start is not None and end is not None and start >= end:
         raise ValueError(f"start_date ({stamp(start)}) must be before end_date ({stamp(end)})")
     return start, end
-

@@ -99,16 +99,13 @@ def checked_keywords(keywords: Any) -> list[str]:
     if len(cleaned) != len(keywords) or not cleaned:
         raise ValueError("keywords must be a non-empty list of non-empty strings")
     if len(cleaned) > MAX_KEYWORDS or any(len(k) > MAX_KEYWORD_CHARS for k in cleaned):
-        raise ValueError(
-            f"at most {MAX_KEYWORDS} keywords of at most {MAX_KEYWORD_CHARS} characters each"
-        )
+        raise ValueError(f"at most {MAX_KEYWORDS} keywords of at most {MAX_KEYWORD_CHARS} characters each")
     return list(dict.fromkeys(cleaned))
 
 
 def as_result(item: Item, score: float | None, **extra: Any) -> dict:
     """The dict a read or write returns for one item."""
     return {"id": item.key, **item.value, "score": score, **extra}
-
 
 
 def profile_fields(fields: Any) -> dict[str, str | None]:
@@ -132,4 +129,3 @@ def profile_fields(fields: Any) -> dict[str, str | None]:
             )
         checked[name.strip()] = value.strip() if isinstance(value, str) else None
     return checked
-

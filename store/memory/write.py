@@ -54,9 +54,7 @@ def with_expiry(value: dict, config: MemoryConfig, now: datetime) -> dict:
     return value
 
 
-def put_op(
-    store: BaseStore, ns: tuple, key: str, value: dict, reindex: bool, config: MemoryConfig
-) -> PutOp:
+def put_op(store: BaseStore, ns: tuple, key: str, value: dict, reindex: bool, config: MemoryConfig) -> PutOp:
     """The PutOp writing `value` (NUL stripped), re-embedding the text only when `reindex`."""
     # index=False keeps the stored vector (Postgres upserts the row only); used when the
     # text did not change.
@@ -101,13 +99,18 @@ async def save_memory(
     written = stamp(now)
 
     hits = await store.asearch(
-        ns, query=text, filter={"category": category} if category else None, limit=5,
+        ns,
+        query=text,
+        filter={"category": category} if category else None,
+        limit=5,
         refresh_ttl=False,
     )
     duplicate = next(
         (
-            h for h in hits
-            if not expired(h.value, now) and (h.score or 0) >= config.dedupe_threshold
+            h
+            for h in hits
+            if not expired(h.value, now)
+            and (h.score or 0) >= config.dedupe_threshold
             and same_source(h.value, kind, speaker, now)
         ),
         None,
@@ -131,8 +134,11 @@ async def save_memory(
         if reindex:
             await index_text(store, ns, duplicate.key, text)
         return {
-            "id": duplicate.key, **value, "action": "updated",
-            "similarity": duplicate.score, "previous_text": old.get("text"),
+            "id": duplicate.key,
+            **value,
+            "action": "updated",
+            "similarity": duplicate.score,
+            "previous_text": old.get("text"),
         }
 
     value = {
@@ -209,10 +215,7 @@ async def record_chat_message(
     return {"id": key, **value}
 
 
-
-async def update_profile(
-    store: BaseStore, user_id: str, fields: dict, *, now: datetime | None = None
-) -> dict:
+async def update_profile(store: BaseStore, user_id: str, fields: dict, *, now: datetime | None = None) -> dict:
     """Merge `fields` into the user's profile (a value None removes that field); returns it."""
     config = memory_config()
     ns = namespace(user_id, "profile")
@@ -271,4 +274,3 @@ async def forget_user(store: BaseStore, user_id: str) -> int:
             await store.abatch([PutOp(item.namespace, item.key, None) for item in items])
             deleted += len(items)
     return deleted
-

@@ -146,10 +146,21 @@ class DevServer:
         log = open(self.log_path, "ab")
         self.process = subprocess.Popen(
             [
-                str(LANGGRAPH), "dev", "--config", str(self.config),
-                "--port", str(port), "--no-browser", "--no-reload", "--n-jobs-per-worker", "4",
+                str(LANGGRAPH),
+                "dev",
+                "--config",
+                str(self.config),
+                "--port",
+                str(port),
+                "--no-browser",
+                "--no-reload",
+                "--n-jobs-per-worker",
+                "4",
             ],
-            cwd=self.workdir, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+            cwd=self.workdir,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
@@ -207,7 +218,9 @@ def dev_server(pg_uri, openai_server, tmp_path_factory):
     """One `langgraph dev` for the session, on the test Postgres and the scripted model server."""
     workdir = tmp_path_factory.mktemp("langgraph-dev")
     env = server_env(
-        openai_server, POSTGRES_URI=pg_uri, POSTGRES_SCHEMA="it_server",
+        openai_server,
+        POSTGRES_URI=pg_uri,
+        POSTGRES_SCHEMA="it_server",
         AGENT_API_KEYS=",".join(f"{user}={key}" for user, key in API_KEYS.items()),
         AGENT_ADMIN_USERS=ADMIN_USER,
     )

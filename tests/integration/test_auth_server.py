@@ -103,44 +103,62 @@ async def test_store_api_gives_each_user_their_own_memories_only(dev_server):
     assert (await bob.store.search_items(["kb", "edu"], query="anything"))["items"] == []
 
 
-async def test_memory_tools_act_for_the_authenticated_user_not_the_context(
-    dev_server, openai_server
-):
+async def test_memory_tools_act_for_the_authenticated_user_not_the_context(dev_server, openai_server):
     alice, bob = dev_server.client("alice"), dev_server.client("bob")
     k = key()
     fact = f"The user drinks green tea every morning ({k})"
     event = f"The user ran a half marathon in Lisbon last Sunday ({k})"
-    openai_server.script(f"{k} remember", [
-        {"tool_calls": [
-            {"name": "save_memory", "id": "save", "args": {
-                "text": fact, "kind": "semantic", "category": "preference", "importance": 0.8}},
-            {"name": "save_memory", "id": "event", "args": {"text": event, "kind": "episodic"}},
-        ]},
-        "I will remember that.",
-    ])
-    openai_server.script(f"{k} browse", [
-        {"tool_calls": [
-            {"name": "search_episodic_memory", "id": "episodic", "args": {"query": "running race"}},
-            {"name": "keyword_search", "id": "keyword", "args": {
-                "keywords": ["green tea", k], "memory_type": "semantic"}},
-            {"name": "time_filter", "id": "time", "args": {"days_ago": 1, "limit": 50}},
-            {"name": "get_user_profile", "id": "profile", "args": {"categories": ["preference"]}},
-            {"name": "get_recent_activity", "id": "recent", "args": {"limit": 50}},
-        ]},
-        "That is what I know about you.",
-    ])
+    openai_server.script(
+        f"{k} remember",
+        [
+            {
+                "tool_calls": [
+                    {
+                        "name": "save_memory",
+                        "id": "save",
+                        "args": {"text": fact, "kind": "semantic", "category": "preference", "importance": 0.8},
+                    },
+                    {"name": "save_memory", "id": "event", "args": {"text": event, "kind": "episodic"}},
+                ]
+            },
+            "I will remember that.",
+        ],
+    )
+    openai_server.script(
+        f"{k} browse",
+        [
+            {
+                "tool_calls": [
+                    {"name": "search_episodic_memory", "id": "episodic", "args": {"query": "running race"}},
+                    {
+                        "name": "keyword_search",
+                        "id": "keyword",
+                        "args": {"keywords": ["green tea", k], "memory_type": "semantic"},
+                    },
+                    {"name": "time_filter", "id": "time", "args": {"days_ago": 1, "limit": 50}},
+                    {"name": "get_user_profile", "id": "profile", "args": {"categories": ["preference"]}},
+                    {"name": "get_recent_activity", "id": "recent", "args": {"limit": 50}},
+                ]
+            },
+            "That is what I know about you.",
+        ],
+    )
     recall = [
-        {"tool_calls": [
-            {"name": "search_semantic_memory", "id": "find", "args": {"query": "morning drink tea"}},
-            {"name": "search_chat_history", "id": "chat", "args": {"query": "green tea"}},
-        ]},
+        {
+            "tool_calls": [
+                {"name": "search_semantic_memory", "id": "find", "args": {"query": "morning drink tea"}},
+                {"name": "search_chat_history", "id": "chat", "args": {"query": "green tea"}},
+            ]
+        },
         "Here is what I found.",
     ]
     openai_server.script(f"{k} recall", recall)
     # alice saves while claiming to be bob in the context: the memory is still alice's
     thread = await alice.threads.create()
     await alice.runs.wait(
-        thread["thread_id"], "react", input=user(f"{k} remember: I drink green tea"),
+        thread["thread_id"],
+        "react",
+        input=user(f"{k} remember: I drink green tea"),
         context={"user_id": "bob"},
     )
     first = tool_results(await alice.threads.get_state(thread["thread_id"]))
@@ -167,12 +185,16 @@ async def test_memory_tools_act_for_the_authenticated_user_not_the_context(
     assert {saved["id"], saved_event["id"]} <= {r["id"] for r in found["recent"]["results"]}
 
     # bob asks the same, claiming to be alice: he sees none of it and cannot delete it
-    bob_calls = [*recall[0]["tool_calls"], {
-        "name": "delete_memory", "id": "delete", "args": {"memory_id": saved["id"]}}]
+    bob_calls = [
+        *recall[0]["tool_calls"],
+        {"name": "delete_memory", "id": "delete", "args": {"memory_id": saved["id"]}},
+    ]
     openai_server.script(f"{k} bob recall", [{"tool_calls": bob_calls}, "Nothing found."])
     third = await bob.threads.create()
     await bob.runs.wait(
-        third["thread_id"], "react", input=user(f"{k} bob recall what I drink"),
+        third["thread_id"],
+        "react",
+        input=user(f"{k} bob recall what I drink"),
         context={"user_id": "alice"},
     )
     leaked = tool_results(await bob.threads.get_state(third["thread_id"]))
@@ -185,10 +207,13 @@ async def test_memory_tools_act_for_the_authenticated_user_not_the_context(
     assert item["value"]["text"] == fact and item["value"]["category"] == "preference"
 
     # alice asks to forget it: gone
-    openai_server.script(f"{k} forget", [
-        {"tool_calls": [{"name": "delete_memory", "id": "forget", "args": {"memory_id": saved["id"]}}]},
-        "Forgotten.",
-    ])
+    openai_server.script(
+        f"{k} forget",
+        [
+            {"tool_calls": [{"name": "delete_memory", "id": "forget", "args": {"memory_id": saved["id"]}}]},
+            "Forgotten.",
+        ],
+    )
     fourth = await alice.threads.create()
     await alice.runs.wait(fourth["thread_id"], "react", input=user(f"{k} forget my tea habit"))
     forgot = tool_results(await alice.threads.get_state(fourth["thread_id"]))["forget"]
@@ -199,13 +224,14 @@ async def test_memory_tools_act_for_the_authenticated_user_not_the_context(
 async def test_the_administrator_acts_for_the_user_named_in_the_context(dev_server, openai_server):
     admin, carol_view = dev_server.client(), dev_server.client()
     k = key()
-    openai_server.script(k, [
-        {"tool_calls": [{"name": "save_memory", "id": "s", "args": {"text": f"Carol plays cello {k}"}}]},
-        "Noted.",
-    ])
-    thread = await admin.threads.create()
-    await admin.runs.wait(
-        thread["thread_id"], "react", input=user(f"{k} note it"), context={"user_id": "carol"}
+    openai_server.script(
+        k,
+        [
+            {"tool_calls": [{"name": "save_memory", "id": "s", "args": {"text": f"Carol plays cello {k}"}}]},
+            "Noted.",
+        ],
     )
+    thread = await admin.threads.create()
+    await admin.runs.wait(thread["thread_id"], "react", input=user(f"{k} note it"), context={"user_id": "carol"})
     found = await carol_view.store.search_items(["memories", "carol", "semantic"], query="cello")
     assert any(k in item["value"]["text"] for item in found["items"])

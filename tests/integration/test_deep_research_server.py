@@ -23,8 +23,15 @@ def engine():
 def research_server(pg_uri, openai_server, engine, tmp_path_factory):
     """`langgraph dev` whose web_search goes to the loopback engine (loopback fetches allowed)."""
     env = server_env(
-        openai_server, POSTGRES_URI=pg_uri, POSTGRES_SCHEMA="it_deep_research", SEARXNG_URL=engine.server.base_url,
-        WEB_ALLOW_LOOPBACK="1", AGENT_TOOL_RETRIES="0", WEB_SEARCH_PROVIDER="", TAVILY_API_KEY="", JINA_API_KEY="",
+        openai_server,
+        POSTGRES_URI=pg_uri,
+        POSTGRES_SCHEMA="it_deep_research",
+        SEARXNG_URL=engine.server.base_url,
+        WEB_ALLOW_LOOPBACK="1",
+        AGENT_TOOL_RETRIES="0",
+        WEB_SEARCH_PROVIDER="",
+        TAVILY_API_KEY="",
+        JINA_API_KEY="",
     )
     server = DevServer(tmp_path_factory.mktemp("deep-research"), env)
     server.start()
@@ -33,10 +40,18 @@ def research_server(pg_uri, openai_server, engine, tmp_path_factory):
 
 
 def plan_call(k: str, *topics: str) -> dict:
-    return {"tool_calls": [{"name": "ResearchPlan", "id": "plan", "args": {
-        "brief": f"{k} Compare solar kettles and wind pumps.",
-        "sub_questions": [{"question": f"What about the {t}?", "queries": [f"{t} facts"]} for t in topics],
-    }}]}
+    return {
+        "tool_calls": [
+            {
+                "name": "ResearchPlan",
+                "id": "plan",
+                "args": {
+                    "brief": f"{k} Compare solar kettles and wind pumps.",
+                    "sub_questions": [{"question": f"What about the {t}?", "queries": [f"{t} facts"]} for t in topics],
+                },
+            }
+        ]
+    }
 
 
 async def collect(stream) -> dict[str, list]:
@@ -56,32 +71,55 @@ async def test_clarify_resume_parallel_research_and_validated_report(research_se
     k = key()
     kettle, pump = engine.url("/doc/kettle-basics"), engine.url("/doc/pump-history")
     notes = f"- A solar kettle boils a litre in twenty minutes [{kettle}]\n- Wind pumps date from the 1850s [{pump}]"
-    openai_server.script(k, [
-        {"tool_calls": [{"name": "ClarifyDecision", "id": "c1",
-                         "args": {"need_clarification": True, "question": "For which climate?"}}]},
-        plan_call(k, "kettle", "pump"),
-        notes,
-        notes,
-        {"content": "# Kettles and pumps\n\nKettles are quick [1]. Pumps are old [2]. "
-                    "A lab says otherwise [7] (https://invented.example/lab).\n\n## Sources\n"
-                    f"[1] Solar kettles: {kettle}\n[2] Wind pumps: {pump}\n", "delay_per_token": 0.005},
-    ])
+    openai_server.script(
+        k,
+        [
+            {
+                "tool_calls": [
+                    {
+                        "name": "ClarifyDecision",
+                        "id": "c1",
+                        "args": {"need_clarification": True, "question": "For which climate?"},
+                    }
+                ]
+            },
+            plan_call(k, "kettle", "pump"),
+            notes,
+            notes,
+            {
+                "content": "# Kettles and pumps\n\nKettles are quick [1]. Pumps are old [2]. "
+                "A lab says otherwise [7] (https://invented.example/lab).\n\n## Sources\n"
+                f"[1] Solar kettles: {kettle}\n[2] Wind pumps: {pump}\n",
+                "delay_per_token": 0.005,
+            },
+        ],
+    )
     context = {"allow_clarification": True, "max_research_rounds": 1, "max_concurrent_research_units": 2}
     thread = (await client.threads.create())["thread_id"]
-    first = await collect(client.runs.stream(
-        thread, "deep_research", input=user(f"{k} research water devices"), context=context,
-        stream_mode=["custom", "updates"],
-    ))
+    first = await collect(
+        client.runs.stream(
+            thread,
+            "deep_research",
+            input=user(f"{k} research water devices"),
+            context=context,
+            stream_mode=["custom", "updates"],
+        )
+    )
     assert custom(first, "clarification_requested")[0]["question"] == "For which climate?"
     state = await client.threads.get_state(thread)
     assert state["next"] == ["ask_user"]
     assert state["tasks"][0]["interrupts"][0]["value"] == {"question": "For which climate?"}
     assert engine.timings == []
 
-    parts = await collect(client.runs.stream(
-        thread, "deep_research", command={"resume": "A hot, dry one"}, context=context,
-        stream_mode=["messages-tuple", "custom", "updates"],
-    ))
+    parts = await collect(
+        client.runs.stream(
+            thread,
+            "deep_research",
+            command={"resume": "A hot, dry one"},
+            context=context,
+            stream_mode=["messages-tuple", "custom", "updates"],
+        )
+    )
     kinds = [e["event"] for e in parts["custom"]]
     assert kinds.index("research_plan") < kinds.index("researcher_started") < kinds.index("report_writing")
     started = custom(parts, "researcher_started")
@@ -119,7 +157,10 @@ async def test_plan_only_answers_with_the_plan(research_server, openai_server, e
     before = len(engine.timings)
     thread = (await client.threads.create())["thread_id"]
     final = await client.runs.wait(
-        thread, "deep_research", input=user(f"{k} plan it"), context={"plan_only": True},
+        thread,
+        "deep_research",
+        input=user(f"{k} plan it"),
+        context={"plan_only": True},
     )
     assert "1. What about the clock?" in final["messages"][-1]["content"]
     assert final["plan"] == ["What about the clock?", "What about the oven?"]
@@ -133,10 +174,15 @@ async def test_every_search_failing_ends_with_an_error_event_not_a_report(resear
     engine.failing.add("all")
     try:
         thread = (await client.threads.create())["thread_id"]
-        parts = await collect(client.runs.stream(
-            thread, "deep_research", input=user(f"{k} research dryers"), context={"max_research_rounds": 1},
-            stream_mode=["custom", "values"],
-        ))
+        parts = await collect(
+            client.runs.stream(
+                thread,
+                "deep_research",
+                input=user(f"{k} research dryers"),
+                context={"max_research_rounds": 1},
+                stream_mode=["custom", "values"],
+            )
+        )
     finally:
         engine.failing.discard("all")
     [failure] = custom(parts, "research_failed")

@@ -94,7 +94,8 @@ async def test_a_bad_context_fails_the_run_with_the_field_named_and_the_thread_u
     client = dev_server.client("alice")
     thread = await client.threads.create()
     parts = [
-        part async for part in client.runs.stream(
+        part
+        async for part in client.runs.stream(
             thread["thread_id"], "react", input=user("hi"), context=context, stream_mode=["values"]
         )
     ]
@@ -108,8 +109,10 @@ async def test_a_bad_context_fails_the_run_with_the_field_named_and_the_thread_u
     "messages, says",
     [
         ([{"role": "hacker", "content": "hi"}], "hacker"),
-        ([{"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "name": "calculator", "args": {}}]}],
-         "no tool message"),
+        (
+            [{"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "name": "calculator", "args": {}}]}],
+            "no tool message",
+        ),
         ([{"role": "tool", "content": "42", "tool_call_id": "zz"}], "tool message for call 'zz'"),
     ],
 )
@@ -149,11 +152,21 @@ async def test_a_broken_tool_call_history_is_repaired_before_the_next_model_call
     thread = await client.threads.create(graph_id="react")
     tid = thread["thread_id"]
     # What an interrupt during a tool call (or a recursion limit) leaves behind.
-    await client.threads.update_state(tid, {"messages": [
-        {"role": "user", "content": f"{k} add", "id": "h1"},
-        {"role": "assistant", "content": "", "id": "a1",
-         "tool_calls": [{"id": "c1", "name": "calculator", "args": {"expression": "1+1"}}]},
-    ]}, as_node="call_model")
+    await client.threads.update_state(
+        tid,
+        {
+            "messages": [
+                {"role": "user", "content": f"{k} add", "id": "h1"},
+                {
+                    "role": "assistant",
+                    "content": "",
+                    "id": "a1",
+                    "tool_calls": [{"id": "c1", "name": "calculator", "args": {"expression": "1+1"}}],
+                },
+            ]
+        },
+        as_node="call_model",
+    )
     final = await client.runs.wait(tid, "react", input=user("still there?"))
     assert final["messages"][-1]["content"] == "fine again"
     sent = [r for r in openai_server.requests() if k in str(r.get("messages"))][-1]["messages"]
@@ -201,14 +214,16 @@ async def test_postgres_restart_gives_quick_errors_then_serves_at_once(restartab
         await asyncio.wait_for(client.threads.get_state(tid), 30)
     assert time.monotonic() - started < 20
     started = time.monotonic()
-    reply = httpx.post(
-        f"{restartable.url}/store/items/search", json={"namespace_prefix": ["memories"]}, timeout=30
-    )
+    reply = httpx.post(f"{restartable.url}/store/items/search", json={"namespace_prefix": ["memories"]}, timeout=30)
     assert reply.status_code >= 500 and time.monotonic() - started < 20  # an answer, not a dropped connection
 
     start = subprocess.run(
-        [sys.executable, "-m", "store.postgres", "start"], cwd=ROOT, env=restartable.env,
-        capture_output=True, text=True, timeout=120,
+        [sys.executable, "-m", "store.postgres", "start"],
+        cwd=ROOT,
+        env=restartable.env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert start.returncode == 0, start.stderr
     state = await client.threads.get_state(tid)  # the very first request after the restart works

@@ -27,9 +27,11 @@ from tests.web_servers import LoopbackServer, Reply
 JWT_SECRET = "jwt-secret-for-tests-0123456789abcdef"
 AUDIENCE = "agent-engine-tests"
 QUOTA = 4
-PAGE = "<html><head><title>Otter facts</title></head><body><article><h1>Otters</h1>" + (
-    "<p>Sea otters hold hands while sleeping so they do not drift apart. " * 8
-) + "</p></article></body></html>"
+PAGE = (
+    "<html><head><title>Otter facts</title></head><body><article><h1>Otters</h1>"
+    + ("<p>Sea otters hold hands while sleeping so they do not drift apart. " * 8)
+    + "</p></article></body></html>"
+)
 
 
 def token(sub: str, *, secret: str = JWT_SECRET, audience: str = AUDIENCE, expires_in: float = 600) -> str:
@@ -53,7 +55,9 @@ def web():
     routes = {
         "/search": searx_reply,
         "/otters.html": Reply(body=PAGE),
-        "/notes.md": Reply(body="# Lantern notes\n\nThe copper lantern glows teal at dusk.\n", content_type="text/markdown"),
+        "/notes.md": Reply(
+            body="# Lantern notes\n\nThe copper lantern glows teal at dusk.\n", content_type="text/markdown"
+        ),
         "/missing": Reply(status=404, body="not here"),
     }
     with LoopbackServer(routes) as server:
@@ -64,13 +68,21 @@ def web():
 def http_server(pg_uri, openai_server, web, tmp_path_factory):
     """`langgraph dev` with API keys and HS256 JWTs, a quota of QUOTA per day, a loopback search engine."""
     env = server_env(
-        openai_server, POSTGRES_URI=pg_uri, POSTGRES_SCHEMA="it_http",
+        openai_server,
+        POSTGRES_URI=pg_uri,
+        POSTGRES_SCHEMA="it_http",
         AGENT_API_KEYS=",".join(f"{name}={secret}" for name, secret in API_KEYS.items()),
         AGENT_ADMIN_USERS="ops",
-        AGENT_JWT_SECRET=JWT_SECRET, AGENT_JWT_AUDIENCE=AUDIENCE,
-        SEARXNG_URL=web.base_url, WEB_SEARCH_PROVIDER="searxng", TAVILY_API_KEY="", JINA_API_KEY="",
-        WEB_ALLOW_LOOPBACK="1", AGENT_TOOL_RETRIES="0",
-        WEB_QUOTA_REQUESTS=str(QUOTA), WEB_QUOTA_WINDOW="86400",
+        AGENT_JWT_SECRET=JWT_SECRET,
+        AGENT_JWT_AUDIENCE=AUDIENCE,
+        SEARXNG_URL=web.base_url,
+        WEB_SEARCH_PROVIDER="searxng",
+        TAVILY_API_KEY="",
+        JINA_API_KEY="",
+        WEB_ALLOW_LOOPBACK="1",
+        AGENT_TOOL_RETRIES="0",
+        WEB_QUOTA_REQUESTS=str(QUOTA),
+        WEB_QUOTA_WINDOW="86400",
     )
     server = DevServer(tmp_path_factory.mktemp("http-dev"), env)
     server.start()
@@ -91,7 +103,13 @@ def api(server: DevServer, who: str | None) -> httpx.AsyncClient:
 async def test_routes_are_in_the_openapi_document_and_need_credentials(http_server):
     async with api(http_server, None) as anonymous:
         spec = (await anonymous.get("/openapi.json")).json()
-        for path in ("/api/v1/web/search", "/api/v1/web/read", "/api/v1/kb", "/api/v1/kb/{name}/search", "/api/v1/tools"):
+        for path in (
+            "/api/v1/web/search",
+            "/api/v1/web/read",
+            "/api/v1/kb",
+            "/api/v1/kb/{name}/search",
+            "/api/v1/tools",
+        ):
             assert path in spec["paths"], path
         assert "/threads" in spec["paths"]  # the server's own routes are still there
         refused = await anonymous.post("/api/v1/web/search", json={"query": "otters"})
@@ -143,8 +161,11 @@ async def test_web_search_route(http_server):
         body = found.json()
         assert body["search_engine"] == "searxng" and body["total_results"] == 2
         assert body["results"][0] == {
-            "rank": 1, "title": "Result 1 for sea otters", "url": "https://example.org/1",
-            "snippet": "About sea otters #1", "domain": "example.org",
+            "rank": 1,
+            "title": "Result 1 for sea otters",
+            "url": "https://example.org/1",
+            "snippet": "About sea otters #1",
+            "domain": "example.org",
         }
         invalid = await client.post("/api/v1/web/search", json={"query": "x", "max_results": 0})
         assert invalid.status_code == 422
@@ -162,7 +183,11 @@ async def test_web_read_route_and_its_error_codes(http_server, web):
         body = read.json()
         assert (body["total_urls"], body["successful"], body["failed"]) == (2, 1, 1)
         page, missing = body["results"]
-        assert page["status"] == "success" and page["title"] in ("Otter facts", "Otters") and "hold hands" in page["content"]
+        assert (
+            page["status"] == "success"
+            and page["title"] in ("Otter facts", "Otters")
+            and "hold hands" in page["content"]
+        )
         assert page["word_count"] > 10 and page["extracted_at"]
         assert missing["status"] == "error" and missing["error_code"] == "URL_NOT_ACCESSIBLE"
         invalid = await client.post("/api/v1/web/read", json={"urls": "not a url"})
@@ -182,12 +207,15 @@ async def test_quota_is_shared_by_the_route_and_the_tool_in_postgres(http_server
         for _ in range(QUOTA - 1):
             assert (await client.post("/api/v1/web/search", json={"query": "otters"})).status_code == 200
         k = key()
-        openai_server.script(k, [
-            {"content": "", "tool_calls": [{"name": "web_search", "args": {"query": "otters"}, "id": "s1"}]},
-            "searched",
-            {"content": "", "tool_calls": [{"name": "web_search", "args": {"query": "otters"}, "id": "s2"}]},
-            "refused",
-        ])
+        openai_server.script(
+            k,
+            [
+                {"content": "", "tool_calls": [{"name": "web_search", "args": {"query": "otters"}, "id": "s1"}]},
+                "searched",
+                {"content": "", "tool_calls": [{"name": "web_search", "args": {"query": "otters"}, "id": "s2"}]},
+                "refused",
+            ],
+        )
         runner = get_client(url=http_server.url, api_key=token(who))
         thread = await runner.threads.create()
         await runner.runs.wait(thread["thread_id"], "react", input=user(f"{k} search otters"))
@@ -225,7 +253,9 @@ async def test_knowledge_base_lifecycle_and_owner_rule(http_server, web):
         uploaded = await alice.post(f"/api/v1/kb/{name}/documents", files=files)
         assert uploaded.status_code == 200, uploaded.text
         assert [d["status"] for d in uploaded.json()["documents"]] == ["created", "created"]
-        exe = await alice.post(f"/api/v1/kb/{name}/documents", files=[("files", ("tool.exe", b"MZ", "application/octet-stream"))])
+        exe = await alice.post(
+            f"/api/v1/kb/{name}/documents", files=[("files", ("tool.exe", b"MZ", "application/octet-stream"))]
+        )
         assert exe.status_code == 415 and exe.json()["error"] == "UNSUPPORTED_FILE_TYPE"
         by_url = await alice.post(f"/api/v1/kb/{name}/urls", json={"urls": [web.url("/notes.md"), web.url("/missing")]})
         assert by_url.status_code == 200, by_url.text
@@ -264,10 +294,15 @@ async def test_tools_over_mcp_with_a_real_client(http_server):
         assert (await admin.post("/api/v1/kb", json={"name": name})).status_code == 201
         files = [("files", ("otters.txt", b"Sea otters keep a favourite rock in a skin pouch.", "text/plain"))]
         assert (await admin.post(f"/api/v1/kb/{name}/documents", files=files)).status_code == 200
-    client = MultiServerMCPClient({"engine": {
-        "transport": "streamable_http", "url": f"{http_server.url}/api/v1/mcp",
-        "headers": {"Authorization": f"Bearer {token('mcp-user')}"},
-    }})
+    client = MultiServerMCPClient(
+        {
+            "engine": {
+                "transport": "streamable_http",
+                "url": f"{http_server.url}/api/v1/mcp",
+                "headers": {"Authorization": f"Bearer {token('mcp-user')}"},
+            }
+        }
+    )
     tools = {t.name: t for t in await client.get_tools()}
     assert {"web_search", "web_read", "knowledge_base_search", "list_knowledge_bases"} <= set(tools)
     searched = await tools["web_search"].ainvoke({"query": "otters", "max_results": 1})
@@ -275,7 +310,9 @@ async def test_tools_over_mcp_with_a_real_client(http_server):
     found = await tools["knowledge_base_search"].ainvoke({"kb": name, "query": "favourite rock", "strategy": "keyword"})
     assert "skin pouch" in str(found)
     # without credentials the MCP endpoint is refused like every route
-    anonymous = MultiServerMCPClient({"engine": {"transport": "streamable_http", "url": f"{http_server.url}/api/v1/mcp"}})
+    anonymous = MultiServerMCPClient(
+        {"engine": {"transport": "streamable_http", "url": f"{http_server.url}/api/v1/mcp"}}
+    )
     with pytest.raises(Exception) as refused:
         await asyncio.wait_for(anonymous.get_tools(), 30)
     assert "401" in repr(refused.value) or "Unauthorized" in repr(refused.value)

@@ -28,7 +28,6 @@ from tools.knowledge import KNOWLEDGE_TOOLS
 pytestmark = pytest.mark.integration
 
 
-
 def count_chunks(pg_uri: str, schema: str, kb: str, source: str | None = None) -> tuple[int, int]:
     """(rows in store, rows in store_vectors) for a knowledge base, optionally one source."""
     where = "prefix = %s" + (" AND value->>'source' = %s" if source else "")
@@ -90,8 +89,16 @@ async def test_postgres_bm25_scores_follow_the_formula_and_use_the_gin_index(pg_
 
         # the full text lives in the project's own table, GIN-indexed, not on the library's table
         assert sql(pg_uri, f"SELECT count(*) FROM {pg_schema}.kb_fulltext WHERE kb = 'fruit'") == [(3,)]
-        params = {"kb": "fruit", "tsquery": "'red' | 'appl'", "lexemes": ["red", "appl"], "n": 3,
-                  "k1": 1.2, "b": 0.75, "avgdl": 12.0, "limit": 5}
+        params = {
+            "kb": "fruit",
+            "tsquery": "'red' | 'appl'",
+            "lexemes": ["red", "appl"],
+            "n": 3,
+            "k1": 1.2,
+            "b": 0.75,
+            "avgdl": 12.0,
+            "limit": 5,
+        }
         with psycopg.connect(pg_uri, autocommit=True) as conn:
             conn.execute(f"SET search_path = {pg_schema}")
             # a knowledge base of realistic size, where few chunks hold the query terms
@@ -153,7 +160,9 @@ async def test_reingest_replaces_rows_in_the_database(pg_schema, pg_uri):
         assert count_chunks(pg_uri, pg_schema, "obs", "log.txt") == (first["chunks"], first["chunks"])
         unchanged = await knowledge.ingest_text(pg_store, "obs", long_text, "log.txt", chunk_size=120, chunk_overlap=0)
         assert unchanged["status"] == "unchanged"
-        second = await knowledge.ingest_text(pg_store, "obs", long_text[:300], "log.txt", chunk_size=120, chunk_overlap=0)
+        second = await knowledge.ingest_text(
+            pg_store, "obs", long_text[:300], "log.txt", chunk_size=120, chunk_overlap=0
+        )
         assert second["status"] == "updated" and second["removed"] == first["chunks"] - second["chunks"]
         assert count_chunks(pg_uri, pg_schema, "obs", "log.txt") == (second["chunks"], second["chunks"])
         assert count_chunks(pg_uri, pg_schema, "obs") == (second["chunks"] + 1, second["chunks"] + 1)
@@ -184,7 +193,11 @@ async def test_tool_through_tool_node_with_the_postgres_store(pg_schema):
         builder.add_edge(START, "tools")
         graph = builder.compile(store=pg_store)
         calls = [
-            {"name": "knowledge_base_search", "args": {"query": "ZX-4471", "kb": "demo", "strategy": "keyword"}, "id": "a"},
+            {
+                "name": "knowledge_base_search",
+                "args": {"query": "ZX-4471", "kb": "demo", "strategy": "keyword"},
+                "id": "a",
+            },
             {"name": "knowledge_base_search", "args": {"query": "x", "kb": "missing"}, "id": "b"},
             {"name": "list_knowledge_bases", "args": {}, "id": "c"},
         ]

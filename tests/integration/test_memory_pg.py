@@ -37,11 +37,13 @@ def vectors(pg_uri, schema, key) -> list[tuple]:
 
 async def test_memories_persist_and_dedupe_on_postgres(pg_schema, pg_uri):
     async with store() as s:
-        first = await memory.save_memory(s, "alice", "semantic", "The user lives in Berlin.",
-                                         category="fact", importance=0.6)
+        first = await memory.save_memory(
+            s, "alice", "semantic", "The user lives in Berlin.", category="fact", importance=0.6
+        )
     async with store() as s:  # a new pool: what was written is read back from Postgres
-        again = await memory.save_memory(s, "alice", "semantic", "The user lives in Berlin",
-                                         category="fact", importance=0.9)
+        again = await memory.save_memory(
+            s, "alice", "semantic", "The user lives in Berlin", category="fact", importance=0.9
+        )
         found = await memory.recall(s, "alice", "which city is home", "semantic")
 
     assert again["action"] == "updated" and again["id"] == first["id"]
@@ -56,13 +58,11 @@ async def test_memories_persist_and_dedupe_on_postgres(pg_schema, pg_uri):
 
 async def test_recall_updates_access_without_touching_the_vector(pg_schema, pg_uri):
     async with store() as s:
-        saved = await memory.save_memory(s, "alice", "episodic",
-                                         "The user ran the Berlin marathon in 3 hours 50")
+        saved = await memory.save_memory(s, "alice", "episodic", "The user ran the Berlin marathon in 3 hours 50")
         await memory.save_memory(s, "alice", "episodic", "The user baked sourdough bread")
         before = vectors(pg_uri, pg_schema, saved["id"])
         first = await memory.recall(s, "alice", "running race", "episodic", top_k=1)
-        second = await memory.recall(s, "alice", "running race", "episodic", top_k=1,
-                                     scoring="plain")
+        second = await memory.recall(s, "alice", "running race", "episodic", top_k=1, scoring="plain")
 
     assert first[0]["id"] == second[0]["id"] == saved["id"]
     assert second[0]["access_count"] == 2 and second[0]["last_accessed_at"]
@@ -75,14 +75,19 @@ async def test_recall_updates_access_without_touching_the_vector(pg_schema, pg_u
 async def test_sql_listings_keyword_time_and_recent(pg_schema):
     day = datetime(2025, 5, 1, tzinfo=UTC)
     async with store() as s:
-        tom = await memory.save_memory(s, "u", "episodic", "Dinner with Tom at 100% Pizza",
-                                       now=day)
-        paris = await memory.save_memory(s, "u", "semantic", "The user's friend Tom lives in Paris",
-                                         category="relationship", now=day + timedelta(days=5))
-        chat = await memory.record_chat_message(s, "u", "user", "Pizza again tonight?", "t1",
-                                                now=day + timedelta(days=6))
-        await memory.save_memory(s, "u", "episodic", "The user repaired a bike_chain",
-                                 now=day + timedelta(days=20))
+        tom = await memory.save_memory(s, "u", "episodic", "Dinner with Tom at 100% Pizza", now=day)
+        paris = await memory.save_memory(
+            s,
+            "u",
+            "semantic",
+            "The user's friend Tom lives in Paris",
+            category="relationship",
+            now=day + timedelta(days=5),
+        )
+        chat = await memory.record_chat_message(
+            s, "u", "user", "Pizza again tonight?", "t1", now=day + timedelta(days=6)
+        )
+        await memory.save_memory(s, "u", "episodic", "The user repaired a bike_chain", now=day + timedelta(days=20))
 
         ranked = await memory.keyword_search(s, "u", ["tom", "PIZZA"])
         literal = await memory.keyword_search(s, "u", ["100%"])
@@ -91,8 +96,7 @@ async def test_sql_listings_keyword_time_and_recent(pg_schema):
         only_chat = await memory.keyword_search(s, "u", ["pizza"], "chat")
         may = await memory.time_filter(s, "u", start_date="2025-05-01", end_date="2025-05-05")
         late = await memory.time_filter(s, "u", start_date="2025-05-05T12:00:00+02:00")
-        await memory.save_memory(s, "u", "episodic", "Dinner with Tom at 100% Pizza!",
-                                 now=day + timedelta(days=30))
+        await memory.save_memory(s, "u", "episodic", "Dinner with Tom at 100% Pizza!", now=day + timedelta(days=30))
         recent = await memory.recent_activity(s, "u", limit=2)
 
     assert [r["id"] for r in ranked] == [tom["id"], chat["id"], paris["id"]]
@@ -109,16 +113,20 @@ async def test_sql_listings_keyword_time_and_recent(pg_schema):
 async def test_ttl_is_written_to_the_row_and_kept_across_access(pg_schema, pg_uri, monkeypatch):
     monkeypatch.setenv("MEMORY_TTL_DAYS", "2")
     async with store() as s:
-        saved = await memory.save_memory(s, "u", "semantic", "The user is training for a triathlon",
-                                         category="goal")
-        stale = await memory.save_memory(s, "u", "semantic", "The user wants a new laptop",
-                                         category="goal", now=datetime.now(UTC) - timedelta(days=3))
+        saved = await memory.save_memory(s, "u", "semantic", "The user is training for a triathlon", category="goal")
+        stale = await memory.save_memory(
+            s,
+            "u",
+            "semantic",
+            "The user wants a new laptop",
+            category="goal",
+            now=datetime.now(UTC) - timedelta(days=3),
+        )
         await memory.recall(s, "u", "sport goals", "semantic")
         hits = await memory.keyword_search(s, "u", ["triathlon", "laptop"])
     ttl = sql(
         pg_uri,
-        f"SELECT ttl_minutes, expires_at > NOW() + interval '47 hours' FROM {pg_schema}.store "
-        "WHERE key = %s",
+        f"SELECT ttl_minutes, expires_at > NOW() + interval '47 hours' FROM {pg_schema}.store WHERE key = %s",
         (saved["id"],),
     )
     assert ttl == [(2880, True)]
@@ -138,10 +146,10 @@ async def test_a_sweep_deletes_expired_memories_only(pg_schema, pg_uri, monkeypa
     monkeypatch.setenv("STORE_TTL_SWEEP_MINUTES", "0")  # no background sweeper: sweep by hand
     async with store() as s:
         assert sweeper_tasks() == []
-        live = await memory.save_memory(s, "u", "semantic", "The user keeps bees",
-                                        category="skill")
-        expired = await memory.save_memory(s, "u", "episodic", "The user repainted the fence",
-                                           now=datetime.now(UTC) - timedelta(days=3))
+        live = await memory.save_memory(s, "u", "semantic", "The user keeps bees", category="skill")
+        expired = await memory.save_memory(
+            s, "u", "episodic", "The user repainted the fence", now=datetime.now(UTC) - timedelta(days=3)
+        )
         await knowledge.create_kb(s, "handbook")
         await knowledge.ingest_text(s, "handbook", "Bees need water in summer.", "bees.txt")
         ns = memory.namespace("u", "semantic")
@@ -154,12 +162,10 @@ async def test_a_sweep_deletes_expired_memories_only(pg_schema, pg_uri, monkeypa
     assert expired["id"] in before and swept == 1
     after = row_keys(pg_uri, pg_schema)
     assert after == before - {expired["id"]}
-    kb_rows = sql(pg_uri, f"SELECT prefix, expires_at FROM {pg_schema}.store "
-                          "WHERE prefix LIKE 'kb%%'")
+    kb_rows = sql(pg_uri, f"SELECT prefix, expires_at FROM {pg_schema}.store WHERE prefix LIKE 'kb%%'")
     assert {prefix for prefix, _ in kb_rows} == {"kb.handbook", "kb_docs.handbook", "kb_registry"}
     assert all(expires is None for _, expires in kb_rows)  # knowledge bases never expire
-    expiry = sql(pg_uri, f"SELECT expires_at - NOW() FROM {pg_schema}.store WHERE key = %s",
-                 (live["id"],))[0][0]
+    expiry = sql(pg_uri, f"SELECT expires_at - NOW() FROM {pg_schema}.store WHERE key = %s", (live["id"],))[0][0]
     assert timedelta(hours=47) < expiry <= timedelta(days=2)
 
 
@@ -168,8 +174,7 @@ async def test_the_store_factory_sweeps_while_open(pg_schema, pg_uri, monkeypatc
     three_days_ago = datetime.now(UTC) - timedelta(days=3)
     monkeypatch.setenv("STORE_TTL_SWEEP_MINUTES", "0")
     async with store() as s:
-        first = await memory.save_memory(s, "u", "episodic", "The user lost a glove",
-                                         now=three_days_ago)
+        first = await memory.save_memory(s, "u", "episodic", "The user lost a glove", now=three_days_ago)
     assert first["id"] in row_keys(pg_uri, pg_schema)
 
     monkeypatch.delenv("STORE_TTL_SWEEP_MINUTES")  # the default: every 60 minutes
@@ -181,8 +186,7 @@ async def test_the_store_factory_sweeps_while_open(pg_schema, pg_uri, monkeypatc
 
     monkeypatch.setenv("STORE_TTL_SWEEP_MINUTES", "0.002")  # every 0.12 s
     async with store() as s:
-        second = await memory.save_memory(s, "u", "episodic", "The user lost a scarf",
-                                          now=three_days_ago)
+        second = await memory.save_memory(s, "u", "episodic", "The user lost a scarf", now=three_days_ago)
         live = await memory.save_memory(s, "u", "episodic", "The user found a hat")
         for _ in range(200):  # the background task deletes it; bounded wait, no timing assert
             if second["id"] not in row_keys(pg_uri, pg_schema):
@@ -207,9 +211,7 @@ def tool_graph(pg_store):
 
 async def run_tools(graph, user_id, *calls) -> list[dict]:
     tool_calls = [{"name": n, "args": a, "id": f"c{i}"} for i, (n, a) in enumerate(calls)]
-    out = await graph.ainvoke(
-        {"messages": [AIMessage("", tool_calls=tool_calls)]}, context=RunContext(user_id)
-    )
+    out = await graph.ainvoke({"messages": [AIMessage("", tool_calls=tool_calls)]}, context=RunContext(user_id))
     return [json.loads(message.content) for message in out["messages"][1:]]
 
 
@@ -238,14 +240,14 @@ async def test_users_are_isolated(pg_schema, pg_uri, other):
     async with store() as s:
         graph = tool_graph(s)
         saved = await run_tools(
-            graph, "alice",
+            graph,
+            "alice",
             ("save_memory", {"text": "The user's sister is called Mia", "category": "relationship"}),
             ("save_memory", {"text": "The user flew to Lisbon for a week", "kind": "episodic"}),
         )
         await memory.record_chat_message(s, "alice", "assistant", "Try pastel de nata", "t1")
         await memory.update_profile(s, "alice", {"name": "Alice"})
-        own = await memory.save_memory(s, other, "semantic", "The user's sister is called Mia",
-                                       category="relationship")
+        own = await memory.save_memory(s, other, "semantic", "The user's sister is called Mia", category="relationship")
         alice_ids = {m["id"] for m in saved}
 
         mine = await run_tools(graph, "alice", *READ_CALLS)
@@ -262,8 +264,12 @@ async def test_users_are_isolated(pg_schema, pg_uri, other):
     assert forgotten == 1
     assert len(alice_after) == 3
     remaining = {row[0] for row in rows(pg_uri, pg_schema)}
-    assert remaining == {"memories.alice.semantic", "memories.alice.episodic",
-                         "memories.alice.chat", "memories.alice.profile"}
+    assert remaining == {
+        "memories.alice.semantic",
+        "memories.alice.episodic",
+        "memories.alice.chat",
+        "memories.alice.profile",
+    }
     orphans = sql(
         pg_uri,
         f"SELECT count(*) FROM {pg_schema}.store_vectors v WHERE NOT EXISTS "
@@ -274,8 +280,7 @@ async def test_users_are_isolated(pg_schema, pg_uri, other):
 
 async def test_delete_and_forget_own_memories(pg_schema, pg_uri):
     async with store() as s:
-        a = await memory.save_memory(s, "alice", "semantic", "The user drinks oat milk",
-                                     category="preference")
+        a = await memory.save_memory(s, "alice", "semantic", "The user drinks oat milk", category="preference")
         await memory.record_chat_message(s, "alice", "user", "I drink oat milk", "t1")
         await memory.update_profile(s, "alice", {"city": "Oslo"})
         deleted = await memory.delete_memory(s, "alice", a["id"])

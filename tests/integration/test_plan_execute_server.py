@@ -28,21 +28,27 @@ async def wait_status(client, thread_id, run_id, wanted: set[str], timeout: floa
 async def test_streams_step_events_step_tokens_and_the_answer(dev_server, openai_server):
     client = dev_server.client("alice")
     k = key()
-    openai_server.script(k, [
-        plan(
-            {"id": "a", "description": "6*7", "tool": "calculator", "args": {"expression": "6*7"}},
-            {"id": "b", "description": "2**10", "tool": "calculator", "args": {"expression": "2**10"}},
-            {"id": "c", "description": "add the two results", "depends_on": ["a", "b"]},
-        ),
-        {"content": "", "tool_calls": [{"name": "Replan", "args": {"action": "continue", "reason": "on track"}}]},
-        {"content": "42 plus 1024 makes 1066", "delay_per_token": 0.01},
-        {"content": "The sum of 6*7 and 2**10 is 1066.", "delay_per_token": 0.01},
-    ])
+    openai_server.script(
+        k,
+        [
+            plan(
+                {"id": "a", "description": "6*7", "tool": "calculator", "args": {"expression": "6*7"}},
+                {"id": "b", "description": "2**10", "tool": "calculator", "args": {"expression": "2**10"}},
+                {"id": "c", "description": "add the two results", "depends_on": ["a", "b"]},
+            ),
+            {"content": "", "tool_calls": [{"name": "Replan", "args": {"action": "continue", "reason": "on track"}}]},
+            {"content": "42 plus 1024 makes 1066", "delay_per_token": 0.01},
+            {"content": "The sum of 6*7 and 2**10 is 1066.", "delay_per_token": 0.01},
+        ],
+    )
     thread = await client.threads.create()
     events: dict[str, list] = {}
     async for part in client.runs.stream(
-        thread["thread_id"], "plan_execute", input=user(f"{k} add 6*7 and 2**10"),
-        stream_mode=["messages-tuple", "custom", "updates"], stream_subgraphs=True,
+        thread["thread_id"],
+        "plan_execute",
+        input=user(f"{k} add 6*7 and 2**10"),
+        stream_mode=["messages-tuple", "custom", "updates"],
+        stream_subgraphs=True,
     ):
         events.setdefault(part.event.split("|")[0], []).append((part.event, part.data))
     assert "error" not in events, events.get("error")
@@ -56,8 +62,11 @@ async def test_streams_step_events_step_tokens_and_the_answer(dev_server, openai
     messages = events["messages"]
     step_tokens = [d[0]["content"] for event, d in messages if "|run_step:" in event and d[0].get("content")]
     assert "".join(step_tokens) == "42 plus 1024 makes 1066"
-    answer = [d[0]["content"] for event, d in messages
-              if event == "messages" and d[1].get("langgraph_node") == "synthesizer" and d[0].get("content")]
+    answer = [
+        d[0]["content"]
+        for event, d in messages
+        if event == "messages" and d[1].get("langgraph_node") == "synthesizer" and d[0].get("content")
+    ]
     assert len(answer) > 3 and "".join(answer) == "The sum of 6*7 and 2**10 is 1066."
     assert not [d for event, d in messages if d[1].get("langgraph_node") in ("planner", "replanner")]
     state = (await client.threads.get_state(thread["thread_id"]))["values"]
@@ -73,10 +82,13 @@ async def test_streams_step_events_step_tokens_and_the_answer(dev_server, openai
 async def test_plan_approval_interrupt_and_resume_with_an_edited_plan(dev_server, openai_server):
     client = dev_server.client("alice")
     k = key()
-    openai_server.script(k, [
-        plan({"id": "a", "description": "6*7", "tool": "calculator", "args": {"expression": "6*7"}}),
-        "It is 81.",
-    ])
+    openai_server.script(
+        k,
+        [
+            plan({"id": "a", "description": "6*7", "tool": "calculator", "args": {"expression": "6*7"}}),
+            "It is 81.",
+        ],
+    )
     thread = await client.threads.create()
     tid = thread["thread_id"]
     await client.runs.wait(tid, "plan_execute", input=user(f"{k} compute"), context={"approve_plan": True})
@@ -94,19 +106,23 @@ async def test_plan_approval_interrupt_and_resume_with_an_edited_plan(dev_server
 async def test_cancelled_mid_execution_leaves_the_thread_usable(dev_server, openai_server):
     client = dev_server.client("alice")
     k = key()
-    openai_server.script(k, [
-        plan({"id": "slow", "description": "think at length"}),
-        {"content": "a very slow thought " * 40, "delay_per_token": 0.2},
-        plan(),
-        "recovered fine",
-    ])
+    openai_server.script(
+        k,
+        [
+            plan({"id": "slow", "description": "think at length"}),
+            {"content": "a very slow thought " * 40, "delay_per_token": 0.2},
+            plan(),
+            "recovered fine",
+        ],
+    )
     thread = await client.threads.create()
     tid = thread["thread_id"]
     run = await client.runs.create(tid, "plan_execute", input=user(f"{k} first"))
     assert await wait_status(client, tid, run["run_id"], {"running"}) == "running"
     deadline = asyncio.get_running_loop().time() + 30
-    while not any(k in str(r.get("messages")) and "think at length" in str(r.get("messages"))
-                  for r in openai_server.requests()):
+    while not any(
+        k in str(r.get("messages")) and "think at length" in str(r.get("messages")) for r in openai_server.requests()
+    ):
         assert asyncio.get_running_loop().time() < deadline, "the slow step never started"
         await asyncio.sleep(0.1)
     await client.runs.cancel(tid, run["run_id"], wait=True, action="interrupt")

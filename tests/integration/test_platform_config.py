@@ -19,9 +19,7 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def platform_server(openai_server, tmp_path_factory):
-    server = DevServer(
-        tmp_path_factory.mktemp("platform"), server_env(openai_server), "langgraph.platform.json"
-    )
+    server = DevServer(tmp_path_factory.mktemp("platform"), server_env(openai_server), "langgraph.platform.json")
     server.start()
     yield server
     server.stop()
@@ -30,10 +28,13 @@ def platform_server(openai_server, tmp_path_factory):
 async def test_react_and_semantic_store_on_the_servers_own_persistence(platform_server, openai_server):
     client = get_client(url=platform_server.url)
     key = f"p{uuid.uuid4().hex[:8]}"
-    openai_server.script(key, [
-        {"tool_calls": [{"name": "calculator", "args": {"expression": "2**10"}, "id": "p1"}]},
-        "It is 1024.",
-    ])
+    openai_server.script(
+        key,
+        [
+            {"tool_calls": [{"name": "calculator", "args": {"expression": "2**10"}, "id": "p1"}]},
+            "It is 1024.",
+        ],
+    )
     thread = await client.threads.create()
     final = await client.runs.wait(
         thread["thread_id"], "react", input={"messages": [{"role": "user", "content": f"{key} 2^10?"}]}

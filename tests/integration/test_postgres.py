@@ -97,7 +97,10 @@ def test_embedded_postgres_starts_is_reused_and_stops(tmp_path):
     def pg(*args):
         result = subprocess.run(
             [sys.executable, "-m", "store.postgres", *args],
-            env=env, capture_output=True, text=True, timeout=120,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
         assert result.returncode == 0, result.stderr
         return result.stdout.strip()

@@ -31,8 +31,12 @@ async def stream(client, thread_id, payload=None, *, context=None, subgraphs=Fal
     """Stream one router run; return (run_id, [(event, data)])."""
     parts = []
     async for part in client.runs.stream(
-        thread_id, "router", input=payload, context=context or {},
-        stream_mode=["messages-tuple", "custom", "updates"], stream_subgraphs=subgraphs,
+        thread_id,
+        "router",
+        input=payload,
+        context=context or {},
+        stream_mode=["messages-tuple", "custom", "updates"],
+        stream_subgraphs=subgraphs,
     ):
         parts.append((part.event, part.data))
     assert not [data for event, data in parts if event == "error"], parts
@@ -41,7 +45,9 @@ async def stream(client, thread_id, payload=None, *, context=None, subgraphs=Fal
 
 
 def custom(parts, kind=None):
-    return [data for event, data in parts if event.split("|")[0] == "custom" and (kind is None or data["event"] == kind)]
+    return [
+        data for event, data in parts if event.split("|")[0] == "custom" and (kind is None or data["event"] == kind)
+    ]
 
 
 def tokens(parts, node=None, namespace_prefix=None):
@@ -59,11 +65,19 @@ def tokens(parts, node=None, namespace_prefix=None):
 async def test_retrieval_answer_with_sources_and_checked_citations(dev_server, openai_server, kb):
     alice = dev_server.client("alice")  # a regular user: knowledge bases are read-only for her, searchable by runs
     k = key()
-    openai_server.script(k, [{"content": "Fault ZX-4480 means the tank float switch is stuck [1]. See also [9].",
-                              "delay_per_token": 0.005}])
+    openai_server.script(
+        k,
+        [
+            {
+                "content": "Fault ZX-4480 means the tank float switch is stuck [1]. See also [9].",
+                "delay_per_token": 0.005,
+            }
+        ],
+    )
     thread = await alice.threads.create()
-    run_id, parts = await stream(alice, thread["thread_id"], user(f"{k} What does fault code ZX-4480 mean?"),
-                                 context={"kb": kb})
+    run_id, parts = await stream(
+        alice, thread["thread_id"], user(f"{k} What does fault code ZX-4480 mean?"), context={"kb": kb}
+    )
     [decision] = custom(parts, "route_decided")
     assert decision["route"] == "retrieval" and decision["method"] == "requested"
     assert decision["worker_name"] == f"{kb}:hybrid_agent:retrieve_only" and decision["requested_kb_prefix"] == kb
@@ -82,7 +96,10 @@ async def test_retrieval_answer_with_sources_and_checked_citations(dev_server, o
     assert state["answered_runs"][-1]["run_id"] == run_id
     # the model was given the retrieved passages
     request = [r for r in openai_server.requests() if k in str(r.get("messages"))][-1]
-    assert "ZX-4480" in request["messages"][0]["content"] and "[1] Greenhouse Irrigation Guide" in request["messages"][0]["content"]
+    assert (
+        "ZX-4480" in request["messages"][0]["content"]
+        and "[1] Greenhouse Irrigation Guide" in request["messages"][0]["content"]
+    )
     # an unknown KB is an error naming the existing ones, not a fallback
     _, parts = await stream(alice, thread["thread_id"], user("anything"), context={"kb": "no_such_kb"})
     [error] = custom(parts, "router_error")
@@ -92,12 +109,22 @@ async def test_retrieval_answer_with_sources_and_checked_citations(dev_server, o
 async def test_classified_route_streams_the_sub_agents_tokens_and_events(dev_server, openai_server, kb):
     bob = dev_server.client("bob")
     k = key()
-    openai_server.script(k, [
-        {"tool_calls": [{"name": "RouteChoice", "id": "r1", "args": {
-            "route": "react", "confidence": 0.9, "reason": "needs a calculation"}}]},
-        {"tool_calls": [{"name": "calculator", "args": {"expression": "6*7"}, "id": "c1"}]},
-        {"content": "six times seven is forty-two", "delay_per_token": 0.005},
-    ])
+    openai_server.script(
+        k,
+        [
+            {
+                "tool_calls": [
+                    {
+                        "name": "RouteChoice",
+                        "id": "r1",
+                        "args": {"route": "react", "confidence": 0.9, "reason": "needs a calculation"},
+                    }
+                ]
+            },
+            {"tool_calls": [{"name": "calculator", "args": {"expression": "6*7"}, "id": "c1"}]},
+            {"content": "six times seven is forty-two", "delay_per_token": 0.005},
+        ],
+    )
     thread = await bob.threads.create()
     _, parts = await stream(bob, thread["thread_id"], user(f"{k} help me with my sums"), subgraphs=True)
     [decision] = custom(parts, "route_decided")
@@ -106,8 +133,10 @@ async def test_classified_route_streams_the_sub_agents_tokens_and_events(dev_ser
     # the classification went out as a tool call with the KB list, and was not streamed
     first = [r for r in openai_server.requests() if k in str(r.get("messages"))][0]
     assert [t["function"]["name"] for t in first["tools"]] == ["RouteChoice"] and kb in first["messages"][0]["content"]
-    assert not any(meta.get("langgraph_node") == "intent_detect" for e, (c, meta) in
-                   [(e, d) for e, d in parts if e.startswith("messages")])
+    assert not any(
+        meta.get("langgraph_node") == "intent_detect"
+        for e, (c, meta) in [(e, d) for e, d in parts if e.startswith("messages")]
+    )
     # the sub-agent's tokens and custom events reach the client under its namespace
     sub_events = [(event, data) for event, data in parts if event.startswith("custom|react:")]
     assert any(data["event"] == "tool_call_finished" and "42" in data["result_preview"] for _, data in sub_events)
@@ -132,7 +161,9 @@ async def test_clear_and_feedback_on_the_owners_thread(dev_server, openai_server
     [recorded] = custom(parts, "feedback_recorded")
     assert recorded == {**recorded, "run_id": run_id, "score": "up", "sink": "store"}
     item = await alice.store.get_item(["memories", "alice", "feedback"], run_id)
-    assert item["value"]["score"] == "up" and item["value"]["comment"] == "spot on" and item["value"]["thread_id"] == tid
+    assert (
+        item["value"]["score"] == "up" and item["value"]["comment"] == "spot on" and item["value"]["thread_id"] == tid
+    )
     _, parts = await stream(alice, tid, {"feedback": {"run_id": "not-a-run", "score": "up"}})
     assert "answered runs: " + run_id in custom(parts, "router_error")[0]["error"]
     chat_before = await alice.store.search_items(["memories", "alice", "chat"], limit=100)
@@ -151,32 +182,53 @@ async def test_a_users_router_run_never_reads_another_users_memories(dev_server,
     alice, bob = dev_server.client("alice"), dev_server.client("bob")
     secret = f"s{uuid.uuid4().hex[:8]}"
     k_save = key()
-    openai_server.script(k_save, [
-        {"tool_calls": [{"name": "save_memory", "id": "m1", "args": {
-            "text": f"The user's locker code is {secret}", "kind": "semantic", "category": "fact"}}]},
-        "Saved.",
-    ])
+    openai_server.script(
+        k_save,
+        [
+            {
+                "tool_calls": [
+                    {
+                        "name": "save_memory",
+                        "id": "m1",
+                        "args": {"text": f"The user's locker code is {secret}", "kind": "semantic", "category": "fact"},
+                    }
+                ]
+            },
+            "Saved.",
+        ],
+    )
     thread = await alice.threads.create()
-    await alice.runs.wait(thread["thread_id"], "router", input=user(f"{k_save} remember my locker code"),
-                          context={"route": "general"})
+    await alice.runs.wait(
+        thread["thread_id"], "router", input=user(f"{k_save} remember my locker code"), context={"route": "general"}
+    )
     assert tool_messages(await alice.threads.get_state(thread["thread_id"]))["m1"]["status"] != "error"
 
     def lookup() -> list:
-        return [{"tool_calls": [{"name": "search_semantic_memory", "id": "q1", "args": {"query": "locker code"}}]},
-                "Here is what I know."]
+        return [
+            {"tool_calls": [{"name": "search_semantic_memory", "id": "q1", "args": {"query": "locker code"}}]},
+            "Here is what I know.",
+        ]
 
     k_bob, k_alice = key(), key()
     openai_server.script(k_bob, lookup())
     openai_server.script(k_alice, lookup())
     bob_thread = await bob.threads.create()
     # bob even names alice as the context's user: the run still acts for bob
-    await bob.runs.wait(bob_thread["thread_id"], "router", input=user(f"{k_bob} what is my locker code?"),
-                        context={"route": "general", "user_id": "alice"})
+    await bob.runs.wait(
+        bob_thread["thread_id"],
+        "router",
+        input=user(f"{k_bob} what is my locker code?"),
+        context={"route": "general", "user_id": "alice"},
+    )
     bob_result = tool_messages(await bob.threads.get_state(bob_thread["thread_id"]))["q1"]
     assert secret not in str(bob_result["content"])
     alice_thread = await alice.threads.create()
-    await alice.runs.wait(alice_thread["thread_id"], "router", input=user(f"{k_alice} what is my locker code?"),
-                          context={"route": "general"})
+    await alice.runs.wait(
+        alice_thread["thread_id"],
+        "router",
+        input=user(f"{k_alice} what is my locker code?"),
+        context={"route": "general"},
+    )
     alice_result = tool_messages(await alice.threads.get_state(alice_thread["thread_id"]))["q1"]
     assert secret in str(alice_result["content"])  # the same lookup finds it for its owner
 
@@ -189,8 +241,11 @@ async def test_messages_land_when_the_client_disconnects_mid_stream(dev_server, 
     thread = await alice.threads.create()
     run_id, seen = None, ""
     async for part in alice.runs.stream(
-        thread["thread_id"], "router", input=user(f"{k} What does fault code ZX-4480 mean?"),
-        context={"kb": kb}, stream_mode=["messages-tuple"],
+        thread["thread_id"],
+        "router",
+        input=user(f"{k} What does fault code ZX-4480 mean?"),
+        context={"kb": kb},
+        stream_mode=["messages-tuple"],
     ):
         if part.event == "metadata":
             run_id = part.data["run_id"]

@@ -13,7 +13,6 @@ from tests.integration.conftest import KB_DATA, cli, key, sql, tool_messages, us
 pytestmark = pytest.mark.integration
 
 
-
 async def wait_status(client, thread_id, run_id, wanted: set[str], timeout: float = 30) -> str:
     deadline = asyncio.get_running_loop().time() + timeout
     while True:
@@ -26,17 +25,25 @@ async def wait_status(client, thread_id, run_id, wanted: set[str], timeout: floa
 async def test_streams_tokens_custom_events_and_updates(dev_server, openai_server):
     client = dev_server.client()
     k = key()
-    openai_server.script(k, [
-        {"content": "", "tool_calls": [
-            {"name": "calculator", "args": {"expression": "6*7"}, "id": "c1"},
-            {"name": "current_time", "args": {"timezone": "UTC"}, "id": "c2"},
-        ]},
-        {"content": "six times seven is forty-two", "delay_per_token": 0.01},
-    ])
+    openai_server.script(
+        k,
+        [
+            {
+                "content": "",
+                "tool_calls": [
+                    {"name": "calculator", "args": {"expression": "6*7"}, "id": "c1"},
+                    {"name": "current_time", "args": {"timezone": "UTC"}, "id": "c2"},
+                ],
+            },
+            {"content": "six times seven is forty-two", "delay_per_token": 0.01},
+        ],
+    )
     thread = await client.threads.create()
     events: dict[str, list] = {}
     async for part in client.runs.stream(
-        thread["thread_id"], "react", input=user(f"{k} what is 6*7?"),
+        thread["thread_id"],
+        "react",
+        input=user(f"{k} what is 6*7?"),
         stream_mode=["messages-tuple", "custom", "updates"],
     ):
         events.setdefault(part.event, []).append(part.data)
@@ -62,10 +69,13 @@ async def test_streams_tokens_custom_events_and_updates(dev_server, openai_serve
 async def test_background_run_status_and_join(dev_server, openai_server):
     client = dev_server.client()
     k = key()
-    openai_server.script(k, [
-        {"content": "first answer", "delay": 1.5},
-        {"content": "second answer"},
-    ])
+    openai_server.script(
+        k,
+        [
+            {"content": "first answer", "delay": 1.5},
+            {"content": "second answer"},
+        ],
+    )
     thread = await client.threads.create()
     tid = thread["thread_id"]
     first = await client.runs.create(tid, "react", input=user(f"{k} one"))
@@ -83,11 +93,14 @@ async def test_background_run_status_and_join(dev_server, openai_server):
 async def test_cancelled_run_leaves_thread_usable(dev_server, openai_server, pg_uri, action):
     client = dev_server.client()
     k = key()
-    openai_server.script(k, [
-        {"content": "answer one"},
-        {"content": "a very slow answer " * 40, "delay_per_token": 0.2},
-        {"content": "recovered fine"},
-    ])
+    openai_server.script(
+        k,
+        [
+            {"content": "answer one"},
+            {"content": "a very slow answer " * 40, "delay_per_token": 0.2},
+            {"content": "recovered fine"},
+        ],
+    )
     thread = await client.threads.create()
     tid = thread["thread_id"]
     await client.runs.wait(tid, "react", input=user(f"{k} first question"))
@@ -168,8 +181,11 @@ async def test_a_model_without_its_key_fails_the_run_at_once_with_a_clear_error(
     thread = await client.threads.create()
     events = []
     async for part in client.runs.stream(
-        thread["thread_id"], "react", input=user("hi"),
-        context={"model": "anthropic:claude-sonnet-4-5"}, stream_mode=["custom"],
+        thread["thread_id"],
+        "react",
+        input=user("hi"),
+        context={"model": "anthropic:claude-sonnet-4-5"},
+        stream_mode=["custom"],
     ):
         events.append(part)
     errors = [p.data for p in events if p.event == "error"]
@@ -178,9 +194,7 @@ async def test_a_model_without_its_key_fails_the_run_at_once_with_a_clear_error(
     assert runs[0]["status"] == "error"
 
 
-async def test_turns_are_recorded_and_extraction_is_scheduled_as_a_debounced_background_run(
-    dev_server, openai_server
-):
+async def test_turns_are_recorded_and_extraction_is_scheduled_as_a_debounced_background_run(dev_server, openai_server):
     from graphs.runtime.memory_schedule import memory_thread_id
 
     client = dev_server.client()
@@ -207,25 +221,34 @@ async def test_turns_are_recorded_and_extraction_is_scheduled_as_a_debounced_bac
     assert other["items"] == []
 
 
-async def test_knowledge_base_ingested_by_the_cli_is_searched_by_the_agent(
-    dev_server, openai_server, pg_uri
-):
+async def test_knowledge_base_ingested_by_the_cli_is_searched_by_the_agent(dev_server, openai_server, pg_uri):
     kb = f"kb_{uuid.uuid4().hex[:8]}"
     env = {**os.environ, "POSTGRES_URI": pg_uri, "POSTGRES_SCHEMA": "it_server"}
     ingest = cli("ingest", kb, str(KB_DATA), env=env)
     assert ingest.returncode == 0, ingest.stderr
     k = key()
-    openai_server.script(k, [
-        {"tool_calls": [
-            {"name": "list_knowledge_bases", "id": "list", "args": {}},
-            {"name": "knowledge_base_search", "id": "kw", "args": {
-                "query": "what does fault ZX-4480 mean", "kb": kb, "strategy": "keyword", "top_k": 3}},
-            {"name": "knowledge_base_search", "id": "hy", "args": {
-                "query": "how do I request holidays", "kb": kb, "top_k": 3}},
-            {"name": "knowledge_base_search", "id": "bad", "args": {"query": "anything", "kb": "no_such_kb"}},
-        ]},
-        "Fault ZX-4480 is explained in the irrigation guide [1].",
-    ])
+    openai_server.script(
+        k,
+        [
+            {
+                "tool_calls": [
+                    {"name": "list_knowledge_bases", "id": "list", "args": {}},
+                    {
+                        "name": "knowledge_base_search",
+                        "id": "kw",
+                        "args": {"query": "what does fault ZX-4480 mean", "kb": kb, "strategy": "keyword", "top_k": 3},
+                    },
+                    {
+                        "name": "knowledge_base_search",
+                        "id": "hy",
+                        "args": {"query": "how do I request holidays", "kb": kb, "top_k": 3},
+                    },
+                    {"name": "knowledge_base_search", "id": "bad", "args": {"query": "anything", "kb": "no_such_kb"}},
+                ]
+            },
+            "Fault ZX-4480 is explained in the irrigation guide [1].",
+        ],
+    )
     bob = dev_server.client("bob")  # a regular user: knowledge bases are shared, read-only
     thread = await bob.threads.create()
     await bob.runs.wait(thread["thread_id"], "react", input=user(f"{k} what is ZX-4480?"))
@@ -249,18 +272,35 @@ async def test_memory_writer_run_extracts_and_saves_through_the_server(dev_serve
     admin = dev_server.client()
     k = key()
     user_id = f"dave-{k}"
-    openai_server.script(k, [{"content": "", "tool_calls": [{"name": "MemoryExtraction", "args": {
-        "episodic": [{"text": f"The user adopted a dog named Biscuit ({k})", "importance": 0.7}],
-        "semantic": [{"text": "The user is allergic to peanuts", "category": "fact", "importance": 0.9}],
-        "profile_updates": {"name": "Dave"},
-    }}]}])
+    openai_server.script(
+        k,
+        [
+            {
+                "content": "",
+                "tool_calls": [
+                    {
+                        "name": "MemoryExtraction",
+                        "args": {
+                            "episodic": [{"text": f"The user adopted a dog named Biscuit ({k})", "importance": 0.7}],
+                            "semantic": [
+                                {"text": "The user is allergic to peanuts", "category": "fact", "importance": 0.9}
+                            ],
+                            "profile_updates": {"name": "Dave"},
+                        },
+                    }
+                ],
+            }
+        ],
+    )
     thread = await admin.threads.create()
     turn = [
         {"role": "user", "content": f"{k} I'm Dave, I adopted a dog called Biscuit. Peanuts make me ill."},
         {"role": "assistant", "content": "Congratulations on Biscuit!"},
     ]
     result = await admin.runs.wait(
-        thread["thread_id"], "memory_writer", input={"messages": turn, "thread_id": "conv-1"},
+        thread["thread_id"],
+        "memory_writer",
+        input={"messages": turn, "thread_id": "conv-1"},
         context={"user_id": user_id},
     )
     assert result["result"] == {"created": 2, "updated": 0, "profile_fields": 1}

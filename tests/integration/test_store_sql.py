@@ -72,8 +72,15 @@ def test_only_the_adapter_touches_the_librarys_tables_or_members():
             if path.name == "sql.py" and path.parent.name == "store":
                 continue
             text = path.read_text()
-            for needle in ("FROM store", "INTO store", "FROM checkpoint", "store.conn", "._cursor(",
-                           ".lock:", "COPY store"):
+            for needle in (
+                "FROM store",
+                "INTO store",
+                "FROM checkpoint",
+                "store.conn",
+                "._cursor(",
+                ".lock:",
+                "COPY store",
+            ):
                 if needle in text:
                     offenders.append(f"{path.relative_to(root)}: {needle}")
     assert offenders == []

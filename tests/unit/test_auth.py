@@ -36,14 +36,10 @@ def keys(monkeypatch):
 
 
 async def test_keys_map_to_users_by_bearer_or_x_api_key(keys):
-    assert await server_auth.authenticate("Bearer k-alice", None) == {
-        "identity": "alice", "permissions": []
-    }
+    assert await server_auth.authenticate("Bearer k-alice", None) == {"identity": "alice", "permissions": []}
     assert (await server_auth.authenticate(None, {b"x-api-key": b"k-bob"}))["identity"] == "bob"
     # '=' inside a key is kept; admins get the admin permission
-    assert await server_auth.authenticate("bearer k=ops", None) == {
-        "identity": "ops", "permissions": [ADMIN]
-    }
+    assert await server_auth.authenticate("bearer k=ops", None) == {"identity": "ops", "permissions": [ADMIN]}
 
 
 @pytest.mark.parametrize(
@@ -72,9 +68,7 @@ def test_a_malformed_key_list_is_an_error_that_does_not_echo_the_secret(monkeypa
 async def test_without_keys_langgraph_dev_is_open_and_other_servers_refuse(monkeypatch):
     monkeypatch.delenv("AGENT_API_KEYS", raising=False)
     monkeypatch.setenv("LANGSMITH_LANGGRAPH_API_VARIANT", "local_dev")
-    assert await server_auth.authenticate(None, None) == {
-        "identity": server_auth.OPEN_USER, "permissions": [ADMIN]
-    }
+    assert await server_auth.authenticate(None, None) == {"identity": server_auth.OPEN_USER, "permissions": [ADMIN]}
     monkeypatch.delenv("LANGSMITH_LANGGRAPH_API_VARIANT")
     with pytest.raises(Auth.exceptions.HTTPException) as refused:
         await server_auth.authenticate("Bearer anything", None)
@@ -106,9 +100,7 @@ async def test_creation_stamps_the_owner_and_reads_are_filtered_to_it():
 
 async def test_assistants_are_readable_by_all_and_changeable_by_their_owner():
     assert await server_auth.assistants_are_shared(ctx(BOB, "assistants", "search"), {}) is None
-    assert await server_auth.assistant_changes(ctx(BOB, "assistants", "update"), {}) == {
-        "owner": "bob"
-    }
+    assert await server_auth.assistant_changes(ctx(BOB, "assistants", "update"), {}) == {"owner": "bob"}
 
 
 @pytest.mark.parametrize(

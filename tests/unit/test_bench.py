@@ -43,9 +43,19 @@ def test_server_config_serves_react_and_echo_from_absolute_paths(tmp_path):
 def test_summary_lists_each_figure_with_its_baseline_and_failures():
     row = {"median_ms": 10.0, "p95_ms": 12.0, "turns": 5}
     report = {
-        "started_at": "now", "note": "measured under load", "seconds": {"overhead": 1.0, "server": 2.0},
-        "machine": {"cpu": "cpu", "cpus": 2, "memory_gb": 4, "platform": "linux", "python": "3.11",
-                    "git_commit": "abc", "load_average_start": [1, 1, 1], "load_average_end": [2, 2, 2]},
+        "started_at": "now",
+        "note": "measured under load",
+        "seconds": {"overhead": 1.0, "server": 2.0},
+        "machine": {
+            "cpu": "cpu",
+            "cpus": 2,
+            "memory_gb": 4,
+            "platform": "linux",
+            "python": "3.11",
+            "git_commit": "abc",
+            "load_average_start": [1, 1, 1],
+            "load_average_end": [2, 2, 2],
+        },
         "figures": {
             "overhead": {"invoke": {"react": row, "create_agent": {**row, "median_ms": 8.0}, "ratio": 1.25}},
             "server": {"error": "RuntimeError: langgraph dev exited"},

@@ -30,7 +30,11 @@ def test_built_in_defaults(monkeypatch):
         monkeypatch.delenv(name, raising=False)
     context = Context()
     assert (context.model, context.max_steps, context.tools, context.remember, context.user_id) == (
-        "openai:gpt-4o-mini", 10, None, True, "anonymous",
+        "openai:gpt-4o-mini",
+        10,
+        None,
+        True,
+        "anonymous",
     )
 
 

@@ -89,7 +89,8 @@ class SearchEngine:
             return Reply(status=500, body="engine down", content_type="text/plain")
         results = [
             {"url": self.url(path), "title": title, "content": text}
-            for topic, pages in CORPUS.items() if topic in query
+            for topic, pages in CORPUS.items()
+            if topic in query
             for path, title, text in pages
         ]
         return Reply(body=json.dumps({"query": query, "results": results}), content_type="application/json")
@@ -115,8 +116,17 @@ def most_at_once(spans: list[tuple[float, float]]) -> int:
 
 @pytest.fixture(autouse=True)
 def environment(monkeypatch):
-    for name in ("WEB_SEARCH_PROVIDER", "TAVILY_API_KEY", "JINA_API_KEY", "HTTP_PROXY", "HTTPS_PROXY",
-                 "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy"):
+    for name in (
+        "WEB_SEARCH_PROVIDER",
+        "TAVILY_API_KEY",
+        "JINA_API_KEY",
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "ALL_PROXY",
+        "all_proxy",
+    ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("WEB_ALLOW_LOOPBACK", "1")
     monkeypatch.setenv("AGENT_RETRY_BASE_DELAY", "0.01")
@@ -140,17 +150,32 @@ def models():
 
 
 def planned(*topics: str, brief: str = "Compare low-tech water and sun devices.") -> dict:
-    return {"tool_calls": [{"name": "ResearchPlan", "args": {
-        "brief": brief,
-        "sub_questions": [{"question": f"What about the {t}?", "queries": [f"{t} facts", f"{t} numbers"]}
-                          for t in topics],
-    }}]}
+    return {
+        "tool_calls": [
+            {
+                "name": "ResearchPlan",
+                "args": {
+                    "brief": brief,
+                    "sub_questions": [
+                        {"question": f"What about the {t}?", "queries": [f"{t} facts", f"{t} numbers"]} for t in topics
+                    ],
+                },
+            }
+        ]
+    }
 
 
 def reflection(*topics: str) -> dict:
-    return {"tool_calls": [{"name": "Reflection", "args": {
-        "gaps": [{"question": f"What about the {t}?", "queries": [f"{t} facts"]} for t in topics],
-    }}]}
+    return {
+        "tool_calls": [
+            {
+                "name": "Reflection",
+                "args": {
+                    "gaps": [{"question": f"What about the {t}?", "queries": [f"{t} facts"]} for t in topics],
+                },
+            }
+        ]
+    }
 
 
 def compress_notes(messages) -> str:
@@ -185,13 +210,21 @@ def set_models(models, research: list, compress: list, report: list) -> None:
 
 
 def context(**overrides) -> ResearchContext:
-    values = dict(model="scripted:main", research_model="scripted:research", compression_model="scripted:compress",
-                  report_model="scripted:report", remember=False, tool_retries=0, max_research_rounds=1)
+    values = dict(
+        model="scripted:main",
+        research_model="scripted:research",
+        compression_model="scripted:compress",
+        report_model="scripted:report",
+        remember=False,
+        tool_retries=0,
+        max_research_rounds=1,
+    )
     return ResearchContext(**{**values, **overrides})
 
 
-async def run(ctx: ResearchContext, message="Research low-tech devices", *, thread="t1", graph=None,
-              resume=None, store=None):
+async def run(
+    ctx: ResearchContext, message="Research low-tech devices", *, thread="t1", graph=None, resume=None, store=None
+):
     """Run (or resume) the graph; return (state, custom events, message chunks, graph)."""
     graph = graph or builder.compile(checkpointer=InMemorySaver(), store=store)
     config = {"configurable": {"thread_id": thread}}
@@ -220,8 +253,11 @@ async def test_researchers_run_in_parallel_and_the_report_cites_only_retrieved_s
     assert order.index("research_brief") < order.index("research_plan") < order.index("researcher_started")
     assert order.index("report_writing") > max(i for i, k in enumerate(order) if k == "researcher_finished")
     finished = kinds(events, "researcher_finished")
-    assert sorted(e["question"] for e in finished) == ["What about the clock?", "What about the kettle?",
-                                                      "What about the pump?"]
+    assert sorted(e["question"] for e in finished) == [
+        "What about the clock?",
+        "What about the kettle?",
+        "What about the pump?",
+    ]
     assert all(e["status"] == "success" and e["sources_read"] == e["sources_found"] for e in finished)
     assert {e["question"]: e["sources_read"] for e in finished}["What about the kettle?"] == 2
 
@@ -240,7 +276,8 @@ async def test_researchers_run_in_parallel_and_the_report_cites_only_retrieved_s
     assert state["brief"] == "Compare low-tech water and sun devices."
     assert state["plan"] == ["What about the kettle?", "What about the pump?", "What about the clock?"]
     assert len(state["notes"]) == 3 and {s["url"] for s in state["sources"]} == {
-        engine.url(p) for t in ("kettle", "pump", "clock") for p, _, _ in CORPUS[t]}
+        engine.url(p) for t in ("kettle", "pump", "clock") for p, _, _ in CORPUS[t]
+    }
     assert isinstance(state["messages"][-1], AIMessage) and state["messages"][-1].content == state["report"]
 
     # Only the report streams as chat tokens; planning and compression are not streamed.
@@ -260,7 +297,8 @@ async def test_waves_rounds_and_cuts_respect_the_limits(engine, models):
     set_models(
         models,
         [planned("kettle", "pump", "clock", "oven", "dryer"), reflection("still", "kettle", "dryer", "oven")],
-        compressions(6), [report_citing()],
+        compressions(6),
+        [report_citing()],
     )
     ctx = context(max_sub_questions=4, max_concurrent_research_units=2, max_research_rounds=2)
     snapshot, events, _, _ = await run(ctx)
@@ -349,11 +387,22 @@ async def test_plan_only_answers_with_the_plan(engine, models):
 
 
 async def test_clarification_interrupts_and_resumes_with_the_answer(engine, models):
-    set_models(models, [
-        {"tool_calls": [{"name": "ClarifyDecision",
-                         "args": {"need_clarification": True, "question": "Which device do you mean?"}}]},
-        planned("kettle"),
-    ], compressions(1), [report_citing()])
+    set_models(
+        models,
+        [
+            {
+                "tool_calls": [
+                    {
+                        "name": "ClarifyDecision",
+                        "args": {"need_clarification": True, "question": "Which device do you mean?"},
+                    }
+                ]
+            },
+            planned("kettle"),
+        ],
+        compressions(1),
+        [report_citing()],
+    )
     ctx = context(allow_clarification=True)
     snapshot, events, _, graph = await run(ctx, "Research the device")
     assert snapshot.next == ("ask_user",)
@@ -374,10 +423,15 @@ async def test_clarification_interrupts_and_resumes_with_the_answer(engine, mode
 
 
 async def test_clarification_is_skipped_when_off_or_not_needed(engine, models):
-    set_models(models, [
-        {"tool_calls": [{"name": "ClarifyDecision", "args": {"need_clarification": False, "question": ""}}]},
-        planned("kettle"),
-    ], compressions(1), [report_citing()])
+    set_models(
+        models,
+        [
+            {"tool_calls": [{"name": "ClarifyDecision", "args": {"need_clarification": False, "question": ""}}]},
+            planned("kettle"),
+        ],
+        compressions(1),
+        [report_citing()],
+    )
     snapshot, events, _, _ = await run(context(allow_clarification=True))
     assert snapshot.next == () and not kinds(events, "clarification_requested")
     assert snapshot.values["report"]
@@ -391,9 +445,15 @@ class ContextTooLong(Exception):
 
 
 async def test_a_context_length_error_truncates_the_notes_and_retries(engine, models):
-    set_models(models, [planned("kettle", "pump")], compressions(2), [
-        ContextTooLong("This model's maximum context length is 1000 tokens."), report_citing(),
-    ])
+    set_models(
+        models,
+        [planned("kettle", "pump")],
+        compressions(2),
+        [
+            ContextTooLong("This model's maximum context length is 1000 tokens."),
+            report_citing(),
+        ],
+    )
     snapshot, events, _, _ = await run(context())
     [truncated] = [e for e in kinds(events, "notes_truncated") if e["stage"] == "report"]
     assert truncated["reason"] == "context_length_exceeded"
@@ -431,7 +491,8 @@ async def test_a_follow_up_turn_starts_a_fresh_research(engine, models):
     snapshot, _, _, _ = await run(context(), "Now the tide clocks", graph=graph)
     state = snapshot.values
     assert state["plan"] == ["What about the clock?"] and [n["question"] for n in state["notes"]] == [
-        "What about the clock?"]
+        "What about the clock?"
+    ]
     assert {s["url"] for s in state["sources"]} == {engine.url("/doc/clock-tides")}
     assert len(state["research_log"]) == 1 and "kettle" not in state["report"]
     assert sum(isinstance(m, AIMessage) for m in state["messages"]) == 2
@@ -439,8 +500,14 @@ async def test_a_follow_up_turn_starts_a_fresh_research(engine, models):
 
 async def test_researchers_also_search_the_knowledge_bases(engine, models, store):
     await knowledge.create_kb(store, "farm", "farm manuals")
-    await knowledge.ingest_text(store, "farm", "Our wind pump needs new leather seals every spring.",
-                                "manuals/pump care.md", "Pump care", format="markdown")
+    await knowledge.ingest_text(
+        store,
+        "farm",
+        "Our wind pump needs new leather seals every spring.",
+        "manuals/pump care.md",
+        "Pump care",
+        format="markdown",
+    )
     set_models(models, [planned("pump")], compressions(1), [report_citing()])
     snapshot, events, _, _ = await run(context(knowledge_bases=["farm", "missing"]), store=store)
     state = snapshot.values
@@ -477,11 +544,13 @@ async def test_search_falls_back_to_the_next_provider_and_defaults_to_duckduckgo
 
 
 def test_citation_validation_maps_the_models_numbering_and_drops_inventions():
-    catalog = number_sources([
-        {"url": "https://a.example/one", "title": "One"},
-        {"url": "https://b.example/two/", "title": "Two"},
-        {"url": "https://a.example/one#frag", "title": "duplicate"},
-    ])
+    catalog = number_sources(
+        [
+            {"url": "https://a.example/one", "title": "One"},
+            {"url": "https://b.example/two/", "title": "Two"},
+            {"url": "https://a.example/one#frag", "title": "duplicate"},
+        ]
+    )
     assert [(s["n"], s["url"]) for s in catalog] == [(1, "https://a.example/one"), (2, "https://b.example/two/")]
     report = (
         "# T\n\nAlpha [1]. Beta [2, 3]. Gamma [4].\n\n"
@@ -523,10 +592,16 @@ def test_context_length_errors_are_recognised_through_the_runtime_wrapper():
     assert not is_context_length_error(ModelCallError("HTTP 500"))
 
 
-@pytest.mark.parametrize("bad", [
-    {"max_concurrent_research_units": 0}, {"max_research_rounds": 0}, {"research_model": "nocolon"},
-    {"knowledge_bases": "edu"}, {"plan_only": "maybe"},
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"max_concurrent_research_units": 0},
+        {"max_research_rounds": 0},
+        {"research_model": "nocolon"},
+        {"knowledge_bases": "edu"},
+        {"plan_only": "maybe"},
+    ],
+)
 def test_bad_context_values_are_refused(models, bad):
     with pytest.raises(ValueError, match="Invalid context field"):
         context(**bad)

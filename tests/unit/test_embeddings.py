@@ -12,7 +12,9 @@ from tests.openai_server import run_openai_server
 
 
 def cosine(a, b):
-    return sum(x * y for x, y in zip(a, b, strict=False)) / (math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b)))
+    return sum(x * y for x, y in zip(a, b, strict=False)) / (
+        math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    )
 
 
 def test_default_is_the_local_model_shipped_in_the_wheel(monkeypatch):

@@ -62,15 +62,21 @@ def test_offline_suites_meet_their_thresholds_and_write_results(tmp_path, capsys
     methods = {row["kind"]: row["outputs"]["method"] for row in router["rows"]}
     assert methods["general_unsure"] == methods["kb_inferred_unsure"] == "llm" and methods["tool_cue"] == "heuristic"
     # plan_execute: the real tools ran in waves and their results reached the answer
-    plans = {row["kind"]: row["outputs"] for row in json.loads((tmp_path / "plan_execute.offline.json").read_text())["rows"]}
+    plans = {
+        row["kind"]: row["outputs"] for row in json.loads((tmp_path / "plan_execute.offline.json").read_text())["rows"]
+    }
     assert plans["parallel"]["waves"] == 1 and plans["chain"]["waves"] == 2
     assert "Asia/Tokyo" in plans["clock"]["answer"] and "48" in plans["chain"]["answer"]
     # deep_research: every cited URL was served by the loopback corpus; invented ones were removed
-    reports = {row["kind"]: row["outputs"] for row in json.loads((tmp_path / "deep_research.offline.json").read_text())["rows"]}
+    reports = {
+        row["kind"]: row["outputs"] for row in json.loads((tmp_path / "deep_research.offline.json").read_text())["rows"]
+    }
     assert all(url.startswith("http://127.0.0.1:") for o in reports.values() for url in o["cited_urls"])
     assert len(reports["two_questions"]["cited_urls"]) == 4
-    assert set(reports["fabricated_url"]["removed_urls"]) == {"https://invented.example/oven-study",
-                                                               "https://fake.example/ovens"}
+    assert set(reports["fabricated_url"]["removed_urls"]) == {
+        "https://invented.example/oven-study",
+        "https://fake.example/ovens",
+    }
 
 
 def test_a_tool_missing_from_the_registry_fails_ci(tmp_path, monkeypatch, capsys):
@@ -89,8 +95,10 @@ def test_a_tool_missing_from_the_registry_fails_ci(tmp_path, monkeypatch, capsys
     assert "FAIL react: tool_selection" in printed
     # the calculator examples fail, the others still pass
     by_kind = [(row["outputs"]["tool_calls"], row["scores"]["tool_selection"]["score"]) for row in result["rows"]]
-    assert all(score == (not any(c["name"] == "calculator" for c in calls)) for calls, score in by_kind
-               if calls) and sum(score == 0 for _, score in by_kind) == 4
+    assert (
+        all(score == (not any(c["name"] == "calculator" for c in calls)) for calls, score in by_kind if calls)
+        and sum(score == 0 for _, score in by_kind) == 4
+    )
 
 
 def test_router_heuristics_losing_a_cue_fail_ci(tmp_path, monkeypatch, capsys):
@@ -127,8 +135,12 @@ def test_plan_and_report_evaluators_reject_broken_outputs():
     def step(step_id, tool="calculator", deps=()):
         return {"id": step_id, "description": "d", "tool": tool, "args": {}, "depends_on": list(deps)}
 
-    good = {"plan": [step("a"), step("b", None, ["a"])], "allowed_tools": ["calculator"], "status": "completed",
-            "execution_log": [{"step_id": "a", "status": "completed"}, {"step_id": "b", "status": "recovered"}]}
+    good = {
+        "plan": [step("a"), step("b", None, ["a"])],
+        "allowed_tools": ["calculator"],
+        "status": "completed",
+        "execution_log": [{"step_id": "a", "status": "completed"}, {"step_id": "b", "status": "recovered"}],
+    }
     assert plan_shape(good)["score"] == 1 and plan_completion(good, {})["score"] == 1
     assert "cycle" in plan_shape({**good, "plan": [step("a", deps=["b"]), step("b", deps=["a"])]})["comment"]
     assert "'web_search'" in plan_shape({**good, "plan": [step("a", "web_search")]})["comment"]
@@ -138,7 +150,9 @@ def test_plan_and_report_evaluators_reject_broken_outputs():
     assert "step 'b' has no final status" in plan_completion(unfinished, {})["comment"]
     assert plan_completion({**good, "status": "partial"}, {})["score"] == 0
 
-    report = "# R\n\nKettles boil fast [1] and pumps lift water [2].\n\n## Sources\n[1] K: http://a/1\n[2] P: http://a/2\n"
+    report = (
+        "# R\n\nKettles boil fast [1] and pumps lift water [2].\n\n## Sources\n[1] K: http://a/1\n[2] P: http://a/2\n"
+    )
     assert report_structure({"report": report})["score"] == 1
     assert "no Sources section" in report_structure({"report": "Kettles [1]."})["comment"]
     assert "cited [1, 2, 3]" in report_structure({"report": report.replace("[2].", "[2][3].")})["comment"]
@@ -153,11 +167,17 @@ def test_plan_and_report_evaluators_reject_broken_outputs():
 
 
 def test_trajectory_match_compares_calculator_expressions_by_value():
-    reference = {"trajectory": [
-        {"role": "assistant", "content": "", "tool_calls": [{"name": "calculator", "args": {"expression": "0.17*2340"}}]},
-        {"role": "tool", "content": "397.8"},
-        {"role": "assistant", "content": "397.8"},
-    ]}
+    reference = {
+        "trajectory": [
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [{"name": "calculator", "args": {"expression": "0.17*2340"}}],
+            },
+            {"role": "tool", "content": "397.8"},
+            {"role": "assistant", "content": "397.8"},
+        ]
+    }
 
     def outputs(expression: str) -> dict:
         messages = [
@@ -170,8 +190,10 @@ def test_trajectory_match_compares_calculator_expressions_by_value():
     strict = trajectory_match("strict")
     assert strict(outputs("2340 * 17 / 100"), reference)["score"] == 1
     assert strict(outputs("2340 * 0.18"), reference)["score"] == 0
-    assert strict({"messages": outputs("2340*0.17")["messages"][:1] + outputs("1")["messages"][2:]},
-                  reference)["score"] == 0
+    assert (
+        strict({"messages": outputs("2340*0.17")["messages"][:1] + outputs("1")["messages"][2:]}, reference)["score"]
+        == 0
+    )
     assert output_shape(outputs("1"))["score"] == 1
     assert output_shape({"messages": outputs("1")["messages"][:1], "answer": ""})["score"] == 0
     assert answer_contains({"answer": "2^20 = 1,048,576"}, {"answer_contains": ["1048576"]})["score"] == 1
@@ -256,7 +278,10 @@ def test_exact_field_and_json_shape_evaluators_for_structured_outputs():
     route = exact_fields("route", "kb_prefix", key="route_match")
     reference = {"route": "kb", "kb_prefix": "edu"}
     assert route({"route": "kb", "kb_prefix": "edu", "extra": 1}, reference) == {
-        "key": "route_match", "score": 1, "comment": None}
+        "key": "route_match",
+        "score": 1,
+        "comment": None,
+    }
     assert route({"route": "kb", "kb_prefix": "hr"}, reference)["comment"] == "kb_prefix: 'hr' != 'edu'"
     shape = json_shape(steps=list, title=str)
     assert shape({"steps": [], "title": "t"})["score"] == 1

@@ -181,9 +181,7 @@ class Plan(BaseModel):
 
 
 def test_with_structured_output_reads_a_tool_call_named_after_the_schema():
-    model = ScriptedChatModel(
-        responses=[{"tool_calls": [{"name": "Plan", "args": {"steps": ["search", "write"]}}]}]
-    )
+    model = ScriptedChatModel(responses=[{"tool_calls": [{"name": "Plan", "args": {"steps": ["search", "write"]}}]}])
     assert model.with_structured_output(Plan).invoke("plan it") == Plan(steps=["search", "write"])
     assert model.calls[0].tool_names == ["Plan"]
 
@@ -210,15 +208,9 @@ async def test_stream_mode_messages_yields_text_and_tool_call_chunks():
     model = ScriptedChatModel(responses=[TWO_CALLS, "Both tools have answered now."])
     streamed = [
         item
-        async for item in tiny_agent(model).astream(
-            {"messages": [HumanMessage("use tools")]}, stream_mode="messages"
-        )
+        async for item in tiny_agent(model).astream({"messages": [HumanMessage("use tools")]}, stream_mode="messages")
     ]
-    agent_chunks = [
-        m
-        for m, meta in streamed
-        if meta["langgraph_node"] == "agent" and isinstance(m, AIMessageChunk)
-    ]
+    agent_chunks = [m for m, meta in streamed if meta["langgraph_node"] == "agent" and isinstance(m, AIMessageChunk)]
     by_id: dict[str, list[AIMessageChunk]] = {}
     for chunk in agent_chunks:
         by_id.setdefault(chunk.id, []).append(chunk)
@@ -254,9 +246,7 @@ def server(module_server):
 
 
 def chat(server, **kwargs) -> ChatOpenAI:
-    return ChatOpenAI(
-        base_url=server.base_url, api_key="test", model="test-model", max_retries=0, **kwargs
-    )
+    return ChatOpenAI(base_url=server.base_url, api_key="test", model="test-model", max_retries=0, **kwargs)
 
 
 def test_openai_client_streams_text_in_token_chunks(server):
@@ -291,9 +281,7 @@ def test_openai_client_non_streaming_text_and_tool_calls(server):
     model = chat(server).bind_tools([add])
     assert model.invoke("first").content == "plain answer"
     reply = model.invoke("second")
-    assert reply.tool_calls == [
-        {"name": "add", "args": {"a": 1, "b": 2}, "id": "call_1", "type": "tool_call"}
-    ]
+    assert reply.tool_calls == [{"name": "add", "args": {"a": 1, "b": 2}, "id": "call_1", "type": "tool_call"}]
     assert [r["stream"] for r in server.requests()] == [False, False]
 
 
@@ -301,14 +289,8 @@ def test_reasoning_content_is_on_the_wire_but_chat_openai_drops_it(server):
     reasoning = {"reasoning": "think step by step", "content": "42"}
     server.script("default", [reasoning, reasoning, reasoning])
     raw = openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0)
-    stream = raw.chat.completions.create(
-        model="m", messages=[{"role": "user", "content": "q"}], stream=True
-    )
-    wire = "".join(
-        (c.choices[0].delta.model_extra or {}).get("reasoning_content", "")
-        for c in stream
-        if c.choices
-    )
+    stream = raw.chat.completions.create(model="m", messages=[{"role": "user", "content": "q"}], stream=True)
+    wire = "".join((c.choices[0].delta.model_extra or {}).get("reasoning_content", "") for c in stream if c.choices)
     assert wire == "think step by step"
 
     # langchain-openai's ChatOpenAI reads only official OpenAI fields: reasoning_content
@@ -426,16 +408,12 @@ def test_bad_script_item_is_rejected(server):
 
 
 def test_embeddings_are_deterministic_normalised_and_word_sensitive(server):
-    embeddings = OpenAIEmbeddings(
-        base_url=server.base_url, api_key="test", check_embedding_ctx_length=False
-    )
+    embeddings = OpenAIEmbeddings(base_url=server.base_url, api_key="test", check_embedding_ctx_length=False)
     query = embeddings.embed_query("postgres vector index tuning")
     assert len(query) == 384
     assert all(isinstance(x, float) for x in query)
     assert math.isclose(sum(x * x for x in query), 1.0, rel_tol=1e-5)
-    near, far = embeddings.embed_documents(
-        ["tuning a postgres vector index", "bake sourdough bread at home"]
-    )
+    near, far = embeddings.embed_documents(["tuning a postgres vector index", "bake sourdough bread at home"])
     assert cosine(query, near) > cosine(query, far) + 0.5
     assert embeddings.embed_query("postgres vector index tuning") == pytest.approx(query)
     assert query == pytest.approx(embed_text("postgres vector index tuning", 384), abs=1e-6)

@@ -101,10 +101,14 @@ async def test_a_hung_model_call_times_out_then_is_retried_within_its_budget():
 def test_repair_answers_dangling_tool_calls_and_drops_orphan_results():
     history = [
         HumanMessage("weather and time?", id="h1"),
-        AIMessage("", id="a1", tool_calls=[
-            {"name": "weather", "args": {}, "id": "c1"},
-            {"name": "current_time", "args": {}, "id": "c2"},
-        ]),
+        AIMessage(
+            "",
+            id="a1",
+            tool_calls=[
+                {"name": "weather", "args": {}, "id": "c1"},
+                {"name": "current_time", "args": {}, "id": "c2"},
+            ],
+        ),
         ToolMessage("sunny", tool_call_id="c1", id="t1"),
         HumanMessage("hello again", id="h2"),
         ToolMessage("stray", tool_call_id="nobody", id="t2"),
@@ -112,7 +116,13 @@ def test_repair_answers_dangling_tool_calls_and_drops_orphan_results():
     ]
     repaired = repair_tool_history(history)
     assert [type(m).__name__ for m in repaired] == [
-        "HumanMessage", "AIMessage", "ToolMessage", "ToolMessage", "HumanMessage", "AIMessage", "ToolMessage",
+        "HumanMessage",
+        "AIMessage",
+        "ToolMessage",
+        "ToolMessage",
+        "HumanMessage",
+        "AIMessage",
+        "ToolMessage",
     ]
     cancelled = [m for m in repaired if isinstance(m, ToolMessage) and m.content == CANCELLED_TOOL_RESULT]
     assert [(m.tool_call_id, m.status) for m in cancelled] == [("c2", "error"), ("c3", "error")]
@@ -142,8 +152,13 @@ async def test_next_turn_after_an_interrupted_tool_call_sends_a_valid_history(mo
     "messages, says",
     [
         ([{"role": "hacker", "content": "hi"}], "input messages[0]: Unexpected message type: 'hacker'"),
-        ([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "", "tool_calls": [
-            {"id": "c1", "name": "calculator", "args": {}}]}], "c1 have no tool message"),
+        (
+            [
+                {"role": "user", "content": "hi"},
+                {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "name": "calculator", "args": {}}]},
+            ],
+            "c1 have no tool message",
+        ),
         ([{"role": "tool", "content": "42", "tool_call_id": "c9"}], "messages[0]: tool message for call 'c9'"),
         ("not a list of messages", None),
     ],
@@ -158,12 +173,14 @@ def test_input_messages_that_would_break_a_thread_are_refused(messages, says):
 
 
 def test_answered_tool_calls_in_the_input_are_accepted():
-    check_input_messages([
-        {"role": "user", "content": "hi"},
-        {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "name": "calculator", "args": {}}]},
-        {"role": "tool", "content": "2", "tool_call_id": "c1"},
-        {"role": "assistant", "content": "2"},
-    ])
+    check_input_messages(
+        [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "name": "calculator", "args": {}}]},
+            {"role": "tool", "content": "2", "tool_call_id": "c1"},
+            {"role": "assistant", "content": "2"},
+        ]
+    )
     check_input_messages(None)
 
 
@@ -222,9 +239,7 @@ async def test_studio_header_is_trusted_only_when_opted_in(monkeypatch):
         await server_auth.authenticate(None, studio)
     assert refused.value.status_code == 401
     monkeypatch.setenv("AGENT_TRUST_STUDIO_HEADER", "true")
-    assert await server_auth.authenticate(None, studio) == {
-        "identity": server_auth.STUDIO_USER, "permissions": [ADMIN]
-    }
+    assert await server_auth.authenticate(None, studio) == {"identity": server_auth.STUDIO_USER, "permissions": [ADMIN]}
     monkeypatch.setenv("LANGSMITH_LANGGRAPH_API_VARIANT", "cloud")
     with pytest.raises(Auth.exceptions.HTTPException):
         await server_auth.authenticate(None, studio)  # never off langgraph dev

@@ -73,8 +73,13 @@ async def test_jwks_signed_tokens_are_verified_with_the_providers_key(monkeypatc
     private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     other = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     public_jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(private.public_key()))
-    with LoopbackServer({"/jwks.json": Reply(body=json.dumps({"keys": [{**public_jwk, "kid": "k1", "use": "sig"}]}),
-                                             content_type="application/json")}) as idp:
+    with LoopbackServer(
+        {
+            "/jwks.json": Reply(
+                body=json.dumps({"keys": [{**public_jwk, "kid": "k1", "use": "sig"}]}), content_type="application/json"
+            )
+        }
+    ) as idp:
         monkeypatch.delenv("AGENT_JWT_SECRET", raising=False)
         monkeypatch.setenv("AGENT_JWT_JWKS_URL", idp.url("/jwks.json"))
         monkeypatch.setenv("AGENT_JWT_ISSUER", "https://idp.example")
@@ -92,7 +97,8 @@ async def test_jwks_signed_tokens_are_verified_with_the_providers_key(monkeypatc
 async def test_auth_accepts_jwt_users_beside_keys_and_refuses_bad_tokens(jwt_env, monkeypatch):
     monkeypatch.setenv("AGENT_API_KEYS", "bob=k-bob")
     assert await server_auth.authenticate(f"Bearer {hs256({'sub': 'alice', 'aud': 'engine'})}", None) == {
-        "identity": "alice", "permissions": []
+        "identity": "alice",
+        "permissions": [],
     }
     assert (await server_auth.authenticate(None, {b"x-api-key": hs256({"sub": "root", "aud": "engine"}).encode()}))[
         "permissions"
@@ -143,5 +149,9 @@ def test_owner_rule():
 def test_errors_have_seed_002_shape_and_retry_after_header():
     response = error_response(ApiError("QUOTA_EXCEEDED", "slow down", {"retry_after": 12}))
     assert response.status_code == 429 and response.headers["retry-after"] == "12"
-    assert json.loads(response.body) == {"error": "QUOTA_EXCEEDED", "message": "slow down", "details": {"retry_after": 12}}
+    assert json.loads(response.body) == {
+        "error": "QUOTA_EXCEEDED",
+        "message": "slow down",
+        "details": {"retry_after": 12},
+    }
     assert ApiError("TIMEOUT_ERROR", "late").status == 408 and ApiError("INVALID_URL_FORMAT", "x").status == 400

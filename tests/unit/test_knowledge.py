@@ -156,7 +156,9 @@ async def test_retrieval_argument_errors(demo, kwargs, message):
     store, _ = demo
     arguments = {"query": "otters", "top_k": 5, "strategy": "hybrid", **kwargs}
     with pytest.raises(ValueError, match=message):
-        await knowledge.retrieve(store, "demo", arguments["query"], strategy=arguments["strategy"], top_k=arguments["top_k"])
+        await knowledge.retrieve(
+            store, "demo", arguments["query"], strategy=arguments["strategy"], top_k=arguments["top_k"]
+        )
 
 
 async def test_ingest_errors(tmp_path):
@@ -185,10 +187,17 @@ async def test_ingest_errors(tmp_path):
 async def test_ingest_texts_writes_many_documents_in_order():
     store = new_store()
     await knowledge.create_kb(store, "edu")
-    documents = [{"text": f"# Lesson {i}\n\nLesson {i} covers topic {i}.", "source": f"lesson-{i}.md", "format": "markdown"}
-                 for i in range(30)]
-    documents.append({"text": "<html><body><article><p>An HTML lesson about tides and the Moon.</p></article></body></html>",
-                      "source": "https://example.org/tides", "format": "html"})
+    documents = [
+        {"text": f"# Lesson {i}\n\nLesson {i} covers topic {i}.", "source": f"lesson-{i}.md", "format": "markdown"}
+        for i in range(30)
+    ]
+    documents.append(
+        {
+            "text": "<html><body><article><p>An HTML lesson about tides and the Moon.</p></article></body></html>",
+            "source": "https://example.org/tides",
+            "format": "html",
+        }
+    )
     results = await knowledge.ingest_texts(store, "edu", documents)
     assert [r["source"] for r in results] == [d["source"] for d in documents]
     assert [r["title"] for r in results[:2]] == ["Lesson 0", "Lesson 1"] and results[-1]["title"] == "tides"
@@ -202,7 +211,8 @@ async def test_ingest_texts_writes_many_documents_in_order():
 
 def long_text(paragraphs: int) -> str:
     return "\n\n".join(
-        f"Paragraph {i} describes exhibit number {i} of the museum in a sentence long enough to count." for i in range(paragraphs)
+        f"Paragraph {i} describes exhibit number {i} of the museum in a sentence long enough to count."
+        for i in range(paragraphs)
     )
 
 
@@ -217,8 +227,17 @@ async def test_chunk_ids_are_stable_across_stores_and_positions_are_sequential()
         assert [item.value["position"] for item in items] == list(range(len(items)))
         assert [item.key for item in items] == [knowledge.chunk_id("edu", "museum.txt", i) for i in range(len(items))]
     assert ids[0] == ids[1] and len(ids[0]) > 3
-    assert len({knowledge.chunk_id("edu", "a", 0), knowledge.chunk_id("edu", "a", 1), knowledge.chunk_id("edu", "b", 0),
-                knowledge.chunk_id("movie", "a", 0)}) == 4
+    assert (
+        len(
+            {
+                knowledge.chunk_id("edu", "a", 0),
+                knowledge.chunk_id("edu", "a", 1),
+                knowledge.chunk_id("edu", "b", 0),
+                knowledge.chunk_id("movie", "a", 0),
+            }
+        )
+        == 4
+    )
 
 
 async def test_reingest_replaces_chunks_and_keeps_counts_right():
@@ -291,7 +310,11 @@ async def test_folder_ingest_reads_every_format(demo):
     assert set(by_name) == {"greenhouse.md", "lighthouse.txt", "otters.html", "handbook.pdf", "faq.md"}
     assert result["skipped"] == [str(KB_DATA / "nested" / "ignored.csv")]
     assert {name: d["format"] for name, d in by_name.items()} == {
-        "greenhouse.md": "markdown", "lighthouse.txt": "text", "otters.html": "html", "handbook.pdf": "pdf", "faq.md": "markdown",
+        "greenhouse.md": "markdown",
+        "lighthouse.txt": "text",
+        "otters.html": "html",
+        "handbook.pdf": "pdf",
+        "faq.md": "markdown",
     }
     assert by_name["otters.html"]["title"] == "Sea otters"
     assert by_name["handbook.pdf"]["title"] == "Staff Handbook"
@@ -327,7 +350,18 @@ def assert_contract(result: dict, strategy: str, top_k: int) -> None:
     scores = [h["score"] for h in hits]
     assert scores == sorted(scores, reverse=True)
     for hit in hits:
-        assert {"id", "content", "score", "source", "title", "position", "page", "section", "strategy", "rank"} <= hit.keys()
+        assert {
+            "id",
+            "content",
+            "score",
+            "source",
+            "title",
+            "position",
+            "page",
+            "section",
+            "strategy",
+            "rank",
+        } <= hit.keys()
         assert hit["strategy"] == strategy
         assert f"[{hit['index']}] {hit['title']} ({hit['source']}" in result["context"]
         assert hit["content"] in result["context"]
@@ -413,7 +447,9 @@ def call(name: str, args: dict, call_id: str = "c1") -> dict:
 async def test_tools_run_with_the_injected_store(demo):
     store, _ = demo
     graph = tool_graph(store)
-    out = await graph.ainvoke(call("knowledge_base_search", {"query": "cost centre for conference travel", "kb": "demo", "top_k": 2}))
+    out = await graph.ainvoke(
+        call("knowledge_base_search", {"query": "cost centre for conference travel", "kb": "demo", "top_k": 2})
+    )
     message = out["messages"][-1]
     assert isinstance(message, ToolMessage) and message.status == "success"
     assert "QP-118" in message.content and '"reference"' in message.content

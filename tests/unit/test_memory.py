@@ -61,8 +61,7 @@ def test_weighted_score_follows_the_formula_and_its_weights():
     assert weighted_score(0.8, 0.9, 0.5, 0, config) - base == pytest.approx(0.2 * 0.4)
     assert weighted_score(0.8, 0.5, 0.5, 3, config) - base == pytest.approx(0.1 * 0.3)
     assert access_boost(5, config) == access_boost(50, config) == pytest.approx(0.5)
-    heavy_recency = MemoryConfig(weight_similarity=0.0, weight_importance=0.0, weight_recency=1.0,
-                                 weight_access=0.0)
+    heavy_recency = MemoryConfig(weight_similarity=0.0, weight_importance=0.0, weight_recency=1.0, weight_access=0.0)
     assert weighted_score(0.9, 0.9, 0.25, 9, heavy_recency) == pytest.approx(0.25)
 
 
@@ -95,42 +94,49 @@ def test_config_reads_the_environment_at_call_time(monkeypatch):
         memory_config()
 
 
-async def test_weighted_and_plain_order_differ_when_importance_and_age_disagree(store):
+async def test_weighted_and_plain_order_differ_when_importance_and_age_disagree(store, monkeypatch):
+    monkeypatch.setenv("MEMORY_SEARCH", "dense")  # the formula on the store's own similarity
     old = await memory.save_memory(
-        store, "u", "episodic", "The user went hiking in the Alps with Tom",
-        importance=0.1, now=ago(120),
+        store,
+        "u",
+        "episodic",
+        "The user went hiking in the Alps with Tom",
+        importance=0.1,
+        now=ago(120),
     )
     new = await memory.save_memory(
-        store, "u", "episodic", "The user went on a mountain trip in Austria",
-        importance=0.9, now=ago(1),
+        store,
+        "u",
+        "episodic",
+        "The user went on a mountain trip in Austria",
+        importance=0.9,
+        now=ago(1),
     )
     query = "hiking in the Alps"
-    plain = await memory.recall(store, "u", query, "episodic", scoring="plain", now=NOW,
-                                record_access=False)
+    plain = await memory.recall(store, "u", query, "episodic", scoring="plain", now=NOW, record_access=False)
     weighted = await memory.recall(store, "u", query, "episodic", now=NOW, record_access=False)
 
     assert [r["id"] for r in plain] == [old["id"], new["id"]]
     assert [r["id"] for r in weighted] == [new["id"], old["id"]]
     assert plain[0]["score"] == plain[0]["similarity"]
     top, best = weighted[0], weighted[1]["similarity"]
-    expected = weighted_score(relevance(top["similarity"], best), 0.9, recency_factor(1, 30), 0,
-                              MemoryConfig())
+    expected = weighted_score(relevance(top["similarity"], best), 0.9, recency_factor(1, 30), 0, MemoryConfig())
     assert top["score"] == pytest.approx(expected)
 
 
 async def test_a_newer_statement_of_a_fact_supersedes_the_older_one(store, monkeypatch):
-    berlin = await memory.save_memory(store, "u", "semantic", "The user lives in Berlin.",
-                                      category="fact", now=ago(200))
-    munich = await memory.save_memory(store, "u", "semantic", "The user lives in Munich.",
-                                      category="fact", now=ago(20))
-    friend = await memory.save_memory(store, "u", "semantic",
-                                      "The user's friend Priya lives in Munich.",
-                                      category="relationship", now=ago(1))
+    monkeypatch.setenv("MEMORY_SEARCH", "dense")  # the formula on the store's own similarity
+    berlin = await memory.save_memory(
+        store, "u", "semantic", "The user lives in Berlin.", category="fact", now=ago(200)
+    )
+    munich = await memory.save_memory(store, "u", "semantic", "The user lives in Munich.", category="fact", now=ago(20))
+    friend = await memory.save_memory(
+        store, "u", "semantic", "The user's friend Priya lives in Munich.", category="relationship", now=ago(1)
+    )
     query = "Which city does the user live in?"
 
     def ask(scoring="weighted"):
-        return memory.recall(store, "u", query, "semantic", scoring=scoring, now=NOW,
-                             record_access=False)
+        return memory.recall(store, "u", query, "semantic", scoring=scoring, now=NOW, record_access=False)
 
     plain, weighted = await ask("plain"), await ask()
     assert [r["id"] for r in plain] == [berlin["id"], munich["id"], friend["id"]]
@@ -139,9 +145,9 @@ async def test_a_newer_statement_of_a_fact_supersedes_the_older_one(store, monke
     best = plain[0]["similarity"]
     # Munich is the newest comparable fact: full freshness; Berlin is 180 days older than it.
     assert scores[munich["id"]] == pytest.approx(
-        weighted_score(relevance(plain[1]["similarity"], best), 0.5, 1.0, 0, MemoryConfig()))
-    assert scores[berlin["id"]] == pytest.approx(
-        weighted_score(1.0, 0.5, recency_factor(180, 30), 0, MemoryConfig()))
+        weighted_score(relevance(plain[1]["similarity"], best), 0.5, 1.0, 0, MemoryConfig())
+    )
+    assert scores[berlin["id"]] == pytest.approx(weighted_score(1.0, 0.5, recency_factor(180, 30), 0, MemoryConfig()))
     gap = plain[0]["similarity"] - plain[1]["similarity"]
     assert 0.03 < gap < 0.1  # within the default MEMORY_SUPERSEDE_MARGIN
     monkeypatch.setenv("MEMORY_SUPERSEDE_MARGIN", "0.03")  # Munich no longer counts as comparable
@@ -149,31 +155,29 @@ async def test_a_newer_statement_of_a_fact_supersedes_the_older_one(store, monke
 
 
 async def test_a_durable_fact_does_not_lose_to_age_alone(store):
-    allergy = await memory.save_memory(store, "u", "semantic", "The user is allergic to penicillin.",
-                                       category="fact", importance=0.9, now=ago(300))
-    await memory.save_memory(store, "u", "semantic", "The user took an aspirin for a headache.",
-                             category="fact", importance=0.9, now=ago(1))
-    results = await memory.recall(store, "u", "Does the user have any drug allergies?",
-                                  "semantic", now=NOW, record_access=False)
+    allergy = await memory.save_memory(
+        store, "u", "semantic", "The user is allergic to penicillin.", category="fact", importance=0.9, now=ago(300)
+    )
+    await memory.save_memory(
+        store, "u", "semantic", "The user took an aspirin for a headache.", category="fact", importance=0.9, now=ago(1)
+    )
+    results = await memory.recall(
+        store, "u", "Does the user have any drug allergies?", "semantic", now=NOW, record_access=False
+    )
     assert results[0]["id"] == allergy["id"]
     assert results[0]["score"] == pytest.approx(weighted_score(1.0, 0.9, 1.0, 0, MemoryConfig()))
 
 
-async def test_chat_recall_returns_each_text_once_and_decays_only_when_configured(
-    store, monkeypatch
-):
+async def test_chat_recall_returns_each_text_once_and_decays_only_when_configured(store, monkeypatch):
     concerts = [
-        await memory.record_chat_message(store, "u", "user", "Went to a concert after work.", "t",
-                                         now=ago(days))
+        await memory.record_chat_message(store, "u", "user", "Went to a concert after work.", "t", now=ago(days))
         for days in (50, 5, 20)
     ]
-    radiohead = await memory.record_chat_message(store, "u", "user",
-                                                 "I saw Radiohead live with Sam.", "t", now=ago(60))
+    radiohead = await memory.record_chat_message(store, "u", "user", "I saw Radiohead live with Sam.", "t", now=ago(60))
     query = "Which band did the user see?"
 
     def ask(scoring="weighted"):
-        return memory.recall(store, "u", query, "chat", top_k=2, scoring=scoring, now=NOW,
-                             record_access=False)
+        return memory.recall(store, "u", query, "chat", top_k=2, scoring=scoring, now=NOW, record_access=False)
 
     plain = await ask("plain")
     assert {r["id"] for r in plain} <= {c["id"] for c in concerts}  # the store's duplicates
@@ -184,34 +188,29 @@ async def test_chat_recall_returns_each_text_once_and_decays_only_when_configure
     assert weighted[1]["score"] == pytest.approx(weighted_score(share, 0.5, 1.0, 0, MemoryConfig()))
     monkeypatch.setenv("MEMORY_CHAT_HALF_LIFE_DAYS", "10")
     decayed = await ask()
-    assert decayed[1]["score"] == pytest.approx(
-        weighted_score(share, 0.5, recency_factor(60, 10), 0, MemoryConfig()))
+    assert decayed[1]["score"] == pytest.approx(weighted_score(share, 0.5, recency_factor(60, 10), 0, MemoryConfig()))
 
 
 async def test_half_life_setting_changes_the_ranking(store, monkeypatch):
-    await memory.save_memory(store, "u", "episodic", "The user drank green tea at a tea house",
-                             now=ago(40))
-    await memory.save_memory(store, "u", "episodic", "The user had black coffee at a cafe",
-                             now=ago(0))
+    await memory.save_memory(store, "u", "episodic", "The user drank green tea at a tea house", now=ago(40))
+    await memory.save_memory(store, "u", "episodic", "The user had black coffee at a cafe", now=ago(0))
     monkeypatch.setenv("MEMORY_WEIGHT_SIMILARITY", "0")
     monkeypatch.setenv("MEMORY_WEIGHT_IMPORTANCE", "0")
     monkeypatch.setenv("MEMORY_HALF_LIFE_DAYS", "20")
-    results = await memory.recall(store, "u", "green tea", "episodic", now=NOW,
-                                  record_access=False)
-    assert [r["text"] for r in results] == ["The user had black coffee at a cafe",
-                                            "The user drank green tea at a tea house"]
+    results = await memory.recall(store, "u", "green tea", "episodic", now=NOW, record_access=False)
+    assert [r["text"] for r in results] == [
+        "The user had black coffee at a cafe",
+        "The user drank green tea at a tea house",
+    ]
     assert results[1]["score"] == pytest.approx(0.1 * 0.25)
 
 
 async def test_access_count_raises_the_rank_of_frequently_recalled_memories(store, monkeypatch):
     monkeypatch.setenv("MEMORY_WEIGHT_SIMILARITY", "0")
-    a = await memory.save_memory(store, "u", "semantic", "The user plays the piano",
-                                 category="skill", now=NOW)
-    b = await memory.save_memory(store, "u", "semantic", "The user speaks Spanish",
-                                 category="skill", now=NOW)
+    a = await memory.save_memory(store, "u", "semantic", "The user plays the piano", category="skill", now=NOW)
+    b = await memory.save_memory(store, "u", "semantic", "The user speaks Spanish", category="skill", now=NOW)
     for _ in range(3):
-        await memory.recall(store, "u", "plays the piano", "semantic", top_k=1, scoring="plain",
-                            now=NOW)
+        await memory.recall(store, "u", "plays the piano", "semantic", top_k=1, scoring="plain", now=NOW)
     results = await memory.recall(store, "u", "Spanish", "semantic", now=NOW, record_access=False)
     assert [r["id"] for r in results] == [a["id"], b["id"]]
     assert results[0]["access_count"] == 3 and results[1]["access_count"] == 0
@@ -221,10 +220,12 @@ async def test_access_count_raises_the_rank_of_frequently_recalled_memories(stor
 
 
 async def test_near_duplicate_updates_instead_of_creating(store):
-    first = await memory.save_memory(store, "u", "semantic", "The user lives in Berlin.",
-                                     category="fact", importance=0.7, now=ago(10))
-    second = await memory.save_memory(store, "u", "semantic", "The user lives in Berlin",
-                                      category="fact", importance=0.4, thread_id="t2", now=NOW)
+    first = await memory.save_memory(
+        store, "u", "semantic", "The user lives in Berlin.", category="fact", importance=0.7, now=ago(10)
+    )
+    second = await memory.save_memory(
+        store, "u", "semantic", "The user lives in Berlin", category="fact", importance=0.4, thread_id="t2", now=NOW
+    )
 
     assert first["action"] == "created" and second["action"] == "updated"
     assert second["id"] == first["id"]
@@ -242,22 +243,20 @@ async def test_near_duplicate_updates_instead_of_creating(store):
 
 async def test_dedupe_respects_category_kind_and_threshold(store, monkeypatch):
     await memory.save_memory(store, "u", "semantic", "The user lives in Berlin", category="fact")
-    other_category = await memory.save_memory(store, "u", "semantic", "The user lives in Berlin",
-                                              category="preference")
+    other_category = await memory.save_memory(store, "u", "semantic", "The user lives in Berlin", category="preference")
     other_kind = await memory.save_memory(store, "u", "episodic", "The user lives in Berlin")
-    different = await memory.save_memory(store, "u", "semantic", "The user works as a nurse",
-                                         category="fact")
+    different = await memory.save_memory(store, "u", "semantic", "The user works as a nurse", category="fact")
     assert {other_category["action"], other_kind["action"], different["action"]} == {"created"}
     monkeypatch.setenv("MEMORY_DEDUPE_THRESHOLD", "1.0")
-    strict = await memory.save_memory(store, "u", "semantic", "The user lives in Berlin.",
-                                      category="fact")
+    strict = await memory.save_memory(store, "u", "semantic", "The user lives in Berlin.", category="fact")
     assert strict["action"] == "created"
     assert len(await stored(store, "u", "semantic")) == 4
 
 
 async def test_recall_records_access_and_the_vector_survives(store):
-    saved = await memory.save_memory(store, "u", "semantic", "The user is allergic to peanuts",
-                                     category="fact", now=ago(3))
+    saved = await memory.save_memory(
+        store, "u", "semantic", "The user is allergic to peanuts", category="fact", now=ago(3)
+    )
     first = await memory.recall(store, "u", "food allergy", "semantic", now=ago(1))
     assert first[0]["access_count"] == 1
     assert first[0]["last_accessed_at"] == ago(1).isoformat(timespec="microseconds")
@@ -287,8 +286,10 @@ async def test_ttl_hides_expired_memories(store, monkeypatch):
 @pytest.mark.parametrize(
     ("call", "message"),
     [
-        (lambda s: memory.save_memory(s, "u", "semantic", "x", category="hobby"),
-         "Unknown category 'hobby'; valid: preference, fact, skill, relationship, goal, other"),
+        (
+            lambda s: memory.save_memory(s, "u", "semantic", "x", category="hobby"),
+            "Unknown category 'hobby'; valid: preference, fact, skill, relationship, goal, other",
+        ),
         (lambda s: memory.save_memory(s, "u", "dream", "x"), "Unknown kind 'dream'"),
         (lambda s: memory.save_memory(s, "u", "semantic", "   "), "non-empty"),
         (lambda s: memory.save_memory(s, "u", "semantic", "x" * 8001), "8001 characters"),
@@ -305,8 +306,7 @@ async def test_ttl_hides_expired_memories(store, monkeypatch):
         (lambda s: memory.keyword_search(s, "u", ["a"], "profile"), "memory_type"),
         (lambda s: memory.keyword_search(s, "u", ["a"], limit=500), "limit"),
         (lambda s: memory.time_filter(s, "u", start_date="01/02/2025"), "YYYY-MM-DD"),
-        (lambda s: memory.time_filter(s, "u", start_date="2025-03-01", end_date="2025-02-01"),
-         "must be before"),
+        (lambda s: memory.time_filter(s, "u", start_date="2025-03-01", end_date="2025-02-01"), "must be before"),
         (lambda s: memory.time_filter(s, "u", start_date="2025-03-01", days_ago=3), "not both"),
         (lambda s: memory.time_filter(s, "u"), "start_date, end_date or days_ago"),
         (lambda s: memory.update_profile(s, "u", {}), "non-empty dict"),
@@ -335,18 +335,14 @@ async def test_profile_merges_fields_and_groups_facts(store):
     await memory.update_profile(store, "u", {"city": "Munich", "job": "nurse"})
     merged = await memory.update_profile(store, "u", {"job": None, "age": 34})
     assert merged["fields"] == {"name": "Alice", "city": "Munich", "age": "34"}
-    await memory.save_memory(store, "u", "semantic", "The user likes jazz", category="preference",
-                             importance=0.3)
-    await memory.save_memory(store, "u", "semantic", "The user hates cilantro",
-                             category="preference", importance=0.9)
-    await memory.save_memory(store, "u", "semantic", "The user wants to run a marathon",
-                             category="goal")
+    await memory.save_memory(store, "u", "semantic", "The user likes jazz", category="preference", importance=0.3)
+    await memory.save_memory(store, "u", "semantic", "The user hates cilantro", category="preference", importance=0.9)
+    await memory.save_memory(store, "u", "semantic", "The user wants to run a marathon", category="goal")
 
     profile = await memory.get_profile(store, "u", ["preference"])
     assert profile["fields"] == merged["fields"]
     assert list(profile["facts"]) == ["preference"]
-    assert [f["text"] for f in profile["facts"]["preference"]] == [
-        "The user hates cilantro", "The user likes jazz"]
+    assert [f["text"] for f in profile["facts"]["preference"]] == ["The user hates cilantro", "The user likes jazz"]
     everything = await memory.get_profile(store, "u")
     assert everything["facts"]["goal"][0]["text"] == "The user wants to run a marathon"
     assert everything["facts"]["skill"] == []
@@ -355,14 +351,18 @@ async def test_profile_merges_fields_and_groups_facts(store):
 
 async def test_keyword_search_matches_any_keyword_ranked_by_matches(store):
     await memory.save_memory(store, "u", "episodic", "Dinner with Tom in BERLIN", now=ago(3))
-    await memory.save_memory(store, "u", "semantic", "The user's brother Tom lives in Paris",
-                             category="relationship", now=ago(2))
+    await memory.save_memory(
+        store, "u", "semantic", "The user's brother Tom lives in Paris", category="relationship", now=ago(2)
+    )
     await memory.record_chat_message(store, "u", "user", "Berlin was rainy today", "t1", now=ago(1))
     await memory.save_memory(store, "u", "episodic", "The user fixed a bike", now=ago(1))
 
     both = await memory.keyword_search(store, "u", ["berlin", "tom"])
     assert [r["text"] for r in both] == [
-        "Dinner with Tom in BERLIN", "Berlin was rainy today", "The user's brother Tom lives in Paris"]
+        "Dinner with Tom in BERLIN",
+        "Berlin was rainy today",
+        "The user's brother Tom lives in Paris",
+    ]
     assert both[0]["score"] == 1.0 and both[1]["score"] == 0.5
     assert both[1]["matched_keywords"] == ["berlin"]
     episodic = await memory.keyword_search(store, "u", ["berlin"], "episodic")
@@ -371,15 +371,22 @@ async def test_keyword_search_matches_any_keyword_ranked_by_matches(store):
 
 
 async def test_time_filter_and_recent_activity(store):
-    march = await memory.save_memory(store, "u", "episodic", "The user ran a half marathon",
-                                     now=datetime(2025, 3, 9, 8, tzinfo=UTC))
-    april = await memory.save_memory(store, "u", "semantic", "The user adopted a cat named Miso",
-                                     category="fact", now=datetime(2025, 4, 30, 23, tzinfo=UTC))
-    june = await memory.save_memory(store, "u", "episodic", "The user started a pottery class",
-                                    now=datetime(2025, 6, 28, tzinfo=UTC))
+    march = await memory.save_memory(
+        store, "u", "episodic", "The user ran a half marathon", now=datetime(2025, 3, 9, 8, tzinfo=UTC)
+    )
+    april = await memory.save_memory(
+        store,
+        "u",
+        "semantic",
+        "The user adopted a cat named Miso",
+        category="fact",
+        now=datetime(2025, 4, 30, 23, tzinfo=UTC),
+    )
+    june = await memory.save_memory(
+        store, "u", "episodic", "The user started a pottery class", now=datetime(2025, 6, 28, tzinfo=UTC)
+    )
 
-    spring = await memory.time_filter(store, "u", start_date="2025-03-01", end_date="2025-04-30",
-                                      now=NOW)
+    spring = await memory.time_filter(store, "u", start_date="2025-03-01", end_date="2025-04-30", now=NOW)
     assert [r["id"] for r in spring] == [april["id"], march["id"]]  # end date is inclusive
     recent = await memory.time_filter(store, "u", days_ago=7, now=NOW)
     assert [r["id"] for r in recent] == [june["id"]]
@@ -387,23 +394,25 @@ async def test_time_filter_and_recent_activity(store):
     since = await memory.time_filter(store, "u", start_date="2025-04-01T00:00:00+02:00", now=NOW)
     assert [r["id"] for r in since] == [june["id"], april["id"]]
 
-    await memory.save_memory(store, "u", "episodic", "The user ran a half marathon!", now=NOW)
+    # a fact restated later updates it (an event of another day would be a new memory)
+    await memory.save_memory(store, "u", "semantic", "The user adopted a cat named Miso!", category="fact", now=NOW)
     activity = await memory.recent_activity(store, "u", limit=2, now=NOW)
-    assert [r["id"] for r in activity] == [march["id"], june["id"]]  # updated today, then June
+    assert [r["id"] for r in activity] == [april["id"], june["id"]]  # updated today, then June
 
 
 async def test_delete_and_forget_stay_within_the_user(store):
-    mine = await memory.save_memory(store, "a.b", "semantic", "The user owns a red bicycle",
-                                    category="fact")
-    theirs = await memory.save_memory(store, "a%2Eb", "semantic", "The user owns a red bicycle",
-                                      category="fact")
+    mine = await memory.save_memory(store, "a.b", "semantic", "The user owns a red bicycle", category="fact")
+    theirs = await memory.save_memory(store, "a%2Eb", "semantic", "The user owns a red bicycle", category="fact")
     await memory.record_chat_message(store, "a.b", "user", "hello", "t1")
     await memory.update_profile(store, "a.b", {"name": "Ann"})
     assert mine["id"] != theirs["id"] and theirs["action"] == "created"
 
     assert (await memory.delete_memory(store, "a%2Eb", mine["id"]))["deleted"] is False
     assert (await memory.delete_memory(store, "a%2Eb", theirs["id"])) == {
-        "id": theirs["id"], "deleted": True, "kind": "semantic"}
+        "id": theirs["id"],
+        "deleted": True,
+        "kind": "semantic",
+    }
     assert await memory.forget_user(store, "a.b") == 3
     assert await store.asearch(("memories",), limit=10) == []
 
@@ -426,9 +435,7 @@ def tool_graph(store, handle_errors: bool = True):
 
 async def call_tools(graph, user_id, *calls) -> list:
     tool_calls = [{"name": name, "args": args, "id": f"c{i}"} for i, (name, args) in enumerate(calls)]
-    out = await graph.ainvoke(
-        {"messages": [AIMessage("", tool_calls=tool_calls)]}, context=RunContext(user_id=user_id)
-    )
+    out = await graph.ainvoke({"messages": [AIMessage("", tool_calls=tool_calls)]}, context=RunContext(user_id=user_id))
     return out["messages"][1:]
 
 
@@ -445,17 +452,27 @@ def test_tool_schemas_hide_runtime_and_user():
         assert "runtime" not in built.args and "user_id" not in built.args
         assert all(spec.get("description") for spec in built.args.values()), built.name
     assert names == [
-        "search_episodic_memory", "search_semantic_memory", "keyword_search", "time_filter",
-        "get_user_profile", "get_recent_activity", "search_chat_history", "save_memory",
-        "delete_memory"]
+        "search_episodic_memory",
+        "search_semantic_memory",
+        "keyword_search",
+        "time_filter",
+        "get_user_profile",
+        "get_recent_activity",
+        "search_chat_history",
+        "save_memory",
+        "delete_memory",
+    ]
 
 
 async def test_tools_save_and_search_for_the_context_user_only(store, frozen_now):
     graph = tool_graph(store)
     saved = await call_tools(
-        graph, "alice",
-        ("save_memory", {"text": "The user's sister Mia lives in Lisbon", "category": "relationship",
-                         "importance": 0.8}),
+        graph,
+        "alice",
+        (
+            "save_memory",
+            {"text": "The user's sister Mia lives in Lisbon", "category": "relationship", "importance": 0.8},
+        ),
         ("save_memory", {"text": "The user went to a jazz concert", "kind": "episodic"}),
     )
     assert [payload(m)["action"] for m in saved] == ["created", "created"]
@@ -463,7 +480,8 @@ async def test_tools_save_and_search_for_the_context_user_only(store, frozen_now
     await memory.update_profile(store, "alice", {"name": "Alice"})
 
     results = await call_tools(
-        graph, "alice",
+        graph,
+        "alice",
         ("search_semantic_memory", {"query": "sister", "category": "relationship"}),
         ("search_episodic_memory", {"query": "concert", "top_k": 3}),
         ("keyword_search", {"keywords": ["LISBON"], "memory_type": "semantic"}),
@@ -486,7 +504,8 @@ async def test_tools_save_and_search_for_the_context_user_only(store, frozen_now
 
     # bob sees none of it, even when the model names alice in its arguments
     bob = await call_tools(
-        graph, "bob",
+        graph,
+        "bob",
         ("search_semantic_memory", {"query": "sister", "user_id": "alice"}),
         ("keyword_search", {"keywords": ["Lisbon", "jazz"]}),
         ("time_filter", {"days_ago": 30}),
@@ -513,9 +532,7 @@ async def test_tool_input_errors_are_tool_input_errors(store):
             await call_tools(graph, "alice", (name, args))
     assert await store.alist_namespaces(prefix=("memories",)) == []
 
-    messages = await call_tools(
-        tool_graph(store), "alice", ("save_memory", {"text": "x", "category": "hobby"})
-    )
+    messages = await call_tools(tool_graph(store), "alice", ("save_memory", {"text": "x", "category": "hobby"}))
     assert messages[0].status == "error"
 
 

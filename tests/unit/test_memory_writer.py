@@ -26,11 +26,15 @@ TURN = [
 
 
 async def test_extract_memories_parses_the_structured_call_and_shows_known_memories():
-    model = ScriptedChatModel(responses=[extraction(
-        episodic=[{"text": "The user moved to Munich", "importance": 0.8}],
-        semantic=[{"text": "The user is vegetarian", "category": "preference", "importance": 0.9}],
-        profile_updates={"city": "Munich"},
-    )])
+    model = ScriptedChatModel(
+        responses=[
+            extraction(
+                episodic=[{"text": "The user moved to Munich", "importance": 0.8}],
+                semantic=[{"text": "The user is vegetarian", "category": "preference", "importance": 0.9}],
+                profile_updates={"city": "Munich"},
+            )
+        ]
+    )
     result = await extract_memories(
         model, TURN, [{"text": "The user lives in Berlin", "kind": "semantic", "category": "fact"}]
     )
@@ -46,17 +50,22 @@ async def test_extract_memories_parses_the_structured_call_and_shows_known_memor
 
 
 async def test_extraction_saves_memories_and_merges_profile(store):
-    await memory.save_memory(store, "alice", "semantic", "The user eats vegetarian food",
-                             category="preference", importance=0.4)
+    await memory.save_memory(
+        store, "alice", "semantic", "The user eats vegetarian food", category="preference", importance=0.4
+    )
     await memory.update_profile(store, "alice", {"name": "Alice", "city": "Berlin"})
-    model = ScriptedChatModel(responses=[extraction(
-        episodic=[{"text": "The user moved to Munich last week", "importance": 0.8}],
-        semantic=[
-            {"text": "The user eats vegetarian food.", "category": "preference", "importance": 0.9},
-            {"text": "The user lives in Munich", "category": "fact", "importance": 0.9},
-        ],
-        profile_updates={"city": "Munich"},
-    )])
+    model = ScriptedChatModel(
+        responses=[
+            extraction(
+                episodic=[{"text": "The user moved to Munich last week", "importance": 0.8}],
+                semantic=[
+                    {"text": "The user eats vegetarian food.", "category": "preference", "importance": 0.9},
+                    {"text": "The user lives in Munich", "category": "fact", "importance": 0.9},
+                ],
+                profile_updates={"city": "Munich"},
+            )
+        ]
+    )
 
     counts = await extract_and_save(store, "alice", TURN, model, "thread-1")
 
@@ -77,8 +86,9 @@ async def test_nothing_is_written_when_extraction_fails(store):
     failing = ScriptedChatModel(responses=[RuntimeError("model down")])
     with pytest.raises(RuntimeError, match="model down"):
         await extract_and_save(store, "alice", TURN, failing, "t1")
-    invalid = ScriptedChatModel(responses=[extraction(
-        semantic=[{"text": "The user likes chess", "category": "hobby", "importance": 0.5}])])
+    invalid = ScriptedChatModel(
+        responses=[extraction(semantic=[{"text": "The user likes chess", "category": "hobby", "importance": 0.5}])]
+    )
     with pytest.raises(Exception, match="category"):
         await extract_and_save(store, "alice", TURN, invalid, "t1")
     assert await store.alist_namespaces(prefix=("memories",)) == []
@@ -86,8 +96,7 @@ async def test_nothing_is_written_when_extraction_fails(store):
 
 async def test_a_turn_without_memories_writes_nothing(store):
     model = ScriptedChatModel(responses=["Nothing to remember."])  # no structured call at all
-    counts = await extract_and_save(store, "bob", [HumanMessage("What's 2+2?"),
-                                                      AIMessage("4")], model, None)
+    counts = await extract_and_save(store, "bob", [HumanMessage("What's 2+2?"), AIMessage("4")], model, None)
     assert counts == {"created": 0, "updated": 0, "profile_fields": 0}
     assert await store.alist_namespaces(prefix=("memories", "bob")) == []
     with pytest.raises(ValueError, match="user_id"):

@@ -26,10 +26,13 @@ def compatible_endpoint(server, monkeypatch):
 
 
 async def test_reasoning_content_survives_streaming_and_plain_calls(compatible_endpoint):
-    compatible_endpoint.script("default", [
-        {"content": "42", "reasoning": "six times seven"},
-        {"content": "43", "reasoning": "one more"},
-    ])
+    compatible_endpoint.script(
+        "default",
+        [
+            {"content": "42", "reasoning": "six times seven"},
+            {"content": "43", "reasoning": "one more"},
+        ],
+    )
     model = load_chat_model("openai:qwen3")
     chunks = [chunk async for chunk in model.astream([HumanMessage("6*7?")])]
     merged = sum(chunks[1:], chunks[0])
@@ -42,11 +45,17 @@ async def test_reasoning_content_survives_streaming_and_plain_calls(compatible_e
 
 
 async def test_react_over_the_openai_client_emits_thinking_and_tool_results(compatible_endpoint):
-    compatible_endpoint.script("default", [
-        {"content": "", "reasoning": "I should compute.", "tool_calls": [
-            {"name": "calculator", "args": {"expression": "2+2"}, "id": "r1"}]},
-        "4",
-    ])
+    compatible_endpoint.script(
+        "default",
+        [
+            {
+                "content": "",
+                "reasoning": "I should compute.",
+                "tool_calls": [{"name": "calculator", "args": {"expression": "2+2"}, "id": "r1"}],
+            },
+            "4",
+        ],
+    )
     events = []
     async for mode, chunk in graph.astream(
         {"messages": [HumanMessage("2+2?")]},
@@ -65,14 +74,15 @@ async def test_react_over_the_openai_client_emits_thinking_and_tool_results(comp
 
 async def test_server_errors_are_retried_then_reported(compatible_endpoint, monkeypatch):
     monkeypatch.setenv("AGENT_RETRY_BASE_DELAY", "0.01")
-    compatible_endpoint.script("default", [
-        {"error": {"status": 503, "message": "overloaded"}},
-        {"error": {"status": 429, "message": "slow down"}},
-        "finally",
-    ])
-    result = await graph.ainvoke(
-        {"messages": [HumanMessage("hi")]}, context=Context(model="openai:m", model_retries=2)
+    compatible_endpoint.script(
+        "default",
+        [
+            {"error": {"status": 503, "message": "overloaded"}},
+            {"error": {"status": 429, "message": "slow down"}},
+            "finally",
+        ],
     )
+    result = await graph.ainvoke({"messages": [HumanMessage("hi")]}, context=Context(model="openai:m", model_retries=2))
     assert result["messages"][-1].content == "finally"
     compatible_endpoint.script("default", [{"error": {"status": 401, "message": "bad key"}}])
     with pytest.raises(Exception) as info:

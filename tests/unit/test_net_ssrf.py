@@ -307,4 +307,3 @@ async def test_connection_dropped_mid_body_is_a_transient_fetch_error(server):
     error = await refused(server.url("/cut"), allow_loopback=True)
     assert (error.code, error.retryable) == (FetchErrorCode.URL_NOT_ACCESSIBLE, True)
     assert "interrupted" in str(error)
-

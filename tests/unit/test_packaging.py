@@ -19,7 +19,9 @@ CONFIG = json.loads((ROOT / "langgraph.json").read_text())
 def test_config_validates(config_name):
     result = subprocess.run(
         [str(LANGGRAPH), "validate", "-c", str(ROOT / config_name)],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "is valid" in result.stdout and "warning" not in result.stdout.lower()
@@ -40,7 +42,10 @@ def test_dockerfile_installs_cpu_torch_and_serves_every_graph(tmp_path):
     target = tmp_path / "Dockerfile"
     result = subprocess.run(
         [str(LANGGRAPH), "dockerfile", "-c", str(ROOT / "langgraph.json"), str(target)],
-        capture_output=True, text=True, timeout=120, cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     text = target.read_text()

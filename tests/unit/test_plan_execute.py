@@ -112,8 +112,13 @@ def replan(action: str, reason: str = "because", steps: list | None = None) -> d
 
 
 def step(id: str, description: str = "", tool: str | None = None, args=None, depends_on=()) -> dict:
-    return {"id": id, "description": description or f"do {id}", "tool": tool, "args": args or {},
-            "depends_on": list(depends_on)}
+    return {
+        "id": id,
+        "description": description or f"do {id}",
+        "tool": tool,
+        "args": args or {},
+        "depends_on": list(depends_on),
+    }
 
 
 class Run:
@@ -147,13 +152,19 @@ class Run:
 
 
 async def test_independent_steps_run_concurrently_and_a_dependent_step_sees_their_results(model_slot):
-    run = Run(model_slot, [
-        plan(step("a", "meet as a", "meet", {"name": "a"}), step("b", "meet as b", "meet", {"name": "b"}),
-             step("c", "combine a and b", depends_on=["a", "b"])),
-        replan("continue", "all good"),
-        "c combined a:met and b:met",  # the react agent doing step c
-        "Final: both met and were combined.",
-    ])
+    run = Run(
+        model_slot,
+        [
+            plan(
+                step("a", "meet as a", "meet", {"name": "a"}),
+                step("b", "meet as b", "meet", {"name": "b"}),
+                step("c", "combine a and b", depends_on=["a", "b"]),
+            ),
+            replan("continue", "all good"),
+            "c combined a:met and b:met",  # the react agent doing step c
+            "Final: both met and were combined.",
+        ],
+    )
     state = await run.ask("coordinate a and b")
     (a_start, a_end), (b_start, b_end) = spans["a"], spans["b"]
     assert a_start < b_end and b_start < a_end, "the two independent tool steps overlapped in time"
@@ -186,9 +197,14 @@ async def test_independent_steps_run_concurrently_and_a_dependent_step_sees_thei
 
 
 async def test_transient_tool_failure_is_recovered_by_retry(model_slot):
-    run = Run(model_slot, [
-        plan(step("f", "fetch", "flaky", {"key": "k", "fail_times": 1})), "fetched fine",
-    ], tool_retries=2)
+    run = Run(
+        model_slot,
+        [
+            plan(step("f", "fetch", "flaky", {"key": "k", "fail_times": 1})),
+            "fetched fine",
+        ],
+        tool_retries=2,
+    )
     state = await run.ask()
     entry = run.log(state)["f"]
     assert (entry["status"], entry["recovery"], entry["attempts"]) == ("completed", "retry", 2)
@@ -199,11 +215,14 @@ async def test_transient_tool_failure_is_recovered_by_retry(model_slot):
 
 
 async def test_failing_tool_is_recovered_by_the_model_without_the_tool(model_slot):
-    run = Run(model_slot, [
-        plan(step("x", "compute the answer", "explode", {"reason": "disk full"})),
-        "The answer is probably 42 (estimated without the tool).",
-        "Answer: about 42; step x was estimated by the model because its tool failed.",
-    ])
+    run = Run(
+        model_slot,
+        [
+            plan(step("x", "compute the answer", "explode", {"reason": "disk full"})),
+            "The answer is probably 42 (estimated without the tool).",
+            "Answer: about 42; step x was estimated by the model because its tool failed.",
+        ],
+    )
     state = await run.ask()
     entry = run.log(state)["x"]
     assert (entry["status"], entry["recovery"]) == ("recovered", "model")
@@ -217,13 +236,19 @@ async def test_failing_tool_is_recovered_by_the_model_without_the_tool(model_slo
 
 
 async def test_unrecoverable_step_forces_a_replan_and_nothing_is_dropped_silently(model_slot):
-    run = Run(model_slot, [
-        plan(step("x", "get data", "explode", {"reason": "gone"}),
-             step("y", "use data", depends_on=["x"])),
-        "CANNOT_COMPLETE: no way to know without the tool",
-        replan("revise", "x failed; compute instead", [step("z", "compute instead", "calculator", {"expression": "6*7"})]),
-        "The answer is 42 (computed after the first source failed).",
-    ])
+    run = Run(
+        model_slot,
+        [
+            plan(step("x", "get data", "explode", {"reason": "gone"}), step("y", "use data", depends_on=["x"])),
+            "CANNOT_COMPLETE: no way to know without the tool",
+            replan(
+                "revise",
+                "x failed; compute instead",
+                [step("z", "compute instead", "calculator", {"expression": "6*7"})],
+            ),
+            "The answer is 42 (computed after the first source failed).",
+        ],
+    )
     state = await run.ask()
     log = run.log(state)
     assert log["x"]["status"] == "failed" and log["x"]["recovery"] == "replan"
@@ -238,12 +263,19 @@ async def test_unrecoverable_step_forces_a_replan_and_nothing_is_dropped_silentl
 
 
 async def test_without_replans_a_failure_skips_its_dependents_and_the_answer_is_partial(model_slot):
-    run = Run(model_slot, [
-        plan(step("x", "get data", "explode", {"reason": "gone"}), step("y", "use data", depends_on=["x"]),
-             step("w", "other", "calculator", {"expression": "1+1"})),
-        "CANNOT_COMPLETE: no",
-        "Partial answer: 2; step x failed and y was skipped.",
-    ], max_replans=0)
+    run = Run(
+        model_slot,
+        [
+            plan(
+                step("x", "get data", "explode", {"reason": "gone"}),
+                step("y", "use data", depends_on=["x"]),
+                step("w", "other", "calculator", {"expression": "1+1"}),
+            ),
+            "CANNOT_COMPLETE: no",
+            "Partial answer: 2; step x failed and y was skipped.",
+        ],
+        max_replans=0,
+    )
     state = await run.ask()
     log = run.log(state)
     assert [log[i]["status"] for i in "xyw"] == ["failed", "skipped", "completed"]
@@ -255,12 +287,15 @@ async def test_without_replans_a_failure_skips_its_dependents_and_the_answer_is_
 
 
 async def test_malformed_and_cyclic_plans_are_sent_back_then_a_valid_one_runs(model_slot):
-    run = Run(model_slot, [
-        "I think we should first...",  # no function call
-        plan(step("a", depends_on=["b"]), step("b", depends_on=["a"])),
-        plan(step("a", "add", "calculator", {"expression": "2+2"})),
-        "4",
-    ])
+    run = Run(
+        model_slot,
+        [
+            "I think we should first...",  # no function call
+            plan(step("a", depends_on=["b"]), step("b", depends_on=["a"])),
+            plan(step("a", "add", "calculator", {"expression": "2+2"})),
+            "4",
+        ],
+    )
     state = await run.ask()
     invalid = run.kinds("plan_invalid")
     assert [e["attempt"] for e in invalid] == [1, 2] and "no `Plan` function call" in invalid[0]["error"]
@@ -273,18 +308,23 @@ async def test_malformed_and_cyclic_plans_are_sent_back_then_a_valid_one_runs(mo
 
 
 async def test_planner_that_never_makes_a_valid_plan_ends_with_a_clear_message(model_slot):
-    run = Run(model_slot, [
-        {"tool_calls": [{"name": "Plan", "args": {"steps": "not a list"}}]},
-        plan(step("a", "x", "no_such_tool")),
-        plan(step("a", depends_on=["ghost"])),
-    ])
+    run = Run(
+        model_slot,
+        [
+            {"tool_calls": [{"name": "Plan", "args": {"steps": "not a list"}}]},
+            plan(step("a", "x", "no_such_tool")),
+            plan(step("a", depends_on=["ghost"])),
+        ],
+    )
     state = await run.ask()
     assert state["status"] == "failed" and state["execution_log"] == []
     assert "do not match the schema" in run.kinds("plan_invalid")[0]["error"]
     assert "unknown tool 'no_such_tool'" in run.kinds("plan_invalid")[1]["error"]
     failed = run.kinds("plan_failed")
     assert failed and "unknown step 'ghost'" in failed[0]["error"]
-    assert isinstance(state["messages"][-1], AIMessage) and "could not make a valid plan" in state["messages"][-1].content
+    assert (
+        isinstance(state["messages"][-1], AIMessage) and "could not make a valid plan" in state["messages"][-1].content
+    )
     # Each re-ask answered the function call with the error (valid tool-call history).
     retry = run.model.calls[1].messages
     assert isinstance(retry[-1], ToolMessage) and "schema" in retry[-1].content
@@ -292,12 +332,17 @@ async def test_planner_that_never_makes_a_valid_plan_ends_with_a_clear_message(m
 
 
 async def test_limits_plan_length_and_parallelism(model_slot):
-    run = Run(model_slot, [
-        plan(*(step(f"s{i}", tool="record", args={"name": f"s{i}"}) for i in range(3))),  # too long
-        plan(step("a", tool="record", args={"name": "a"}), step("b", tool="record", args={"name": "b"})),
-        replan("continue"),
-        "done",
-    ], max_plan_steps=2, max_parallel_steps=1)
+    run = Run(
+        model_slot,
+        [
+            plan(*(step(f"s{i}", tool="record", args={"name": f"s{i}"}) for i in range(3))),  # too long
+            plan(step("a", tool="record", args={"name": "a"}), step("b", tool="record", args={"name": "b"})),
+            replan("continue"),
+            "done",
+        ],
+        max_plan_steps=2,
+        max_parallel_steps=1,
+    )
     state = await run.ask()
     assert "at most 2 are allowed" in run.kinds("plan_invalid")[0]["error"]
     log = run.log(state)
@@ -308,12 +353,17 @@ async def test_limits_plan_length_and_parallelism(model_slot):
 
 
 async def test_a_step_over_step_timeout_fails_into_recovery(model_slot):
-    run = Run(model_slot, [
-        plan(step("h", "wait", "hang", {"seconds": 30})),
-        "CANNOT_COMPLETE: the tool is needed",
-        replan("finish", "nothing else to try"),
-        "Sorry: step h timed out.",
-    ], step_timeout=0.2, tool_timeout=60)
+    run = Run(
+        model_slot,
+        [
+            plan(step("h", "wait", "hang", {"seconds": 30})),
+            "CANNOT_COMPLETE: the tool is needed",
+            replan("finish", "nothing else to try"),
+            "Sorry: step h timed out.",
+        ],
+        step_timeout=0.2,
+        tool_timeout=60,
+    )
     state = await run.ask()
     entry = run.log(state)["h"]
     assert entry["status"] == "failed" and "step timed out after 0.2 s" in entry["error"]
@@ -322,11 +372,17 @@ async def test_a_step_over_step_timeout_fails_into_recovery(model_slot):
 
 
 async def test_replanner_may_finish_early_and_the_remaining_steps_are_logged_as_dropped(model_slot):
-    run = Run(model_slot, [
-        plan(step("a", tool="calculator", args={"expression": "2*3"}), step("b", tool="calculator", args={"expression": "1"}, depends_on=["a"])),
-        replan("finish", "a already answers it"),
-        "6",
-    ])
+    run = Run(
+        model_slot,
+        [
+            plan(
+                step("a", tool="calculator", args={"expression": "2*3"}),
+                step("b", tool="calculator", args={"expression": "1"}, depends_on=["a"]),
+            ),
+            replan("finish", "a already answers it"),
+            "6",
+        ],
+    )
     state = await run.ask()
     log = run.log(state)
     assert log["b"]["status"] == "dropped" and "a already answers it" in log["b"]["error"]
@@ -334,10 +390,14 @@ async def test_replanner_may_finish_early_and_the_remaining_steps_are_logged_as_
 
 
 async def test_approval_interrupt_then_edited_plan_runs(model_slot):
-    run = Run(model_slot, [
-        plan(step("a", "add", "calculator", {"expression": "2+2"})),
-        "edited plan ran: 9",
-    ], approve_plan=True)
+    run = Run(
+        model_slot,
+        [
+            plan(step("a", "add", "calculator", {"expression": "2+2"})),
+            "edited plan ran: 9",
+        ],
+        approve_plan=True,
+    )
     state = await run.ask()
     snapshot = await run.graph.aget_state(run.config)
     payload = snapshot.tasks[0].interrupts[0].value
@@ -347,7 +407,9 @@ async def test_approval_interrupt_then_edited_plan_runs(model_slot):
     await run.send(Command(resume={"action": "edit", "plan": [step("e", tool="nope")]}))
     payload = (await run.graph.aget_state(run.config)).tasks[0].interrupts[0].value
     assert "unknown tool 'nope'" in payload["error"]
-    state = await run.send(Command(resume={"action": "edit", "plan": [step("e", "multiply", "calculator", {"expression": "3*3"})]}))
+    state = await run.send(
+        Command(resume={"action": "edit", "plan": [step("e", "multiply", "calculator", {"expression": "3*3"})]})
+    )
     assert list(run.log(state)) == ["e"] and "9" in run.log(state)["e"]["result"]
     assert [e["action"] for e in run.kinds("plan_reviewed")] == ["edit"]
     assert state["plan"][0]["id"] == "e" and state["status"] == "completed"
@@ -363,25 +425,42 @@ async def test_rejected_plan_runs_nothing(model_slot):
 
 
 async def test_a_second_turn_starts_a_fresh_plan_and_sees_the_conversation(model_slot):
-    run = Run(model_slot, [
-        plan(step("a", tool="calculator", args={"expression": "2+2"})), "4",
-        plan(step("b", tool="calculator", args={"expression": "3+3"})), "6",
-    ])
+    run = Run(
+        model_slot,
+        [
+            plan(step("a", tool="calculator", args={"expression": "2+2"})),
+            "4",
+            plan(step("b", tool="calculator", args={"expression": "3+3"})),
+            "6",
+        ],
+    )
     await run.ask("first")
     state = await run.ask("second")
     assert list(run.log(state)) == ["b"] and state["final_answer"] == "6"
     planner_input = run.model.calls[2].messages
-    assert isinstance(planner_input[0], SystemMessage) and [m.text for m in planner_input[1:]] == ["first", "4", "second"]
+    assert isinstance(planner_input[0], SystemMessage) and [m.text for m in planner_input[1:]] == [
+        "first",
+        "4",
+        "second",
+    ]
 
 
 def test_validation_names_every_problem():
-    steps = [PlanStep(id="a", description="x", tool="ghost", depends_on=["a"]),
-             PlanStep(id="b", description="y", depends_on=["c"]), PlanStep(id="b", description="z")]
+    steps = [
+        PlanStep(id="a", description="x", tool="ghost", depends_on=["a"]),
+        PlanStep(id="b", description="y", depends_on=["c"]),
+        PlanStep(id="b", description="z"),
+    ]
     with pytest.raises(PlanError) as info:
         validate_steps(steps, {"calculator"}, 2)
     message = str(info.value)
-    for part in ("at most 2", "'b' is used more than once", "unknown tool 'ghost'", "depends on itself",
-                 "unknown step 'c'"):
+    for part in (
+        "at most 2",
+        "'b' is used more than once",
+        "unknown tool 'ghost'",
+        "depends on itself",
+        "unknown step 'c'",
+    ):
         assert part in message
     # A revision may depend on finished steps that succeeded, never reuse their ids or use failed ones.
     done = {"a": "completed", "f": "failed"}
@@ -392,9 +471,16 @@ def test_validation_names_every_problem():
         validate_steps([PlanStep(id="a", description="d")], set(), 5, done)
 
 
-@pytest.mark.parametrize("bad", [
-    {"max_parallel_steps": 0}, {"max_plan_steps": 0}, {"max_replans": -1}, {"step_timeout": 0}, {"approve_plan": "maybe"},
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"max_parallel_steps": 0},
+        {"max_plan_steps": 0},
+        {"max_replans": -1},
+        {"step_timeout": 0},
+        {"approve_plan": "maybe"},
+    ],
+)
 def test_invalid_limits_are_refused(bad):
     """Out-of-range limits fail when the run starts, naming the field."""
     with pytest.raises(ValueError, match=f"`{next(iter(bad))}`"):
@@ -415,15 +501,18 @@ async def test_the_answered_turn_is_recorded_in_the_users_chat_history(model_slo
 
     monkeypatch.setenv("MEMORY_EXTRACTION_DELAY", "600")
     nothing = {"tool_calls": [{"name": "MemoryExtraction", "args": {"episodic": [], "semantic": []}}]}
-    model_slot["model"] = model = ScriptedChatModel(responses=[
-        plan(step("a", "add", "calculator", {"expression": "2+2"})),
-        "Two plus two is 4.",
-        nothing,
-    ])
+    model_slot["model"] = model = ScriptedChatModel(
+        responses=[
+            plan(step("a", "add", "calculator", {"expression": "2+2"})),
+            "Two plus two is 4.",
+            nothing,
+        ]
+    )
     graph = builder.compile(checkpointer=InMemorySaver(), store=store)
     context = PlanExecuteContext(model="scripted:test", user_id="carol")
-    await graph.ainvoke({"messages": [HumanMessage("what is 2+2?")]}, {"configurable": {"thread_id": "rec"}},
-                        context=context)
+    await graph.ainvoke(
+        {"messages": [HumanMessage("what is 2+2?")]}, {"configurable": {"thread_id": "rec"}}, context=context
+    )
     await wait_for_local_extractions(now=True)
     chat = await store.asearch(memory.namespace("carol", "chat"), limit=10)
     assert sorted(item.value["text"] for item in chat) == ["Two plus two is 4.", "what is 2+2?"]

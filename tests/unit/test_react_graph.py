@@ -112,9 +112,7 @@ async def test_parallel_tool_calls_run_concurrently_and_all_results_precede_the_
         {"name": "slow_echo", "args": {"text": "second", "delay": 0.01}, "id": "call_b"},
         {"name": "calculator", "args": {"expression": "6*7"}, "id": "call_c"},
     ]
-    state, events, tokens, model = await run(
-        model_slot, [{"content": "", "tool_calls": calls}, "Both done: 42"]
-    )
+    state, events, tokens, model = await run(model_slot, [{"content": "", "tool_calls": calls}, "Both done: 42"])
     tool_messages = [m for m in state["messages"] if isinstance(m, ToolMessage)]
     assert [m.tool_call_id for m in tool_messages] == ["call_a", "call_b", "call_c"]
     assert tool_messages[0].content == "echo:first" and tool_messages[1].content == "echo:second"
@@ -204,9 +202,7 @@ async def test_timing_out_tool_is_retried_then_reported(model_slot):
 
 async def test_max_steps_ends_with_an_honest_answer_and_no_dangling_call(model_slot):
     loop_call = {"tool_calls": [{"name": "calculator", "args": {"expression": "1+1"}}]}
-    state, events, _, model = await run(
-        model_slot, [loop_call, loop_call, loop_call], context={"max_steps": 3}
-    )
+    state, events, _, model = await run(model_slot, [loop_call, loop_call, loop_call], context={"max_steps": 3})
     assert len(model.calls) == 3
     assert model.calls[-1].tools == []  # the last allowed call gets no tools
     assert "step limit" in model.calls[-1].messages[0].content

@@ -15,10 +15,18 @@ from tests.fakes import ScriptedChatModel
 
 
 def extraction(text: str) -> dict:
-    return {"tool_calls": [{"name": "MemoryExtraction", "args": {
-        "episodic": [], "semantic": [{"text": text, "category": "preference", "importance": 0.8}],
-        "profile_updates": {},
-    }}]}
+    return {
+        "tool_calls": [
+            {
+                "name": "MemoryExtraction",
+                "args": {
+                    "episodic": [],
+                    "semantic": [{"text": text, "category": "preference", "importance": 0.8}],
+                    "profile_updates": {},
+                },
+            }
+        ]
+    }
 
 
 @pytest.fixture
@@ -55,9 +63,7 @@ async def test_turn_is_recorded_and_memories_extracted_after_the_delay(setup):
 
 async def test_a_newer_turn_supersedes_a_pending_extraction(setup):
     graph, store, slot = setup
-    slot["model"] = model = ScriptedChatModel(
-        responses=["First.", "Second.", extraction("The user moved to Lisbon")]
-    )
+    slot["model"] = model = ScriptedChatModel(responses=["First.", "Second.", extraction("The user moved to Lisbon")])
     await turn(graph, "I live in Porto.")
     await turn(graph, "Actually I moved to Lisbon.")
     await wait_for_local_extractions(now=True)

@@ -19,10 +19,21 @@ from tools.registry import available_tools, builtin_tools, select_tools, tool_ca
 
 MCP_SERVER = Path(__file__).resolve().parents[1] / "mcp_server.py"
 BUILTINS = {
-    "calculator", "current_time", "weather", "web_search", "web_read",
-    "knowledge_base_search", "list_knowledge_bases",
-    "search_episodic_memory", "search_semantic_memory", "keyword_search", "time_filter",
-    "get_user_profile", "get_recent_activity", "search_chat_history", "save_memory",
+    "calculator",
+    "current_time",
+    "weather",
+    "web_search",
+    "web_read",
+    "knowledge_base_search",
+    "list_knowledge_bases",
+    "search_episodic_memory",
+    "search_semantic_memory",
+    "keyword_search",
+    "time_filter",
+    "get_user_profile",
+    "get_recent_activity",
+    "search_chat_history",
+    "save_memory",
     "delete_memory",
 }
 
@@ -32,10 +43,12 @@ def mcp_config(monkeypatch):
     reset_mcp_cache()
     monkeypatch.setenv(
         "MCP_SERVERS",
-        json.dumps({
-            "testtools": {"transport": "stdio", "command": sys.executable, "args": [str(MCP_SERVER)]},
-            "down": {"transport": "streamable_http", "url": "http://127.0.0.1:9/mcp"},
-        }),
+        json.dumps(
+            {
+                "testtools": {"transport": "stdio", "command": sys.executable, "args": [str(MCP_SERVER)]},
+                "down": {"transport": "streamable_http", "url": "http://127.0.0.1:9/mcp"},
+            }
+        ),
     )
     yield
     reset_mcp_cache()
@@ -67,10 +80,12 @@ async def test_unknown_tool_names_are_refused_with_the_available_ones():
 
 
 async def test_react_calls_an_mcp_tool_like_any_other():
-    model = ScriptedChatModel(responses=[
-        {"tool_calls": [{"name": "add", "args": {"a": 20, "b": 22}, "id": "m1"}]},
-        "20 + 22 = 42",
-    ])
+    model = ScriptedChatModel(
+        responses=[
+            {"tool_calls": [{"name": "add", "args": {"a": 20, "b": 22}, "id": "m1"}]},
+            "20 + 22 = 42",
+        ]
+    )
     register_model_provider("scripted", lambda name, **kw: model)
     result = await graph.ainvoke(
         {"messages": [HumanMessage("add 20 and 22")]},

@@ -49,8 +49,9 @@ async def demo_store():
     return store
 
 
-async def run(model_slot, store, responses, *, context=None, message="hi", thread="t1",
-              graph=None, run_id=None, payload=None):
+async def run(
+    model_slot, store, responses, *, context=None, message="hi", thread="t1", graph=None, run_id=None, payload=None
+):
     """One run; returns (state, custom events, message chunks, model, graph)."""
     model = ScriptedChatModel(responses=responses)
     model_slot["model"] = model
@@ -61,7 +62,10 @@ async def run(model_slot, store, responses, *, context=None, message="hi", threa
     events, chunks = [], []
     async for namespace, mode, chunk in graph.astream(
         payload if payload is not None else {"messages": [HumanMessage(message)]},
-        config, context=ctx, stream_mode=["custom", "messages"], subgraphs=True,
+        config,
+        context=ctx,
+        stream_mode=["custom", "messages"],
+        subgraphs=True,
     ):
         (events if mode == "custom" else chunks).append((namespace, chunk) if mode == "messages" else chunk)
     state = (await graph.aget_state(config)).values
@@ -78,17 +82,34 @@ def decision(events):
 
 
 def streamed_text(chunks, node):
-    return "".join(c.content for ns, (c, meta) in chunks if meta.get("langgraph_node") == node and isinstance(c.content, str))
+    return "".join(
+        c.content for ns, (c, meta) in chunks if meta.get("langgraph_node") == node and isinstance(c.content, str)
+    )
 
 
 # --- route table ---------------------------------------------------------------------------
 
 
 async def test_general_route_is_react_with_the_memory_tools_only(model_slot, demo_store):
-    state, events, chunks, model, _ = await run(model_slot, demo_store, ["Hello to you too!"], message="Hello!", run_id="run-1")
+    state, events, chunks, model, _ = await run(
+        model_slot, demo_store, ["Hello to you too!"], message="Hello!", run_id="run-1"
+    )
     route = decision(events)
-    assert (route["route"], route["method"], route["worker_name"], route["kb_prefix"]) == ("general", "heuristic", "", "general")
-    assert set(route) >= {"requested_kb_prefix", "routed_kb_prefix", "kb_prefix", "confidence", "method", "reason", "worker_name"}
+    assert (route["route"], route["method"], route["worker_name"], route["kb_prefix"]) == (
+        "general",
+        "heuristic",
+        "",
+        "general",
+    )
+    assert set(route) >= {
+        "requested_kb_prefix",
+        "routed_kb_prefix",
+        "kb_prefix",
+        "confidence",
+        "method",
+        "reason",
+        "worker_name",
+    }
     assert sorted(model.calls[0].tool_names) == sorted(t.__name__ for t in MEMORY_TOOLS)
     assert state["messages"][-1].content == "Hello to you too!"
     assert [m.type for m in state["messages"]] == ["human", "ai"]
@@ -99,15 +120,23 @@ async def test_general_route_is_react_with_the_memory_tools_only(model_slot, dem
 
 async def test_requested_kb_fans_out_to_workers_and_answers_with_sources(model_slot, demo_store):
     state, events, chunks, model, _ = await run(
-        model_slot, demo_store, ["Fault ZX-4480 means the tank float switch is stuck [1]."],
-        context={"kb": "demo"}, message="What does fault code ZX-4480 mean?",
+        model_slot,
+        demo_store,
+        ["Fault ZX-4480 means the tank float switch is stuck [1]."],
+        context={"kb": "demo"},
+        message="What does fault code ZX-4480 mean?",
     )
     route = decision(events)
     assert (route["route"], route["method"], route["requested_kb_prefix"], route["kb_prefix"]) == (
-        "retrieval", "requested", "demo", "demo")
+        "retrieval",
+        "requested",
+        "demo",
+        "demo",
+    )
     assert route["worker_name"] == "demo:hybrid_agent:retrieve_only" and route["confidence"] == 1.0
     assert state["plan"] == [
-        {"agent_type": t, "worker_name": f"demo:{t}:retrieve_only"} for t in ("hybrid_agent", "dense_agent", "keyword_agent")
+        {"agent_type": t, "worker_name": f"demo:{t}:retrieve_only"}
+        for t in ("hybrid_agent", "dense_agent", "keyword_agent")
     ]
     progress = [e for e in kinds(events, "progress") if e["stage"] == "retrieval"]
     assert sorted(e["completed"] for e in progress) == [1, 2, 3] and {e["total"] for e in progress} == {3}
@@ -128,12 +157,18 @@ async def test_requested_kb_fans_out_to_workers_and_answers_with_sources(model_s
 
 async def test_kb_inferred_from_its_description(model_slot, demo_store):
     state, events, _, _, _ = await run(
-        model_slot, demo_store, ["It is the float switch [1]."],
+        model_slot,
+        demo_store,
+        ["It is the float switch [1]."],
         message="Which greenhouse irrigation controller fault code means the float switch is stuck?",
     )
     route = decision(events)
     assert (route["route"], route["method"], route["routed_kb_prefix"], route["requested_kb_prefix"]) == (
-        "retrieval", "heuristic", "demo", "")
+        "retrieval",
+        "heuristic",
+        "demo",
+        "",
+    )
     assert "irrigation" in route["reason"]
 
 
@@ -147,16 +182,25 @@ async def test_unknown_kb_is_an_error_naming_the_existing_ones(model_slot, demo_
 
 async def test_auto_route_off_sends_everything_to_general(model_slot, demo_store):
     _, events, _, _, _ = await run(
-        model_slot, demo_store, ["ok"], context={"auto_route": False},
+        model_slot,
+        demo_store,
+        ["ok"],
+        context={"auto_route": False},
         message="What does the demo knowledge base say about fault code ZX-4480 in the irrigation controller?",
     )
     route = decision(events)
-    assert (route["route"], route["kb_prefix"], route["worker_name"], route["method"]) == ("general", "general", "", "policy")
+    assert (route["route"], route["kb_prefix"], route["worker_name"], route["method"]) == (
+        "general",
+        "general",
+        "",
+        "policy",
+    )
 
 
 async def test_tool_cue_goes_to_react_with_its_tools(model_slot, demo_store):
     state, events, chunks, model, _ = await run(
-        model_slot, demo_store,
+        model_slot,
+        demo_store,
         [{"tool_calls": [{"name": "calculator", "args": {"expression": "17*23"}, "id": "c1"}]}, "17*23 = 391"],
         message="What is 17*23?",
     )
@@ -171,15 +215,23 @@ async def test_tool_cue_goes_to_react_with_its_tools(model_slot, demo_store):
 async def test_model_classifies_when_unsure_and_malformed_answers_are_retried(model_slot, demo_store):
     choice = {"route": "retrieval", "kb": "demo", "confidence": 0.8, "reason": "otters are in the fixtures"}
     state, events, chunks, model, _ = await run(
-        model_slot, demo_store,
-        ["I think general?",  # no tool call: malformed
-         {"tool_calls": [{"name": "RouteChoice", "args": {**choice, "kb": "wildlife"}}]},  # KB that does not exist
-         {"tool_calls": [{"name": "RouteChoice", "args": choice}]},
-         "Otters live in rivers [1]."],
+        model_slot,
+        demo_store,
+        [
+            "I think general?",  # no tool call: malformed
+            {"tool_calls": [{"name": "RouteChoice", "args": {**choice, "kb": "wildlife"}}]},  # KB that does not exist
+            {"tool_calls": [{"name": "RouteChoice", "args": choice}]},
+            "Otters live in rivers [1].",
+        ],
         message="tell me about the animals",
     )
     route = decision(events)
-    assert (route["route"], route["method"], route["kb_prefix"], route["confidence"]) == ("retrieval", "llm", "demo", 0.8)
+    assert (route["route"], route["method"], route["kb_prefix"], route["confidence"]) == (
+        "retrieval",
+        "llm",
+        "demo",
+        0.8,
+    )
     assert route["reason"] == "otters are in the fixtures"
     first = model.calls[0]
     assert first.tool_names == ["RouteChoice"] and "- demo: " + DESCRIPTION in first.messages[0].content
@@ -191,7 +243,10 @@ async def test_model_classifies_when_unsure_and_malformed_answers_are_retried(mo
 
 async def test_classification_failing_for_good_falls_back_to_the_heuristic(model_slot, demo_store):
     _, events, _, _, _ = await run(
-        model_slot, demo_store, ["nope", "still nope", "no", "fine"], message="tell me about the animals",
+        model_slot,
+        demo_store,
+        ["nope", "still nope", "no", "fine"],
+        message="tell me about the animals",
     )
     route = decision(events)
     assert route["method"] == "heuristic" and route["route"] == "general"
@@ -200,21 +255,51 @@ async def test_classification_failing_for_good_falls_back_to_the_heuristic(model
 
 async def test_unserved_sub_agent_falls_back_to_react(monkeypatch):
     monkeypatch.setattr(router, "SUBAGENTS", {"react": router.react_graph})
-    state = {"decision": {"requested_kb_prefix": "", "routed_kb_prefix": "", "kb_prefix": "", "confidence": 0.8,
-                          "method": "heuristic", "reason": "research cue 'in depth'", "route": "deep_research",
-                          "worker_name": ""}}
+    state = {
+        "decision": {
+            "requested_kb_prefix": "",
+            "routed_kb_prefix": "",
+            "kb_prefix": "",
+            "confidence": 0.8,
+            "method": "heuristic",
+            "reason": "research cue 'in depth'",
+            "route": "deep_research",
+            "worker_name": "",
+        }
+    }
     update = await router.apply_override_policy(state, Runtime(context=RouterContext(), store=None))
     assert update["decision"]["route"] == "react" and "deep_research is not served" in update["decision"]["reason"]
     forced = await router.apply_override_policy(state, Runtime(context=RouterContext(route="nope"), store=None))
-    assert forced["decision"]["route"] == "error" and "routes: general, retrieval, react" in forced["decision"]["reason"]
+    assert (
+        forced["decision"]["route"] == "error" and "routes: general, retrieval, react" in forced["decision"]["reason"]
+    )
 
 
 async def test_plan_cue_hands_the_conversation_to_plan_execute(model_slot, demo_store):
-    plan = {"tool_calls": [{"name": "Plan", "args": {"steps": [
-        {"id": "a", "description": "compute", "tool": "calculator", "args": {"expression": "6*7"}, "depends_on": []}]}}]}
+    plan = {
+        "tool_calls": [
+            {
+                "name": "Plan",
+                "args": {
+                    "steps": [
+                        {
+                            "id": "a",
+                            "description": "compute",
+                            "tool": "calculator",
+                            "args": {"expression": "6*7"},
+                            "depends_on": [],
+                        }
+                    ]
+                },
+            }
+        ]
+    }
     state, events, chunks, _, _ = await run(
-        model_slot, demo_store, [plan, "The result is 42."],
-        message="Make a plan and then execute it: compute 6*7", context={"max_replans": 0},
+        model_slot,
+        demo_store,
+        [plan, "The result is 42."],
+        message="Make a plan and then execute it: compute 6*7",
+        context={"max_replans": 0},
     )
     assert decision(events)["route"] == "plan_execute"
     assert kinds(events, "plan_created") and kinds(events, "plan_step_completed")[0]["step_id"] == "a"
@@ -225,8 +310,24 @@ async def test_plan_cue_hands_the_conversation_to_plan_execute(model_slot, demo_
 
 
 async def test_a_sub_agents_interrupt_surfaces_on_the_router_thread_and_resumes(model_slot, demo_store):
-    plan = {"tool_calls": [{"name": "Plan", "args": {"steps": [
-        {"id": "a", "description": "compute", "tool": "calculator", "args": {"expression": "6*7"}, "depends_on": []}]}}]}
+    plan = {
+        "tool_calls": [
+            {
+                "name": "Plan",
+                "args": {
+                    "steps": [
+                        {
+                            "id": "a",
+                            "description": "compute",
+                            "tool": "calculator",
+                            "args": {"expression": "6*7"},
+                            "depends_on": [],
+                        }
+                    ]
+                },
+            }
+        ]
+    }
     model_slot["model"] = model = ScriptedChatModel(responses=[plan, "The result is 42."])
     graph = router.builder.compile(checkpointer=InMemorySaver(), store=demo_store)
     context = RouterContext(model="scripted:test", remember=False, approve_plan=True, route="plan_execute")
@@ -242,8 +343,18 @@ async def test_a_sub_agents_interrupt_surfaces_on_the_router_thread_and_resumes(
 
 
 async def test_research_cue_routes_to_deep_research_with_its_context():
-    state = {"decision": {"requested_kb_prefix": "", "routed_kb_prefix": "", "kb_prefix": "", "confidence": 0.8,
-                          "method": "heuristic", "reason": "research cue", "route": "deep_research", "worker_name": ""}}
+    state = {
+        "decision": {
+            "requested_kb_prefix": "",
+            "routed_kb_prefix": "",
+            "kb_prefix": "",
+            "confidence": 0.8,
+            "method": "heuristic",
+            "reason": "research cue",
+            "route": "deep_research",
+            "worker_name": "",
+        }
+    }
     context = RouterContext(max_research_rounds=3, max_plan_steps=4)
     update = await router.apply_override_policy(state, Runtime(context=context, store=None))
     assert update["decision"]["route"] == "deep_research" and update["decision"]["kb_prefix"] == "general"
@@ -258,8 +369,11 @@ async def test_sub_agent_node_mirrors_summarized_history_back_to_the_router():
     from graphs.react.state import State as ReactState
 
     async def summarizing_agent(state):
-        return {"messages": [RemoveMessage(id=state["messages"][0].id), AIMessage("new answer", id="a2")],
-                "summary": "they said hello", "execution_log": [{"tool": "x"}]}
+        return {
+            "messages": [RemoveMessage(id=state["messages"][0].id), AIMessage("new answer", id="a2")],
+            "summary": "they said hello",
+            "execution_log": [{"tool": "x"}],
+        }
 
     sub = StateGraph(ReactState, input_schema=InputState)
     sub.add_node("agent", summarizing_agent)
@@ -295,7 +409,9 @@ async def test_workers_run_in_parallel_and_a_failing_one_degrades_the_answer(mod
     register_worker_type("slow_keyword_agent", lambda kb, t: SlowWorker(kb, t, "keyword"))
     register_worker_type("broken_agent", lambda kb, t: BrokenWorker(kb, t, "hybrid"))
     state, events, _, model, _ = await run(
-        model_slot, demo_store, ["The tank float switch is stuck [1]."],
+        model_slot,
+        demo_store,
+        ["The tank float switch is stuck [1]."],
         context={"kb": "demo", "retrieval_agents": ["slow_dense_agent", "broken_agent", "slow_keyword_agent"]},
         message="What does fault code ZX-4480 mean?",
     )
@@ -314,9 +430,11 @@ async def test_workers_run_in_parallel_and_a_failing_one_degrades_the_answer(mod
 
 async def test_invented_citations_and_links_are_flagged(model_slot, demo_store):
     state, events, chunks, _, _ = await run(
-        model_slot, demo_store,
+        model_slot,
+        demo_store,
         ["The float switch is stuck [1]. Call the vendor [7], see https://vendor.example/manual."],
-        context={"kb": "demo", "retrieval_top_k": 3}, message="What does fault code ZX-4480 mean?",
+        context={"kb": "demo", "retrieval_top_k": 3},
+        message="What does fault code ZX-4480 mean?",
     )
     assert len(state["sources"]) == 3
     [check] = kinds(events, "citations_checked")
@@ -345,8 +463,11 @@ async def test_without_a_model_retrieval_answers_extractively(model_slot, demo_s
     assert state["sources"]
     # other routes fail fast with the model error
     with pytest.raises(ModelConfigError, match="OPENAI_API_KEY"):
-        await graph.ainvoke({"messages": [HumanMessage("Hello!")]},
-                            {"configurable": {"thread_id": "y"}}, context=RouterContext(model="openai:gpt-4o-mini", remember=False))
+        await graph.ainvoke(
+            {"messages": [HumanMessage("Hello!")]},
+            {"configurable": {"thread_id": "y"}},
+            context=RouterContext(model="openai:gpt-4o-mini", remember=False),
+        )
 
 
 # --- conversation: clear and feedback --------------------------------------------------------
@@ -354,7 +475,9 @@ async def test_without_a_model_retrieval_answers_extractively(model_slot, demo_s
 
 async def test_clear_empties_messages_and_summary_but_not_memories(model_slot, demo_store):
     graph = router.builder.compile(checkpointer=InMemorySaver(), store=demo_store)
-    saved = await memory.save_memory(demo_store, "anonymous", "semantic", "The user likes otters.", category="preference")
+    saved = await memory.save_memory(
+        demo_store, "anonymous", "semantic", "The user likes otters.", category="preference"
+    )
     await run(model_slot, demo_store, ["Hi!"], message="Hello!", graph=graph, thread="c")
     await graph.aupdate_state({"configurable": {"thread_id": "c"}}, {"summary": "older talk"})
     state, events, _, model, _ = await run(model_slot, demo_store, [], payload={"clear": True}, graph=graph, thread="c")
@@ -362,8 +485,14 @@ async def test_clear_empties_messages_and_summary_but_not_memories(model_slot, d
     assert kinds(events, "conversation_cleared")[0]["removed_messages"] == 2
     assert await demo_store.aget(memory.namespace("anonymous", "semantic"), saved["id"]) is not None
     # clear together with a new question: the question is kept and answered
-    state, _, _, _, _ = await run(model_slot, demo_store, ["Hi again"], graph=graph, thread="c",
-                                  payload={"clear": True, "messages": [HumanMessage("Hello!")]})
+    state, _, _, _, _ = await run(
+        model_slot,
+        demo_store,
+        ["Hi again"],
+        graph=graph,
+        thread="c",
+        payload={"clear": True, "messages": [HumanMessage("Hello!")]},
+    )
     assert [m.content for m in state["messages"]] == ["Hello!", "Hi again"] and state["clear"] is False
 
 
@@ -388,8 +517,9 @@ async def test_feedback_is_recorded_against_an_answered_run(model_slot, demo_sto
     assert state.get("feedback_log", []) == [] and state["feedback"] is None
     good = {"feedback": {"run_id": "run-a", "score": "down", "comment": "too short"}}
     state, events, _, _, _ = await run(model_slot, demo_store, [], payload=good, graph=graph, thread="f")
-    assert kinds(events, "feedback_recorded") == [{**kinds(events, "feedback_recorded")[0],
-                                                   "run_id": "run-a", "score": "down", "sink": "store"}]
+    assert kinds(events, "feedback_recorded") == [
+        {**kinds(events, "feedback_recorded")[0], "run_id": "run-a", "score": "down", "sink": "store"}
+    ]
     item = await demo_store.aget(feedback_sink.feedback_namespace("anonymous"), "run-a")
     assert item.value["score"] == "down" and item.value["comment"] == "too short" and item.value["thread_id"] == "f"
     assert state["feedback_log"][0]["sink"] == "store" and len(state["messages"]) == 2
@@ -410,9 +540,9 @@ async def test_feedback_goes_to_langsmith_when_configured(model_slot, demo_store
     monkeypatch.setattr(feedback_sink, "_langsmith_client", FakeLangSmith)
     graph = router.builder.compile(checkpointer=InMemorySaver(), store=demo_store)
     await run(model_slot, demo_store, ["Hi!"], message="Hello!", graph=graph, thread="l", run_id="run-l")
-    state, events, _, _, _ = await run(model_slot, demo_store, [], graph=graph, thread="l",
-                                       payload={"feedback": {"run_id": "run-l", "score": "up"}})
+    state, events, _, _, _ = await run(
+        model_slot, demo_store, [], graph=graph, thread="l", payload={"feedback": {"run_id": "run-l", "score": "up"}}
+    )
     assert sent == [("run-l", {"key": "user_score", "score": 1, "comment": None})]
     assert state["feedback_log"][0]["sink"] == "langsmith" and state["feedback_log"][0]["feedback_id"] == "fb-1"
     assert await demo_store.aget(feedback_sink.feedback_namespace("anonymous"), "run-l") is None
-

@@ -28,12 +28,15 @@ def test_parse_worker_name_accepts_the_seed_forms(raw, parsed):
     assert parse_worker_name(raw) == parsed
 
 
-@pytest.mark.parametrize("raw, message", [
-    ("edu:hybrid_agent:generate", "unsupported agent_mode"),
-    ("edu:hybrid_agent:retrieve_only:extra", "invalid worker_name format"),
-    ("a:b:c:d:e", "invalid worker_name format"),
-    (42, "must be a string"),
-])
+@pytest.mark.parametrize(
+    "raw, message",
+    [
+        ("edu:hybrid_agent:generate", "unsupported agent_mode"),
+        ("edu:hybrid_agent:retrieve_only:extra", "invalid worker_name format"),
+        ("a:b:c:d:e", "invalid worker_name format"),
+        (42, "must be a string"),
+    ],
+)
 def test_parse_worker_name_rejects_everything_else(raw, message):
     with pytest.raises(ValueError, match=message):
         parse_worker_name(raw)
@@ -65,16 +68,19 @@ KBS = [
 ]
 
 
-@pytest.mark.parametrize("message, route, kb", [
-    ("Hello!", "general", ""),
-    ("What does the garden guide say about drip lines?", "retrieval", "garden"),
-    ("Which controller fault codes does the greenhouse irrigation have?", "retrieval", "garden"),
-    ("how do I file leave requests for holidays", "retrieval", "hr"),
-    ("What is 17 * 23?", "react", ""),
-    ("what's the weather in Lisbon tomorrow", "react", ""),
-    ("Research the history of lighthouses in depth and write a report", "deep_research", ""),
-    ("Make a plan and then execute it: compare three laptops", "plan_execute", ""),
-])
+@pytest.mark.parametrize(
+    "message, route, kb",
+    [
+        ("Hello!", "general", ""),
+        ("What does the garden guide say about drip lines?", "retrieval", "garden"),
+        ("Which controller fault codes does the greenhouse irrigation have?", "retrieval", "garden"),
+        ("how do I file leave requests for holidays", "retrieval", "hr"),
+        ("What is 17 * 23?", "react", ""),
+        ("what's the weather in Lisbon tomorrow", "react", ""),
+        ("Research the history of lighthouses in depth and write a report", "deep_research", ""),
+        ("Make a plan and then execute it: compare three laptops", "plan_execute", ""),
+    ],
+)
 def test_heuristic_routes(message, route, kb):
     guess = guess_route(message, KBS)
     assert (guess.route, guess.kb) == (route, kb)
@@ -89,10 +95,14 @@ def test_heuristics_are_unsure_without_a_cue():
 
 
 def _run(agent_type, ids):
-    return {"kb": "garden", "agent_type": agent_type, "retrieval_results": [
-        {"id": i, "content": f"text {i}", "source": f"/d/{i}.md", "title": i.upper(), "page": None, "section": None}
-        for i in ids
-    ]}
+    return {
+        "kb": "garden",
+        "agent_type": agent_type,
+        "retrieval_results": [
+            {"id": i, "content": f"text {i}", "source": f"/d/{i}.md", "title": i.upper(), "page": None, "section": None}
+            for i in ids
+        ],
+    }
 
 
 def test_merge_dedupes_by_chunk_id_and_fuses_by_rrf():
@@ -104,7 +114,9 @@ def test_merge_dedupes_by_chunk_id_and_fuses_by_rrf():
 
 
 def test_citation_check_removes_invented_numbers_and_flags_unknown_links():
-    sources = [{"index": i, "source": src} for i, src in enumerate(["/d/a.md", "https://ok.example/page", "/d/c.md"], 1)]
+    sources = [
+        {"index": i, "source": src} for i, src in enumerate(["/d/a.md", "https://ok.example/page", "/d/c.md"], 1)
+    ]
     text = "Fact one [1]. Fact two [2, 7]. Also [7]. See https://ok.example/page and https://evil.example/x."
     result = check_citations(text, sources)
     assert result["cited"] == [1, 2] and result["invalid"] == [7]

@@ -15,23 +15,52 @@ from tools.weather import weather
 
 PLACES = [
     {
-        "id": 2950159, "name": "Berlin", "latitude": 52.52437, "longitude": 13.41053,
-        "elevation": 74.0, "feature_code": "PPLC", "country_code": "DE", "admin1_id": 2950157,
-        "timezone": "Europe/Berlin", "population": 3426354, "country_id": 2921044,
-        "country": "Germany", "admin1": "State of Berlin",
+        "id": 2950159,
+        "name": "Berlin",
+        "latitude": 52.52437,
+        "longitude": 13.41053,
+        "elevation": 74.0,
+        "feature_code": "PPLC",
+        "country_code": "DE",
+        "admin1_id": 2950157,
+        "timezone": "Europe/Berlin",
+        "population": 3426354,
+        "country_id": 2921044,
+        "country": "Germany",
+        "admin1": "State of Berlin",
     },
     {
-        "id": 5746545, "name": "Portland", "latitude": 45.52345, "longitude": -122.67621,
-        "elevation": 15.0, "feature_code": "PPLA2", "country_code": "US", "admin1_id": 5744337,
-        "admin2_id": 5744076, "timezone": "America/Los_Angeles", "population": 652503,
-        "country_id": 6252001, "country": "United States", "admin1": "Oregon",
+        "id": 5746545,
+        "name": "Portland",
+        "latitude": 45.52345,
+        "longitude": -122.67621,
+        "elevation": 15.0,
+        "feature_code": "PPLA2",
+        "country_code": "US",
+        "admin1_id": 5744337,
+        "admin2_id": 5744076,
+        "timezone": "America/Los_Angeles",
+        "population": 652503,
+        "country_id": 6252001,
+        "country": "United States",
+        "admin1": "Oregon",
         "admin2": "Multnomah",
     },
     {
-        "id": 4975802, "name": "Portland", "latitude": 43.66147, "longitude": -70.25533,
-        "elevation": 9.0, "feature_code": "PPLA2", "country_code": "US", "admin1_id": 4971068,
-        "admin2_id": 4969163, "timezone": "America/New_York", "population": 66881,
-        "country_id": 6252001, "country": "United States", "admin1": "Maine",
+        "id": 4975802,
+        "name": "Portland",
+        "latitude": 43.66147,
+        "longitude": -70.25533,
+        "elevation": 9.0,
+        "feature_code": "PPLA2",
+        "country_code": "US",
+        "admin1_id": 4971068,
+        "admin2_id": 4969163,
+        "timezone": "America/New_York",
+        "population": 66881,
+        "country_id": 6252001,
+        "country": "United States",
+        "admin1": "Maine",
         "admin2": "Cumberland",
     },
 ]
@@ -97,19 +126,27 @@ def forecast_response(params: dict[str, str]) -> dict:
         "timezone_abbreviation": "GMT+1",
         "elevation": 38.0,
         "current_units": {
-            "time": "iso8601", "interval": "seconds", "temperature_2m": temperature_unit,
-            "relative_humidity_2m": "%", "apparent_temperature": temperature_unit,
+            "time": "iso8601",
+            "interval": "seconds",
+            "temperature_2m": temperature_unit,
+            "relative_humidity_2m": "%",
+            "apparent_temperature": temperature_unit,
             "weather_code": "wmo code",
             "wind_speed_10m": "mp/h" if params.get("wind_speed_unit") == "mph" else "km/h",
         },
         "current": {
-            "time": "2025-01-15T12:00", "interval": 900,
-            "temperature_2m": 37.8 if fahrenheit else 3.2, "relative_humidity_2m": 81,
-            "apparent_temperature": 31.3 if fahrenheit else -0.4, "weather_code": 61,
+            "time": "2025-01-15T12:00",
+            "interval": 900,
+            "temperature_2m": 37.8 if fahrenheit else 3.2,
+            "relative_humidity_2m": 81,
+            "apparent_temperature": 31.3 if fahrenheit else -0.4,
+            "weather_code": 61,
             "wind_speed_10m": 7.8 if params.get("wind_speed_unit") == "mph" else 12.6,
         },
         "daily_units": {
-            "time": "iso8601", "weather_code": "wmo code", "temperature_2m_max": temperature_unit,
+            "time": "iso8601",
+            "weather_code": "wmo code",
+            "temperature_2m_max": temperature_unit,
             "temperature_2m_min": temperature_unit,
             "precipitation_sum": "inch" if params.get("precipitation_unit") == "inch" else "mm",
         },
@@ -186,12 +223,30 @@ async def test_geocodes_then_fetches_forecast_with_expected_parameters(open_mete
         "description": "slight rain",
     }
     assert result["daily"] == [
-        {"date": "2025-01-15", "description": "slight rain", "weather_code": 61,
-         "temperature_max": 4.0, "temperature_min": -1.0, "precipitation_sum": 0.0},
-        {"date": "2025-01-16", "description": "overcast", "weather_code": 3,
-         "temperature_max": 5.0, "temperature_min": 0.0, "precipitation_sum": 0.5},
-        {"date": "2025-01-17", "description": "clear sky", "weather_code": 0,
-         "temperature_max": 6.0, "temperature_min": 1.0, "precipitation_sum": 1.0},
+        {
+            "date": "2025-01-15",
+            "description": "slight rain",
+            "weather_code": 61,
+            "temperature_max": 4.0,
+            "temperature_min": -1.0,
+            "precipitation_sum": 0.0,
+        },
+        {
+            "date": "2025-01-16",
+            "description": "overcast",
+            "weather_code": 3,
+            "temperature_max": 5.0,
+            "temperature_min": 0.0,
+            "precipitation_sum": 0.5,
+        },
+        {
+            "date": "2025-01-17",
+            "description": "clear sky",
+            "weather_code": 0,
+            "temperature_max": 6.0,
+            "temperature_min": 1.0,
+            "precipitation_sum": 1.0,
+        },
     ]
 
 
@@ -245,8 +300,14 @@ async def test_days_out_of_range_is_an_input_error_before_any_request(open_meteo
     assert open_meteo.requests == []
 
 
-@pytest.mark.parametrize(("kwargs", "match"), [({"city": "B"}, "at least 2"), ({"city": " , DE"}, "at least 2"),
-                                               ({"city": "Berlin", "units": "kelvin"}, "metric")])
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"city": "B"}, "at least 2"),
+        ({"city": " , DE"}, "at least 2"),
+        ({"city": "Berlin", "units": "kelvin"}, "metric"),
+    ],
+)
 async def test_bad_city_or_units_is_an_input_error(open_meteo, kwargs, match):
     with pytest.raises(ToolInputError, match=match):
         await weather(**kwargs)

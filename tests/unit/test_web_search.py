@@ -115,7 +115,13 @@ async def test_jina_provider(server, monkeypatch):
     monkeypatch.setenv("JINA_SEARCH_URL", server.url("/"))
     results = await web_search("jina reader")
     assert results == [
-        {"rank": 1, "title": "Jina AI", "url": "https://jina.ai/", "snippet": "Search foundation.", "domain": "jina.ai"},
+        {
+            "rank": 1,
+            "title": "Jina AI",
+            "url": "https://jina.ai/",
+            "snippet": "Search foundation.",
+            "domain": "jina.ai",
+        },
         {"rank": 2, "title": "Reader", "url": "https://jina.ai/reader", "snippet": "Reads URLs.", "domain": "jina.ai"},
     ]
     [request] = server.requests

@@ -1,0 +1,160 @@
+"""Hybrid memory search, pure parts and the in-process path (InMemoryStore, real local
+embeddings): score fusion, dates named in queries, keyword + time candidates, and dedupe that
+never merges different speakers or different days."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from store import memory
+from store.fusion import fuse
+from store.memory.dates import query_time_range
+from store.memory.write import same_source
+
+NOW = datetime(2023, 12, 20, 15, 0, tzinfo=UTC)
+
+
+# ---------------------------------------------------------------- fusion
+
+
+def test_fuse_weight_zero_and_one_reproduce_each_signal():
+    dense = [("a", 0.9), ("b", 0.8), ("c", 0.1)]
+    keyword = [("c", 12.0), ("d", 3.0)]
+    assert [d for d, _ in fuse(dense, keyword, keyword_weight=0.0)][:3] == ["a", "b", "c"]
+    assert [d for d, _ in fuse(dense, keyword, keyword_weight=1.0)][:2] == ["c", "d"]
+
+
+def test_fuse_normalises_each_list_by_its_best_score():
+    fused = dict(fuse([("a", 0.5), ("b", 0.25)], [("b", 10.0), ("c", 5.0)], keyword_weight=0.5))
+    assert fused["a"] == pytest.approx(0.5 * 1.0)
+    assert fused["b"] == pytest.approx(0.5 * 0.5 + 0.5 * 1.0)
+    assert fused["c"] == pytest.approx(0.5 * 0.5)
+
+
+def test_fuse_adds_the_time_bonus_and_breaks_ties_by_dense_rank():
+    fused = fuse([("a", 1.0), ("b", 1.0)], [], keyword_weight=0.3, in_range=["b", "z"], time_weight=0.2)
+    assert [d for d, _ in fused] == ["b", "a", "z"]
+    assert dict(fused)["z"] == pytest.approx(0.2)
+    assert [d for d, _ in fuse([("x", 0.5), ("y", 0.5)], [], keyword_weight=0.0)] == ["x", "y"]
+
+
+def test_fuse_of_empty_or_non_positive_lists():
+    assert fuse([], [], keyword_weight=0.5) == []
+    assert [d for d, _ in fuse([("a", 0.0)], [("b", 0.0)], keyword_weight=0.5)] == ["a", "b"]
+
+
+# ---------------------------------------------------------------- dates in queries
+
+
+def day(y: int, m: int, d: int) -> datetime:
+    return datetime(y, m, d, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("What was Maya up to in the week of 10 May 2023?", (day(2023, 5, 8), day(2023, 5, 15))),
+        ("what happened on 10th May, 2023", (day(2023, 5, 10), day(2023, 5, 11))),
+        ("anything on May 10, 2023?", (day(2023, 5, 10), day(2023, 5, 11))),
+        ("notes from 2023-05-10", (day(2023, 5, 10), day(2023, 5, 11))),
+        ("what did I do in September 2023", (day(2023, 9, 1), day(2023, 10, 1))),
+        ("trips in Dec 2022", (day(2022, 12, 1), day(2023, 1, 1))),
+        ("what did we cook last May", (day(2023, 5, 1), day(2023, 6, 1))),
+        ("what did we cook last December", (day(2022, 12, 1), day(2023, 1, 1))),
+        ("what did I say yesterday", (day(2023, 12, 19), day(2023, 12, 20))),
+        ("plans made last week", (day(2023, 12, 13), day(2023, 12, 20))),
+        ("the dinner 2 weeks ago", (day(2023, 12, 2), day(2023, 12, 11))),
+    ],
+)
+def test_query_time_range_resolves_simple_expressions(query, expected):
+    assert query_time_range(query, NOW) == expected
+
+
+@pytest.mark.parametrize("query", ["where does she live", "31 February 2023 party", "may I ask"])
+def test_query_time_range_is_none_without_a_valid_date(query):
+    assert query_time_range(query, NOW) is None
+
+
+# ---------------------------------------------------------------- dedupe rules
+
+
+def test_same_source_needs_the_same_speaker_and_for_events_the_same_day():
+    value = {"speaker": "Maya", "created_at": "2023-05-08T10:00:00.000000+00:00"}
+    same_day, next_day = day(2023, 5, 8) + timedelta(hours=20), day(2023, 5, 9)
+    assert same_source(value, "episodic", "Maya", same_day)
+    assert not same_source(value, "episodic", "Tom", same_day)
+    assert not same_source(value, "episodic", None, same_day)
+    assert not same_source(value, "episodic", "Maya", next_day)
+    assert same_source(value, "semantic", "Maya", next_day)
+    assert same_source({"created_at": value["created_at"]}, "semantic", None, next_day)
+
+
+async def test_dedupe_keeps_different_speakers_and_days_apart(store):
+    text = "Ha, same here."
+    first = await memory.save_memory(store, "u", "episodic", text, speaker="Maya", now=day(2023, 5, 8))
+    other = await memory.save_memory(store, "u", "episodic", text, speaker="Tom", now=day(2023, 5, 8))
+    later = await memory.save_memory(store, "u", "episodic", text, speaker="Maya", now=day(2023, 5, 20))
+    again = await memory.save_memory(store, "u", "episodic", text, speaker="Maya",
+                                     now=day(2023, 5, 20) + timedelta(hours=3))
+    assert [r["action"] for r in (first, other, later, again)] == ["created"] * 3 + ["updated"]
+    assert again["id"] == later["id"] and first["speaker"] == "Maya"
+    with pytest.raises(ValueError, match="speaker"):
+        await memory.save_memory(store, "u", "episodic", "x", speaker="")
+
+
+# ---------------------------------------------------------------- hybrid recall (in-process)
+
+
+async def _conversation(store) -> dict[str, str]:
+    ids = {}
+    texts = [
+        ("Maya: Tell me about it.", day(2023, 4, 2)),
+        ("Maya: I know what you mean.", day(2023, 4, 3)),
+        ("Maya: I started at Oakwave as a junior designer, the commute is long.", day(2023, 4, 4)),
+        ("Tom: The weather has been so grey lately.", day(2023, 5, 9)),
+        ("Maya: We picked up a greyhound from the shelter on Saturday.", day(2023, 5, 10)),
+    ]
+    for text, at in texts:
+        saved = await memory.record_chat_message(store, "u", "user", text, "t1", now=at)
+        ids[text.split(":")[1].split()[1]] = saved["id"]
+    return ids
+
+
+async def test_keyword_signal_finds_a_rare_name_dense_ranks_low(store, monkeypatch):
+    ids = await _conversation(store)
+    query = "Where did Maya work at Oakwave?"
+    monkeypatch.setenv("MEMORY_SEARCH", "dense")
+    dense = await memory.recall(store, "u", query, "chat", top_k=5, scoring="plain", record_access=False)
+    monkeypatch.setenv("MEMORY_SEARCH", "hybrid")
+    monkeypatch.setenv("MEMORY_KEYWORD_WEIGHT", "1")
+    keyword = await memory.recall(store, "u", query, "chat", top_k=5, scoring="plain", record_access=False)
+    assert keyword[0]["id"] == ids["started"]
+    assert keyword[0]["similarity"] == pytest.approx(
+        next(r["similarity"] for r in dense if r["id"] == ids["started"]))
+    monkeypatch.setenv("MEMORY_KEYWORD_WEIGHT", "0")
+    monkeypatch.setenv("MEMORY_TIME_WEIGHT", "0")
+    same = await memory.recall(store, "u", query, "chat", top_k=5, scoring="plain", record_access=False)
+    assert [r["id"] for r in same] == [r["id"] for r in dense]
+
+
+async def test_a_date_in_the_query_lifts_what_was_written_then(store, monkeypatch):
+    ids = await _conversation(store)
+    monkeypatch.setenv("MEMORY_KEYWORD_WEIGHT", "0")
+    query = "What was Maya up to in the week of 10 May 2023?"
+    monkeypatch.setenv("MEMORY_TIME_WEIGHT", "0")
+    without = await memory.recall(store, "u", query, "chat", top_k=5, scoring="plain",
+                                  record_access=False, now=NOW)
+    monkeypatch.setenv("MEMORY_TIME_WEIGHT", "1")
+    with_dates = await memory.recall(store, "u", query, "chat", top_k=5, scoring="plain",
+                                     record_access=False, now=NOW)
+    assert {r["id"] for r in with_dates[:2]} == {ids["picked"], ids["weather"]}
+    assert [r["id"] for r in without[:2]] != [r["id"] for r in with_dates[:2]]
+
+
+async def test_hybrid_recall_respects_the_role_filter(store):
+    await memory.record_chat_message(store, "u", "user", "I love the Oakwave office", "t")
+    answer = await memory.record_chat_message(store, "u", "assistant", "Oakwave sounds great", "t")
+    results = await memory.recall(store, "u", "Oakwave", "chat", role="assistant", record_access=False)
+    assert [r["id"] for r in results] == [answer["id"]]
