@@ -35,7 +35,7 @@ from bench.recall_dataset import CATEGORIES, HELD_IN_CONVERSATIONS, Conversation
 from store import knowledge, memory
 from store.fusion import fuse
 from store.memory.dates import query_time_range
-from store.memory.hybrid import keyword_candidates
+from store.memory.hybrid import distinct_texts, keyword_candidates
 from store.memory.listing import list_items
 from store.postgres import postgres_uri, store
 
@@ -169,7 +169,7 @@ async def _signals(pg_store, path: str, conv: Conversation, query: str, owners: 
     kind = "chat" if path == "chat" else "episodic"
     ns = memory.namespace(user_of(conv), kind)
     config = memory.memory_config()
-    dense = await pg_store.asearch(ns, query=query, limit=depth, refresh_ttl=False)
+    dense = await pg_store.asearch(ns, query=query, limit=2 * depth, refresh_ttl=False)
     keyword = await keyword_candidates(pg_store, ns, query, depth, {}, config, now)
     window = query_time_range(query, now)
     timed = (
@@ -199,7 +199,7 @@ async def tune(pg_store, conversations: list[Conversation], paths: list[str], ow
             now = conv.turns[-1].at + timedelta(days=1)
             for question in conv.questions:
                 rows.append((question, await _signals(pg_store, path, conv, question.text, owners, now)))
-        time_weights = (0.0,) if path.startswith("kb") else (0.0, 0.1, 0.2, 0.3, 0.5, 1.0)
+        time_weights = (0.0,) if path.startswith("kb") else (0.0, 0.2, 0.5, 1.0, 2.0)
         grid = {}
         for keyword_weight in [round(0.1 * i, 1) for i in range(11)]:
             for time_weight in time_weights:
@@ -212,6 +212,8 @@ async def tune(pg_store, conversations: list[Conversation], paths: list[str], ow
                         in_range=sig["timed"],
                         time_weight=time_weight,
                     )
+                    if sig["texts"] is not None:
+                        fused = distinct_texts(fused, sig["texts"])
                     wanted = set(question.evidence)
                     for k in KS:
                         found = set().union(*(sig["turns"][key] for key, _ in fused[:k]))

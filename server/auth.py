@@ -30,7 +30,7 @@ from langgraph_sdk import Auth
 
 from graphs.runtime.state import check_input_messages
 from server.jwt_auth import JWTConfig, JWTRejected, jwt_config, looks_like_jwt, verify_jwt
-from settings import settings
+from settings import check_settings, settings
 from store import knowledge, memory
 from tools.identity import ADMIN, acts_for_any_user
 
@@ -257,4 +257,5 @@ async def store_scope(ctx: Auth.types.AuthContext, value: dict) -> None:
 
 # A bad environment variable (a malformed AGENT_API_KEYS among them) stops the server at start-up
 # with the variable's name, rather than failing every request.
+check_settings()
 api_keys()

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import os
 from functools import lru_cache
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 CommaList = Annotated[list[str], NoDecode]
@@ -27,10 +27,11 @@ class SettingsError(ValueError):
     """An environment variable has a value the package cannot use."""
 
 
-class Settings(BaseSettings):
-    """The package's environment variables (field name = variable name)."""
+class SettingsValues(BaseModel):
+    """The package's environment variables (field name = variable name): types, defaults,
+    bounds and descriptions. `Settings` reads them all from the environment."""
 
-    model_config = SettingsConfigDict(case_sensitive=True, extra="ignore", frozen=True, env_ignore_empty=True)
+    model_config = ConfigDict(frozen=True)
 
     # Models (graphs/runtime/models.py)
     OPENAI_API_KEY: SecretStr | None = Field(None, description="Key for `openai:*` models and OpenAI embeddings.")
@@ -429,6 +430,12 @@ class Settings(BaseSettings):
         return value or None
 
 
+class Settings(BaseSettings, SettingsValues):
+    """Every variable read from the environment at once (empty counts as unset)."""
+
+    model_config = SettingsConfigDict(case_sensitive=True, extra="ignore", frozen=True, env_ignore_empty=True)
+
+
 VARIABLES = tuple(Settings.model_fields)
 
 # Headings of docs/configuration.md's reference, each at the first variable of its section.
@@ -447,27 +454,64 @@ SECTIONS = {
 }
 
 
-@lru_cache(maxsize=8)
-def _load(_snapshot: tuple[str | None, ...]) -> Settings:
+def _error(exc: ValidationError) -> SettingsError:
+    problems = []
+    for error in exc.errors():
+        name = str(error["loc"][0]) if error["loc"] else "?"
+        field = Settings.model_fields.get(name)
+        secret = field is None or field.annotation in (SecretStr, SecretStr | None)
+        shown = "" if secret else f"={error.get('input')!r}"
+        problems.append(f"{name}{shown}: {error['msg']}")
+    return SettingsError("Invalid environment: " + "; ".join(problems))
+
+
+def check_settings() -> Settings:
+    """Every variable parsed and checked at once: what start-up calls (server/auth.py) so a bad
+    value stops the server with its name. Raises SettingsError."""
     try:
         return Settings()
     except ValidationError as exc:
-        problems = []
-        for error in exc.errors():
-            name = str(error["loc"][0]) if error["loc"] else "?"
-            secret = (
-                Settings.model_fields[name].annotation in (SecretStr, SecretStr | None)
-                if name in Settings.model_fields
-                else True
-            )
-            shown = "" if secret else f"={error.get('input')!r}"
-            problems.append(f"{name}{shown}: {error['msg']}")
-        raise SettingsError("Invalid environment: " + "; ".join(problems)) from None
+        raise _error(exc) from None
+
+
+@lru_cache(maxsize=1)
+def _defaults() -> SettingsValues:
+    return SettingsValues()
+
+
+@lru_cache(maxsize=4096)
+def _value(name: str, raw: str | None) -> Any:
+    if raw is None or raw == "":
+        return getattr(_defaults(), name)
+    try:
+        return getattr(SettingsValues.model_validate({name: raw}), name)
+    except ValidationError as exc:
+        raise _error(exc) from None
+
+
+class _Current:
+    """The environment as typed settings: each attribute read takes the variable's current value
+    (parsed and checked once per distinct raw value), so a change of the environment (tests,
+    scripts) is seen at once and a read costs one environment lookup."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in Settings.model_fields:
+            raise AttributeError(f"no setting {name!r}; declare it in settings/__init__.py")
+        return _value(name, os.environ.get(name))
+
+    def __repr__(self) -> str:
+        return "<settings from the environment>"
+
+
+_CURRENT = _Current()
 
 
 def settings() -> Settings:
-    """The settings from the current environment (parsed once per distinct environment)."""
-    return _load(tuple(os.environ.get(name) for name in VARIABLES))
+    """The settings: `settings().NAME` is variable NAME's current value, typed and checked
+    (SettingsError naming it when bad)."""
+    return cast(Settings, _CURRENT)
 
 
 def describe(name: str) -> str:

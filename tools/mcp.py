@@ -113,6 +113,8 @@ async def load_mcp_tools(
         for other failures; an error the tool itself reports comes back as an error result.
     """
     if servers is None:
+        if not mcp_configured():
+            return [], []  # the common case, checked on every agent step: no thread hop
         # Off the event loop: MCP_SERVERS_FILE is a file read (the server flags blocking I/O).
         servers = await asyncio.to_thread(mcp_servers_config)
     config = MCPConfig.from_env()

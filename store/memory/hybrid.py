@@ -73,6 +73,18 @@ async def keyword_candidates(
     return [(items[key], score) for key, score in ranked[:limit]]
 
 
+def distinct_texts(ranked: list[tuple[str, float]], texts: dict[str, str | None]) -> list[tuple[str, float]]:
+    """`ranked` with each text once, at its best rank (a chat log repeats "Haha, classic." on many
+    days; ten copies of it would fill a top ten)."""
+    seen: set[str | None] = set()
+    kept = []
+    for key, score in ranked:
+        if texts.get(key) not in seen:
+            seen.add(texts.get(key))
+            kept.append((key, score))
+    return kept
+
+
 async def hybrid_search(
     store: BaseStore,
     user_id: str,
@@ -84,10 +96,11 @@ async def hybrid_search(
     config: MemoryConfig,
     now: datetime,
 ) -> list[tuple[SearchItem, float | None]]:
-    """The fused candidates, best first: (SearchItem whose `score` is the fused score, dense
-    cosine similarity or None when the memory came from the keyword or time signal only)."""
+    """The fused candidates, best first, each text once: (SearchItem whose `score` is the fused
+    score, dense cosine similarity or None when the memory came from the keyword or time signal
+    only). The dense signal fetches twice `pool` candidates, as repeated texts take room."""
     window = query_time_range(query, now) if config.time_weight else None
-    dense_task = store.asearch(ns, query=query, filter=wanted or None, limit=pool, refresh_ttl=False)
+    dense_task = store.asearch(ns, query=query, filter=wanted or None, limit=2 * pool, refresh_ttl=False)
     keyword_task = keyword_candidates(store, ns, query, pool, wanted, config, now)
     if window is not None:
         timed_task = list_items(store, user_id, (kind,), limit=pool, start=window[0], end=window[1])
@@ -97,6 +110,7 @@ async def hybrid_search(
         dense, keyword = await asyncio.gather(dense_task, keyword_task)
         timed = []
     dense = [hit for hit in dense if not expired(hit.value, now)]
+    keyword = [(item, score) for item, score in keyword if not expired(item.value, now)]
     by_key: dict[str, Item] = {item.key: item for item in (*timed, *(i for i, _ in keyword), *dense)}
     similarity = {hit.key: hit.score for hit in dense}
     fused = fuse(
@@ -107,7 +121,7 @@ async def hybrid_search(
         time_weight=config.time_weight,
     )
     results = []
-    for key, score in fused[:pool]:
+    for key, score in distinct_texts(fused, {key: item.value.get("text") for key, item in by_key.items()})[:pool]:
         item = by_key[key]
         hit = SearchItem(item.namespace, item.key, item.value, item.created_at, item.updated_at, score)
         results.append((hit, similarity.get(key)))

@@ -96,8 +96,9 @@ async def test_dedupe_keeps_different_speakers_and_days_apart(store):
     first = await memory.save_memory(store, "u", "episodic", text, speaker="Maya", now=day(2023, 5, 8))
     other = await memory.save_memory(store, "u", "episodic", text, speaker="Tom", now=day(2023, 5, 8))
     later = await memory.save_memory(store, "u", "episodic", text, speaker="Maya", now=day(2023, 5, 20))
-    again = await memory.save_memory(store, "u", "episodic", text, speaker="Maya",
-                                     now=day(2023, 5, 20) + timedelta(hours=3))
+    again = await memory.save_memory(
+        store, "u", "episodic", text, speaker="Maya", now=day(2023, 5, 20) + timedelta(hours=3)
+    )
     assert [r["action"] for r in (first, other, later, again)] == ["created"] * 3 + ["updated"]
     assert again["id"] == later["id"] and first["speaker"] == "Maya"
     with pytest.raises(ValueError, match="speaker"):
@@ -131,8 +132,7 @@ async def test_keyword_signal_finds_a_rare_name_dense_ranks_low(store, monkeypat
     monkeypatch.setenv("MEMORY_KEYWORD_WEIGHT", "1")
     keyword = await memory.recall(store, "u", query, "chat", top_k=5, scoring="plain", record_access=False)
     assert keyword[0]["id"] == ids["started"]
-    assert keyword[0]["similarity"] == pytest.approx(
-        next(r["similarity"] for r in dense if r["id"] == ids["started"]))
+    assert keyword[0]["similarity"] == pytest.approx(next(r["similarity"] for r in dense if r["id"] == ids["started"]))
     monkeypatch.setenv("MEMORY_KEYWORD_WEIGHT", "0")
     monkeypatch.setenv("MEMORY_TIME_WEIGHT", "0")
     same = await memory.recall(store, "u", query, "chat", top_k=5, scoring="plain", record_access=False)
@@ -144,11 +144,9 @@ async def test_a_date_in_the_query_lifts_what_was_written_then(store, monkeypatc
     monkeypatch.setenv("MEMORY_KEYWORD_WEIGHT", "0")
     query = "What was Maya up to in the week of 10 May 2023?"
     monkeypatch.setenv("MEMORY_TIME_WEIGHT", "0")
-    without = await memory.recall(store, "u", query, "chat", top_k=5, scoring="plain",
-                                  record_access=False, now=NOW)
+    without = await memory.recall(store, "u", query, "chat", top_k=5, scoring="plain", record_access=False, now=NOW)
     monkeypatch.setenv("MEMORY_TIME_WEIGHT", "1")
-    with_dates = await memory.recall(store, "u", query, "chat", top_k=5, scoring="plain",
-                                     record_access=False, now=NOW)
+    with_dates = await memory.recall(store, "u", query, "chat", top_k=5, scoring="plain", record_access=False, now=NOW)
     assert {r["id"] for r in with_dates[:2]} == {ids["picked"], ids["weather"]}
     assert [r["id"] for r in without[:2]] != [r["id"] for r in with_dates[:2]]
 

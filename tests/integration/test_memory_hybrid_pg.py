@@ -1,0 +1,122 @@
+"""Hybrid memory search and weighted KB fusion on the real Postgres store: the project-owned
+`memory_fulltext` table is written with each embedded memory and deleted with it, its BM25 ranks
+a rare word the vectors miss, respects the role filter, user isolation and expiry, dates named in
+the query lift what was written then, and KB hybrid
+with weight 0 / 1 is exactly dense / keyword."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from store import knowledge, memory
+from store.postgres import store
+from tests.integration.conftest import sql
+
+pytestmark = pytest.mark.integration
+
+TURNS = [
+    ("Maya: Tell me about it.", datetime(2023, 4, 2, 9, tzinfo=UTC)),
+    ("Maya: I know what you mean.", datetime(2023, 4, 3, 9, tzinfo=UTC)),
+    ("Maya: I started at Oakwave as a junior designer, the commute is long.", datetime(2023, 4, 4, 9, tzinfo=UTC)),
+    ("Tom: The weather has been so grey lately.", datetime(2023, 5, 9, 9, tzinfo=UTC)),
+    ("Maya: We picked up a greyhound from the shelter on Saturday.", datetime(2023, 5, 10, 9, tzinfo=UTC)),
+]
+
+
+def fulltext_keys(pg_uri: str, schema: str) -> set[str]:
+    return {row[0] for row in sql(pg_uri, f"SELECT key FROM {schema}.memory_fulltext")}
+
+
+async def test_memory_fulltext_follows_writes_and_deletes(pg_schema, pg_uri):
+    async with store() as s:
+        chat = await memory.record_chat_message(s, "alice", "user", "I adore Oakwave", "t1")
+        saved = await memory.save_memory(s, "alice", "episodic", "Went to the Oakwave party", speaker="alice")
+        updated = await memory.save_memory(s, "alice", "episodic", "Went to the Oakwave party!", speaker="alice")
+        assert updated["action"] == "updated" and updated["id"] == saved["id"]
+        assert fulltext_keys(pg_uri, pg_schema) == {chat["id"], saved["id"]}
+        tsv = sql(pg_uri, f"SELECT tsv::text FROM {pg_schema}.memory_fulltext WHERE key = %s", (saved["id"],))
+        assert "'parti'" in tsv[0][0]
+        await memory.delete_memory(s, "alice", saved["id"])
+        assert fulltext_keys(pg_uri, pg_schema) == {chat["id"]}
+        await memory.record_chat_message(s, "bob", "user", "Oakwave too", "t2")
+        await memory.forget_user(s, "alice")
+        remaining = sql(pg_uri, f"SELECT prefix FROM {pg_schema}.memory_fulltext")
+        assert remaining == [("memories.bob.chat",)]
+
+
+async def test_hybrid_recall_on_postgres(pg_schema, pg_uri, monkeypatch):
+    async with store() as s:
+        ids = {}
+        for text, at in TURNS:
+            ids[text] = (await memory.record_chat_message(s, "alice", "user", text, "t", now=at))["id"]
+        other = await memory.record_chat_message(s, "bob", "user", "Maya: I started at Oakwave too", "t")
+        answer = await memory.record_chat_message(s, "alice", "assistant", "Oakwave is a design studio", "t")
+        query = "Where did Maya work at Oakwave?"
+
+        monkeypatch.setenv("MEMORY_SEARCH", "dense")
+        dense = await memory.recall(s, "alice", query, "chat", top_k=6, scoring="plain", record_access=False)
+        monkeypatch.setenv("MEMORY_SEARCH", "hybrid")
+        monkeypatch.setenv("MEMORY_KEYWORD_WEIGHT", "1")
+        keyword = await memory.recall(s, "alice", query, "chat", top_k=6, scoring="plain", record_access=False)
+        assert {r["id"] for r in keyword[:2]} == {ids[TURNS[2][0]], answer["id"]}
+        assert other["id"] not in {r["id"] for r in keyword}  # another user's row never comes back
+        by_id = {r["id"]: r["similarity"] for r in dense}
+        assert keyword[0]["similarity"] == pytest.approx(by_id[keyword[0]["id"]])
+
+        only_user = await memory.recall(
+            s, "alice", query, "chat", role="user", top_k=6, scoring="plain", record_access=False
+        )
+        assert answer["id"] not in {r["id"] for r in only_user}
+        assert only_user[0]["id"] == ids[TURNS[2][0]]
+
+        monkeypatch.setenv("MEMORY_KEYWORD_WEIGHT", "0")
+        monkeypatch.setenv("MEMORY_TIME_WEIGHT", "0")
+        same = await memory.recall(s, "alice", query, "chat", top_k=6, scoring="plain", record_access=False)
+        assert [r["id"] for r in same] == [r["id"] for r in dense]
+
+        monkeypatch.setenv("MEMORY_TIME_WEIGHT", "1")
+        dated = await memory.recall(
+            s,
+            "alice",
+            "What was Maya up to in the week of 10 May 2023?",
+            "chat",
+            top_k=3,
+            scoring="plain",
+            record_access=False,
+            now=datetime(2023, 12, 1, tzinfo=UTC),
+        )
+        assert {r["id"] for r in dated[:2]} == {ids[TURNS[3][0]], ids[TURNS[4][0]]}
+
+
+async def test_expired_memories_are_not_found_by_full_text(pg_schema, pg_uri, monkeypatch):
+    monkeypatch.setenv("MEMORY_TTL_DAYS", "1")
+    monkeypatch.setenv("MEMORY_KEYWORD_WEIGHT", "1")
+    async with store() as s:
+        old = await memory.save_memory(
+            s, "alice", "episodic", "Visited Zanzibar", now=datetime.now(UTC) - timedelta(days=3)
+        )
+        fresh = await memory.save_memory(s, "alice", "episodic", "Planning Zanzibar again")
+        found = await memory.recall(s, "alice", "Zanzibar", "episodic", record_access=False)
+        assert [r["id"] for r in found] == [fresh["id"]]
+        assert old["id"] in fulltext_keys(pg_uri, pg_schema)  # the row stays until the sweep
+
+
+async def test_kb_hybrid_weights_zero_and_one_are_dense_and_keyword(pg_schema):
+    async with store() as s:
+        await knowledge.create_kb(s, "hyb")
+        docs = [
+            {"text": "The Oakwave studio designs furniture.", "source": "a"},
+            {"text": "A greyhound was adopted from the shelter.", "source": "b"},
+            {"text": "Furniture design studios in Portland.", "source": "c"},
+        ]
+        await knowledge.ingest_texts(s, "hyb", docs)
+        query = "Oakwave furniture"
+        dense = await knowledge.retrieve(s, "hyb", query, strategy="dense", top_k=3)
+        keyword = await knowledge.retrieve(s, "hyb", query, strategy="keyword", top_k=3)
+        zero = await knowledge.hybrid_search(s, "hyb", query, top_k=3, keyword_weight=0.0)
+        one = await knowledge.hybrid_search(s, "hyb", query, top_k=3, keyword_weight=1.0)
+        ids = lambda result: [r["id"] for r in result["retrieval_results"]]  # noqa: E731
+        assert ids(zero) == ids(dense)
+        assert ids(one)[: len(ids(keyword))] == ids(keyword)
