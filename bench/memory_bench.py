@@ -48,12 +48,15 @@ import psycopg
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import PutOp
 from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
 from bench.memory_dataset import build_dataset, synthetic_memories
 from store import memory
 from store.embeddings import get_embeddings
+from store.memory.config import TEXT_SEARCH_CONFIG
 from store.postgres import PostgresStore, postgres_uri, store, store_index_config
+from store.sql import MEMORY_KEYWORD_SQL
 
 SCHEMA_PREFIX = "bench_memory"
 BENCH_USER = "bench_user"
@@ -129,6 +132,8 @@ async def _load_user(pg_store, uri: str, schema: str, user: str, n: int, args, p
             value = _value(kind, category, text, importance, now - timedelta(days=age))
             ops.append(PutOp(ns, str(uuid.uuid4()), value, index=["text"]))
         await pg_store.abatch(ops)
+        for op in ops:  # the full text hybrid recall reads, as save_memory writes it
+            await pg_store.sql.index_memories(".".join(op.namespace), [(op.key, op.value["text"])], TEXT_SEARCH_CONFIG)
     put_seconds = time.perf_counter() - started
     rng = np.random.default_rng(seed)
     rows = []
@@ -142,7 +147,7 @@ async def _load_user(pg_store, uri: str, schema: str, user: str, n: int, args, p
         )
     started = time.perf_counter()
     if rows:
-        await pg_store.sql.copy_items(rows, field="text")
+        await pg_store.sql.copy_items(rows, field="text", fulltext_config=TEXT_SEARCH_CONFIG)
     return {
         "real_puts": real,
         "put_rate": real / put_seconds if put_seconds else 0.0,
@@ -274,6 +279,82 @@ async def latency_benchmark(args, uri: str) -> list[dict]:
                     rows.append({"label": f"{label} (off)", "size": size, "timing": timing})
     _print_latency(rows, args.top_k, len(queries))
     return rows
+
+
+TENANT_SCHEMA = f"{SCHEMA_PREFIX}_tenants"
+
+
+async def _plans(uri: str, schema: str, user: str, embedding: list[float], query: str) -> dict[str, str]:
+    """EXPLAIN ANALYZE of one user's two hybrid-recall queries: the store's vector search (the
+    library's query shape, episodic namespace, pool 100) and the project's BM25 (MEMORY_KEYWORD_SQL)."""
+    prefix = ".".join(memory.namespace(user, "episodic"))
+    vector = "[" + ",".join(f"{x:.6f}" for x in embedding) + "]"
+    lexemes = [w for w in query.lower().split() if w.isalpha()]
+    plans = {}
+    async with await psycopg.AsyncConnection.connect(
+        uri, autocommit=True,
+        options=f"-c search_path={schema},public -c hnsw.iterative_scan=relaxed_order",
+    ) as conn:
+        cur = await conn.execute(
+            "SELECT tsvector_to_array(to_tsvector(%s::regconfig, %s))", (TEXT_SEARCH_CONFIG, query)
+        )
+        lexemes = list((await cur.fetchone())[0]) or lexemes
+        statements = {
+            "vector": (
+                "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY ON) "
+                "SELECT store.key, sv.embedding <=> %(v)s::vector AS d FROM store "
+                "JOIN store_vectors sv ON store.prefix = sv.prefix AND store.key = sv.key "
+                "WHERE (store.prefix = %(p)s OR store.prefix LIKE %(like)s) "
+                "ORDER BY sv.embedding <=> %(v)s::vector LIMIT 201",
+                {"v": vector, "p": prefix, "like": prefix + ".%"},
+            ),
+            "keyword": (
+                "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY ON) " + MEMORY_KEYWORD_SQL,
+                {"prefix": prefix, "tsquery": " | ".join(f"'{x}'" for x in lexemes), "lexemes": lexemes,
+                 "k1": 1.2, "b": 0.75, "limit": 100, "match": Jsonb({})},
+            ),
+        }
+        for name, (sql, params) in statements.items():
+            cur = await conn.execute(sql, params)
+            plans[name] = "\n".join(row[0] for row in await cur.fetchall())
+    return plans
+
+
+async def tenant_benchmark(args, uri: str) -> dict:
+    """One user's recall latency and query plans alone in a schema, then next to `--tenants - 1`
+    other users of `--tenant-items` memories each (COPY, vectors from the embedded pool + noise)."""
+    embeddings = get_embeddings()
+    queries = [q.text for q in build_dataset().questions]
+    queries = (queries * (args.queries // len(queries) + 1))[: args.queries]
+    pool_texts = [text for _, _, text, _, _ in synthetic_memories(args.distinct, seed=99)]
+    pool = np.asarray(await embeddings.aembed_documents(pool_texts), dtype=np.float32)
+    await _reset_schema(uri, TENANT_SCHEMA)
+    os.environ["POSTGRES_SCHEMA"] = TENANT_SCHEMA
+    copy_only = argparse.Namespace(**{**vars(args), "real_puts": 0, "embed_all": False})
+    figures: dict = {}
+    async with store() as pg_store:
+        await _load_user(pg_store, uri, TENANT_SCHEMA, TENANT_USER, args.tenant_items, args, pool, seed=1)
+        probe = queries[0]
+        vector = await embeddings.aembed_query(probe)
+        for label, users in (("1 user", 1), (f"{args.tenants} users", args.tenants)):
+            started = time.perf_counter()
+            for index in range(figures.get("loaded", 1), users):
+                await _load_user(pg_store, uri, TENANT_SCHEMA, f"tenant_{index}", args.tenant_items,
+                                 copy_only, pool, seed=1000 + index)
+            figures["loaded"] = users
+            load_seconds = time.perf_counter() - started
+            timing = await _time_queries(pg_store, TENANT_USER, queries, args.top_k)
+            plans = await _plans(uri, TENANT_SCHEMA, TENANT_USER, vector, probe)
+            figures[label] = {"timing": timing, "plans": plans, "load_seconds": load_seconds}
+            print(f"\n{label} of {args.tenant_items} memories (loaded in {load_seconds:.0f} s): "
+                  f"recall p50/p95 plain {timing['plain']['p50']:.1f}/{timing['plain']['p95']:.1f} ms, "
+                  f"weighted {timing['weighted']['p50']:.1f}/{timing['weighted']['p95']:.1f} ms, "
+                  f"store only {timing['store_only']['p50']:.1f}/{timing['store_only']['p95']:.1f} ms, "
+                  f"returned {timing['returned']:.1f} of {args.top_k}")
+            for name, plan in plans.items():
+                print(f"--- {name} query plan, {label} ---\n{plan}")
+    figures.pop("loaded", None)
+    return figures
 
 
 def _print_latency(rows: list[dict], top_k: int, queries: int) -> None:
@@ -461,6 +542,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument("--embed-all", action="store_true", help="embed every row (slow: ~80 rows/s)")
     parser.add_argument("--no-tenant-check", dest="tenant_check", action="store_false")
+    parser.add_argument("--tenants", type=int, default=0,
+                        help="also compare one user alone with N users in one schema (e.g. 1000)")
+    parser.add_argument("--tenant-items", type=int, default=1000, help="memories per tenant (default 1000)")
     parser.add_argument("--skip-latency", action="store_true")
     parser.add_argument("--skip-quality", action="store_true")
     parser.add_argument(
@@ -483,10 +567,12 @@ async def run(args: argparse.Namespace) -> dict:
     uri = await asyncio.to_thread(postgres_uri)
     previous_schema = os.environ.get("POSTGRES_SCHEMA")
     report: dict = {}
-    schemas = [f"{SCHEMA_PREFIX}_{size}" for size in args.sizes] + [f"{SCHEMA_PREFIX}_quality"]
+    schemas = [f"{SCHEMA_PREFIX}_{size}" for size in args.sizes] + [f"{SCHEMA_PREFIX}_quality", TENANT_SCHEMA]
     try:
         if not args.skip_latency:
             report["latency"] = await latency_benchmark(args, uri)
+        if args.tenants:
+            report["tenants"] = await tenant_benchmark(args, uri)
         if not args.skip_quality:
             report["quality"] = await quality_benchmark(args, uri)
     finally:

@@ -33,7 +33,7 @@ import psycopg
 
 from bench.recall_dataset import CATEGORIES, HELD_IN_CONVERSATIONS, Conversation, build_conversations
 from store import knowledge, memory
-from store.fusion import fuse
+from store.fusion import FUSION_METHODS, fuse
 from store.memory.dates import query_time_range
 from store.memory.hybrid import distinct_texts, keyword_candidates
 from store.memory.listing import list_items
@@ -42,7 +42,7 @@ from store.postgres import postgres_uri, store
 SCHEMA = "bench_recall"
 SPEAKER_ARG = "speaker" in inspect.signature(memory.save_memory).parameters
 KS = (5, 10, 20)
-PATHS = ("chat", "episodic", "episodic_plain", "kb_dense", "kb_keyword", "kb_hybrid")
+PATHS = ("chat", "episodic", "episodic_plain", "kb_dense", "kb_keyword", "kb_hybrid", "kb_rrf")
 
 
 def user_of(conv: Conversation) -> str:
@@ -95,6 +95,12 @@ async def load(pg_store, conversations: list[Conversation]) -> dict[str, str]:
 
 async def search(pg_store, path: str, conv: Conversation, query: str, owners: dict, now) -> list[set[str]]:
     """Ranked results of one path, each as the set of turn ids it stands for."""
+    if path == "kb_rrf":  # the hybrid strategy before issue 14: RRF (k=60) of 50 candidates each
+        rankings = []
+        for strategy in ("dense", "keyword"):
+            found = await knowledge.retrieve(pg_store, kb_of(conv), query, strategy=strategy, top_k=50)
+            rankings.append([r["source"].removeprefix("turn:") for r in found["retrieval_results"]])
+        return [{turn} for turn, _ in knowledge.reciprocal_rank_fusion(rankings)[: max(KS)]]
     if path.startswith("kb_"):
         result = await knowledge.retrieve(pg_store, kb_of(conv), query, strategy=path[3:], top_k=max(KS))
         return [{r["source"].removeprefix("turn:")} for r in result["retrieval_results"]]
@@ -165,6 +171,7 @@ async def _signals(pg_store, path: str, conv: Conversation, query: str, owners: 
             "keyword": [(k, s) for k, s, _ in results["keyword"]],
             "timed": [],
             "turns": turns,
+            "texts": None,
         }
     kind = "chat" if path == "chat" else "episodic"
     ns = memory.namespace(user_of(conv), kind)
@@ -183,6 +190,7 @@ async def _signals(pg_store, path: str, conv: Conversation, query: str, owners: 
         "keyword": [(i.key, s) for i, s in keyword],
         "timed": [i.key for i in timed],
         "turns": {k: set(owners.get(f"{kind}:{k}", "").split(",")) for k in keys},
+        "texts": {i.key: i.value["text"] for i in [*dense, *timed, *(i for i, _ in keyword)]},
     }
 
 
@@ -201,8 +209,10 @@ async def tune(pg_store, conversations: list[Conversation], paths: list[str], ow
                 rows.append((question, await _signals(pg_store, path, conv, question.text, owners, now)))
         time_weights = (0.0,) if path.startswith("kb") else (0.0, 0.2, 0.5, 1.0, 2.0)
         grid = {}
-        for keyword_weight in [round(0.1 * i, 1) for i in range(11)]:
-            for time_weight in time_weights:
+        for keyword_weight, time_weight, method in [
+            (round(0.05 * i, 2), t, m) for i in range(21) for t in time_weights for m in FUSION_METHODS
+        ]:
+            if True:
                 per: dict = defaultdict(lambda: defaultdict(list))
                 for question, sig in rows:
                     fused = fuse(
@@ -211,6 +221,7 @@ async def tune(pg_store, conversations: list[Conversation], paths: list[str], ow
                         keyword_weight=keyword_weight,
                         in_range=sig["timed"],
                         time_weight=time_weight,
+                        method=method,
                     )
                     if sig["texts"] is not None:
                         fused = distinct_texts(fused, sig["texts"])
@@ -220,17 +231,17 @@ async def tune(pg_store, conversations: list[Conversation], paths: list[str], ow
                         value = len(wanted & found) / len(wanted)
                         per[question.category][k].append(value)
                         per["all"][k].append(value)
-                grid[(keyword_weight, time_weight)] = {
+                grid[(keyword_weight, time_weight, method)] = {
                     c: {k: statistics.mean(v) for k, v in ks.items()} for c, ks in per.items()
                 }
-        singles = {c: max(grid[(0.0, 0.0)][c][10], grid[(1.0, 0.0)][c][10]) for c in grid[(0.0, 0.0)]}
+        singles = {c: max(grid[(0.0, 0.0, "max")][c][10], grid[(1.0, 0.0, "max")][c][10]) for c in grid[(0.0, 0.0, "max")]}
         print(f"\ntuning {path} on {len(rows)} held-in questions (keyword weight, time weight)")
         best = sorted(grid.items(), key=lambda kv: -kv[1]["all"][10])
-        for (kw, tw), figures in best[:12] + [(key, grid[key]) for key in ((0.0, 0.0), (1.0, 0.0))]:
+        for (kw, tw, method), figures in best[:15] + [(key, grid[key]) for key in ((0.0, 0.0, "max"), (1.0, 0.0, "max"))]:
             worst = min((figures[c][10] - singles[c], c) for c in figures if c != "all")
             cats = " ".join(f"{c}={100 * figures[c][10]:.1f}" for c in sorted(figures) if c != "all")
             print(
-                f"  kw={kw:.1f} tw={tw:.1f}: R@5 {100 * figures['all'][5]:.1f} R@10 "
+                f"  {method:<6} kw={kw:.2f} tw={tw:.1f}: R@5 {100 * figures['all'][5]:.1f} R@10 "
                 f"{100 * figures['all'][10]:.1f} R@20 {100 * figures['all'][20]:.1f} | worst vs best single "
                 f"{100 * worst[0]:+.1f} ({worst[1]}) | {cats}"
             )

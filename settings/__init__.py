@@ -346,10 +346,10 @@ class SettingsValues(BaseModel):
         description="Postgres text search configuration of keyword search.",
     )
     KB_HYBRID_KEYWORD_WEIGHT: float = Field(
-        0.5,
+        0.6,
         ge=0,
         le=1,
-        description="Hybrid search: weight of the keyword (BM25) score; the dense score gets 1 minus this.",
+        description="Hybrid search: weight of the keyword (BM25) score, min-max normalised; the dense score gets 1 minus this.",
     )
 
     # Long-term memory (store/memory/)
@@ -393,16 +393,16 @@ class SettingsValues(BaseModel):
         description="Memory search: `hybrid` (vectors + full text + dates named in the query, fused) or `dense` (vectors only).",
     )
     MEMORY_KEYWORD_WEIGHT: float = Field(
-        0.5,
+        0.25,
         ge=0,
         le=1,
-        description="Hybrid memory search: weight of the keyword (BM25) score; the dense score gets 1 minus this.",
+        description="Hybrid memory search: weight of the keyword (BM25) score, min-max normalised; the dense score gets 1 minus this.",
     )
     MEMORY_TIME_WEIGHT: float = Field(
-        0.3,
+        1.0,
         ge=0,
         le=10,
-        description="Hybrid memory search: bonus of memories written in the time range the query names; 0 = ignore dates.",
+        description="Hybrid memory search: bonus of memories written in the time range the query names (week of 8 May 2023, last May); 0 = ignore dates.",
     )
     MEMORY_SCORING: str = Field(
         "weighted",

@@ -507,10 +507,13 @@ class StoreSQL:
 
     # --- benchmark bulk load ----------------------------------------------------------------------
 
-    async def copy_items(self, rows: Iterable[tuple[str, str, dict, Any]], field: str) -> None:
+    async def copy_items(
+        self, rows: Iterable[tuple[str, str, dict, Any]], field: str, fulltext_config: str | None = None
+    ) -> None:
         """Bulk-load (prefix, key, value, vector) rows with COPY: the value into `store`, the
         vector (a numpy array, through pgvector's psycopg adapter) into `store_vectors` under
-        `field`. For benchmarks: no embedding, no dedupe, no TTL."""
+        `field`, and with `fulltext_config` the value's text into `memory_fulltext`. For
+        benchmarks: no embedding, no dedupe, no TTL."""
         from pgvector.psycopg import register_vector_async
         from psycopg.types.json import Jsonb
 
@@ -527,9 +530,17 @@ class StoreSQL:
                     copy.set_types(["text", "text", "text", "vector"])
                     for prefix, key, _value, vector in rows:
                         await copy.write_row((prefix, key, field, vector))
+        if fulltext_config:
+            by_prefix: dict[str, list[tuple[str, str]]] = {}
+            for prefix, key, value, _vector in rows:
+                by_prefix.setdefault(prefix, []).append((key, str(value.get("text", ""))))
+            for prefix, pairs in by_prefix.items():
+                await self.index_memories(prefix, pairs, fulltext_config)
         async with self.pool.connection() as conn:
             await conn.execute("ANALYZE store")
             await conn.execute("ANALYZE store_vectors")
+            if fulltext_config:
+                await conn.execute("ANALYZE memory_fulltext")
 
 
 def _first(row: Any) -> Any:

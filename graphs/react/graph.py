@@ -1,6 +1,6 @@
 """The `react` graph: model <-> tools loop, bounded by `max_steps`.
 
-call_model --(tool calls)--> tools --> call_model ... --(answer)--> finish_turn --> END
+call_model --(tool calls)--> tools --> call_model ... --(answer: the turn is recorded)--> END
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from graphs.react.state import InputState, State
 from graphs.runtime.context import Context
 from graphs.runtime.events import emit
 from graphs.runtime.history import needs_summary, summarize
-from graphs.runtime.memory_schedule import finish_turn
+from graphs.runtime.memory_schedule import remember_turn
 from graphs.runtime.models import NOSTREAM_TAGS, ainvoke_with_retries, load_chat_model
 from graphs.runtime.tool_runner import run_tool_calls
 from tools.registry import select_tools
@@ -96,6 +96,8 @@ async def call_model(state: State, runtime: Runtime[Context], config: RunnableCo
                 f"I still wanted to call: {wanted}.",
             )
     update["messages"] = [*update.get("messages", []), response]
+    if not response.tool_calls:  # the answer: the turn is over
+        await remember_turn([*messages, response], runtime, config)
     return update
 
 
@@ -116,7 +118,7 @@ async def call_tools(state: State, runtime: Runtime[Context], config: RunnableCo
 def route_after_model(state: State) -> str:
     """Tools if the model asked for them, else the turn is over."""
     last = state["messages"][-1]
-    return "tools" if isinstance(last, AIMessage) and last.tool_calls else "finish_turn"
+    return "tools" if isinstance(last, AIMessage) and last.tool_calls else END
 
 
 # Nodes take (state, runtime, config), which LangGraph runs but add_node's overloads do not type
@@ -125,10 +127,8 @@ def route_after_model(state: State) -> str:
 builder = StateGraph(State, input_schema=InputState, context_schema=Context)
 builder.add_node("call_model", call_model)  # type: ignore[call-overload, arg-type]
 builder.add_node("tools", call_tools)  # type: ignore[call-overload, arg-type]
-builder.add_node("finish_turn", finish_turn)  # type: ignore[call-overload, arg-type]
 builder.add_edge(START, "call_model")
-builder.add_conditional_edges("call_model", route_after_model, ["tools", "finish_turn"])
+builder.add_conditional_edges("call_model", route_after_model, ["tools", END])
 builder.add_edge("tools", "call_model")
-builder.add_edge("finish_turn", END)
 
 graph = builder.compile(name="react")

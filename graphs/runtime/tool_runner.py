@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -41,66 +43,93 @@ def _error_text(exc: BaseException, timeout_s: float) -> str:
     return str(exc) or type(exc).__name__
 
 
-def _make_wrapper(step: int, timeout_s: float, retries: int, log: list[dict]):
-    async def wrap(request: ToolCallRequest, execute: Callable[[ToolCallRequest], Awaitable[Any]]) -> Any:
-        call = request.tool_call
-        call_id, name = call["id"], call["name"]
-        emit("tool_call_started", step=step, tool_call_id=call_id, name=name, args=call["args"])
-        started = time.perf_counter()
-        attempts = [0]
+@dataclass(frozen=True)
+class _Batch:
+    """What the wrapper of one `run_tool_calls` needs (the ToolNode itself is reused)."""
 
-        async def attempt_call() -> Any:
-            attempts[0] += 1
-            return await asyncio.wait_for(execute(request), timeout_s)
+    step: int
+    timeout_s: float
+    retries: int
+    log: list[dict]
 
-        def on_retry(attempt: int, exc: BaseException, delay: float) -> None:
-            emit(
-                "tool_call_retrying",
-                step=step,
-                tool_call_id=call_id,
-                name=name,
-                attempt=attempt,
-                error=_error_text(exc, timeout_s),
-                delay_s=round(delay, 3),
-            )
 
-        try:
-            result = await call_with_retries(
-                attempt_call,
-                retries=retries,
-                on_retry=on_retry,
-                is_transient=lambda exc: isinstance(exc, TRANSIENT_ERRORS),
-            )
-        except RetriesExhausted as failed:  # any tool failure goes back to the model
-            return _failed(call, step, started, failed.error, timeout_s, failed.attempts, log)
-        attempt = attempts[0]
-        duration_ms = round((time.perf_counter() - started) * 1000, 1)
-        content = result.content if isinstance(result, ToolMessage) else result
-        status = getattr(result, "status", "success")
-        if status == "error":
-            emit(
-                "tool_call_failed",
-                step=step,
-                tool_call_id=call_id,
-                name=name,
-                duration_ms=duration_ms,
-                error=preview(content),
-                error_type="ToolError",
-                attempts=attempt,
-            )
-        else:
-            emit(
-                "tool_call_finished",
-                step=step,
-                tool_call_id=call_id,
-                name=name,
-                duration_ms=duration_ms,
-                result_preview=preview(content),
-            )
-        log.append(_log_entry(call, step, status, duration_ms, attempt))
-        return result
+_BATCH: ContextVar[_Batch] = ContextVar("tool_batch")
+_NODES: dict[tuple[int, ...], tuple[list[BaseTool], ToolNode]] = {}
+_MAX_NODES = 64
 
-    return wrap
+
+def _node_for(tools: list[BaseTool]) -> ToolNode:
+    """One ToolNode per tool set, built once: building it per call cost a third of a turn."""
+    key = tuple(id(tool) for tool in tools)
+    cached = _NODES.get(key)
+    if cached is None:
+        if len(_NODES) >= _MAX_NODES:
+            _NODES.clear()
+        # The tools are kept with the node, so their ids stay theirs.
+        cached = _NODES[key] = (list(tools), ToolNode(tools, handle_tool_errors=False, awrap_tool_call=_wrap))
+    return cached[1]
+
+
+async def _wrap(request: ToolCallRequest, execute: Callable[[ToolCallRequest], Awaitable[Any]]) -> Any:
+    """One tool call of the current batch: events, timeout, retries, execution-log entry."""
+    batch = _BATCH.get()
+    step, timeout_s, retries, log = batch.step, batch.timeout_s, batch.retries, batch.log
+    call = request.tool_call
+    call_id, name = call["id"], call["name"]
+    emit("tool_call_started", step=step, tool_call_id=call_id, name=name, args=call["args"])
+    started = time.perf_counter()
+    attempts = [0]
+
+    async def attempt_call() -> Any:
+        attempts[0] += 1
+        return await asyncio.wait_for(execute(request), timeout_s)
+
+    def on_retry(attempt: int, exc: BaseException, delay: float) -> None:
+        emit(
+            "tool_call_retrying",
+            step=step,
+            tool_call_id=call_id,
+            name=name,
+            attempt=attempt,
+            error=_error_text(exc, timeout_s),
+            delay_s=round(delay, 3),
+        )
+
+    try:
+        result = await call_with_retries(
+            attempt_call,
+            retries=retries,
+            on_retry=on_retry,
+            is_transient=lambda exc: isinstance(exc, TRANSIENT_ERRORS),
+        )
+    except RetriesExhausted as failed:  # any tool failure goes back to the model
+        return _failed(call, step, started, failed.error, timeout_s, failed.attempts, log)
+    attempt = attempts[0]
+    duration_ms = round((time.perf_counter() - started) * 1000, 1)
+    content = result.content if isinstance(result, ToolMessage) else result
+    status = getattr(result, "status", "success")
+    if status == "error":
+        emit(
+            "tool_call_failed",
+            step=step,
+            tool_call_id=call_id,
+            name=name,
+            duration_ms=duration_ms,
+            error=preview(content),
+            error_type="ToolError",
+            attempts=attempt,
+        )
+    else:
+        emit(
+            "tool_call_finished",
+            step=step,
+            tool_call_id=call_id,
+            name=name,
+            duration_ms=duration_ms,
+            result_preview=preview(content),
+        )
+    log.append(_log_entry(call, step, status, duration_ms, attempt))
+    return result
 
 
 def _failed(call, step, started, exc, timeout_s, attempts, log) -> ToolMessage:
@@ -160,12 +189,11 @@ async def run_tool_calls(
         return {"messages": [], "execution_log": []}
     await check_thread_owner(config)
     log: list[dict] = []
-    node = ToolNode(
-        tools,
-        handle_tool_errors=False,
-        awrap_tool_call=_make_wrapper(step, timeout_s, retries, log),
-    )
-    output = await node.ainvoke(state, config)
+    token = _BATCH.set(_Batch(step, timeout_s, retries, log))
+    try:
+        output = await _node_for(tools).ainvoke(state, config)
+    finally:
+        _BATCH.reset(token)
     messages = output["messages"] if isinstance(output, dict) else output
     order = {call["id"]: i for i, call in enumerate(last.tool_calls)}
     log.sort(key=lambda entry: order.get(entry["tool_call_id"], 0))

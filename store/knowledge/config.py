@@ -47,7 +47,7 @@ class KnowledgeConfig:
     chunk_size: int
     chunk_overlap: int
     text_search_config: str
-    hybrid_keyword_weight: float = 0.5
+    hybrid_keyword_weight: float = 0.6
 
 
 def knowledge_config() -> KnowledgeConfig:

@@ -51,8 +51,8 @@ class MemoryConfig:
     candidate_factor: int = 5
     scan_limit: int = 5000
     search: str = "hybrid"
-    keyword_weight: float = 0.5
-    time_weight: float = 0.3
+    keyword_weight: float = 0.25
+    time_weight: float = 1.0
     scoring: str = "weighted"
 
 

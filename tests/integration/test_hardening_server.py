@@ -54,7 +54,7 @@ async def test_a_run_queued_before_a_hand_over_does_not_run_for_its_old_owner(de
     tid = thread["thread_id"]
     await bob.runs.wait(tid, "react", input=user(f"{k} hello"))
     queued = await bob.runs.create(
-        tid, "react", command={"goto": "finish_turn"}, after_seconds=3, multitask_strategy="enqueue"
+        tid, "react", command={"goto": "call_model"}, after_seconds=3, multitask_strategy="enqueue"
     )
     queued_too = await bob.runs.create(
         tid, "react", input=user("summarize this thread"), after_seconds=3, multitask_strategy="enqueue"
