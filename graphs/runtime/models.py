@@ -101,12 +101,15 @@ class ChatOpenAICompatible(ChatOpenAI):
         return result
 
 
-# Extra providers registered in-process (e.g. a scripted model in tests): name -> factory(model, **kw).
 _PROVIDERS: dict[str, Callable[..., BaseChatModel]] = {}
 
 
 def register_model_provider(name: str, factory: Callable[..., BaseChatModel]) -> None:
-    """Make `name:<model>` resolve through `factory(model_name, temperature=...)`."""
+    """Make `name:<model>` resolve through `factory(model_name, temperature=...)`.
+
+    The extension point for chat models `init_chat_model` does not know: an application that
+    embeds these graphs registers its in-house model class at import (the scripted models of
+    the tests and evals join the same way); the context then names it like any provider."""
     _PROVIDERS[name] = factory
 
 
