@@ -3,7 +3,8 @@ same run, written with the machine's description to bench/results.json and bench
 
     python -m bench                         # default sizes, about 3 minutes
     python -m bench --full                  # bigger: 600 turns, N=1,10,50, memory 1k/10k + 5 seeds
-    python -m bench --only overhead,server  # a subset (overhead, persistence, server, memory, kb)
+    python -m bench --only overhead,server  # a subset (overhead, persistence, server, memory, kb,
+                                            # plan_fanout, research_fanout)
     python -m bench --profile               # also a cProfile of react turns in the results
 
 Figures, never timed tests: on a shared machine they are noisy, so the results carry the load
@@ -25,10 +26,10 @@ from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 
-from bench import kb_bench, memory_bench, overhead, server
+from bench import fanout, kb_bench, memory_bench, overhead, server
 
 BENCH_DIR = Path(__file__).resolve().parent
-BENCHES = ("overhead", "persistence", "server", "memory", "kb")
+BENCHES = ("overhead", "persistence", "server", "memory", "kb", "plan_fanout", "research_fanout")
 PACKAGES = (
     "langgraph",
     "langchain",
@@ -150,6 +151,12 @@ def run_bench(name: str, args: argparse.Namespace) -> dict:
         print(server.render(figures))
     elif name == "memory":
         figures = _memory(args.full)
+    elif name == "plan_fanout":
+        figures = asyncio.run(fanout.plan_fanout(args.plan_steps, args.fanout_delay, args.fanout_rounds))
+        print(fanout.render("plan_execute wave", figures))
+    elif name == "research_fanout":
+        figures = asyncio.run(fanout.research_fanout(args.research_units, args.fanout_delay, args.fanout_rounds))
+        print(fanout.render("deep_research fan-out", figures))
     else:
         figures = _kb()
     return figures
@@ -231,6 +238,24 @@ def summary(report: dict) -> str:
                 f"dense {dense['ndcg@10']:.3f} / {dense['recall@10']:.3f}, {dense['ms_per_query']:.1f} ms/query",
                 s["ndcg@10"] / dense["ndcg@10"],
             )
+    for name, label in (
+        ("plan_fanout", "plan_execute: {n} independent steps, each"),
+        ("research_fanout", "deep_research: {n} researchers, each search"),
+    ):
+        if (r := f.get(name)) and "parallel" in r:
+            label = label.format(n=r["n"]) + f" {r['delay_s']:.2f} s (median wall)"
+            row(
+                f"{label}, parallel",
+                f"{r['parallel']['median_s']:.3f} s (ideal ratio {r['ideal_ratio']:.2f}x)",
+                f"{r['baseline']} {r['serial']['median_s']:.3f} s",
+                r["ratio"],
+            )
+            row(
+                f"{label}, vs N x one",
+                f"{r['parallel']['median_s']:.3f} s",
+                f"{r['n']} x one-item run {r['n'] * r['one']['median_s']:.3f} s",
+                r["ratio_vs_n_x_one"],
+            )
     for name, figures in f.items():
         if isinstance(figures, dict) and "error" in figures:
             lines.append(f"| {name} | failed: {figures['error']} | | |")
@@ -256,6 +281,14 @@ def main(argv: list[str] | None = None) -> int:
         help="server: concurrent runs per batch (default 1,10; full 1,10,50)",
     )
     parser.add_argument("--batches", type=int, help="server: batches per N (default 3, full 5)")
+    parser.add_argument("--plan-steps", type=int, default=4, help="plan_fanout: independent steps (default 4)")
+    parser.add_argument("--research-units", type=int, default=3, help="research_fanout: researchers (default 3)")
+    parser.add_argument(
+        "--fanout-delay", type=float, default=0.2, help="plan/research_fanout: seconds per tool call or search"
+    )
+    parser.add_argument(
+        "--fanout-rounds", type=int, help="plan/research_fanout: runs per contestant (default 3, full 5)"
+    )
     parser.add_argument("--profile", action="store_true", help="add a cProfile of react turns to the results")
     parser.add_argument("--note", default="", help="free text stored with the results (e.g. 'measured under load')")
     parser.add_argument(
@@ -271,6 +304,7 @@ def main(argv: list[str] | None = None) -> int:
     args.turns = args.turns or (600 if args.full else 200)
     args.concurrency = args.concurrency or ([1, 10, 50] if args.full else [1, 10])
     args.batches = args.batches or (5 if args.full else 3)
+    args.fanout_rounds = args.fanout_rounds or (5 if args.full else 3)
     os.environ.setdefault("LANGSMITH_TRACING", "false")
 
     was_running = memory_bench._embedded_was_running()
@@ -295,7 +329,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.profile:
             report["profile"] = asyncio.run(overhead.profile_react())
     finally:
-        if not was_running and not os.environ.get("POSTGRES_URI"):
+        uses_postgres = {"persistence", "server", "memory", "kb"} & set(args.only)
+        if uses_postgres and not was_running and not os.environ.get("POSTGRES_URI"):
             from store.postgres import stop_embedded_postgres
 
             stop_embedded_postgres()

@@ -292,7 +292,8 @@ async def _plans(uri: str, schema: str, user: str, embedding: list[float], query
     lexemes = [w for w in query.lower().split() if w.isalpha()]
     plans = {}
     async with await psycopg.AsyncConnection.connect(
-        uri, autocommit=True,
+        uri,
+        autocommit=True,
         options=f"-c search_path={schema},public -c hnsw.iterative_scan=relaxed_order",
     ) as conn:
         cur = await conn.execute(
@@ -310,8 +311,15 @@ async def _plans(uri: str, schema: str, user: str, embedding: list[float], query
             ),
             "keyword": (
                 "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY ON) " + MEMORY_KEYWORD_SQL,
-                {"prefix": prefix, "tsquery": " | ".join(f"'{x}'" for x in lexemes), "lexemes": lexemes,
-                 "k1": 1.2, "b": 0.75, "limit": 100, "match": Jsonb({})},
+                {
+                    "prefix": prefix,
+                    "tsquery": " | ".join(f"'{x}'" for x in lexemes),
+                    "lexemes": lexemes,
+                    "k1": 1.2,
+                    "b": 0.75,
+                    "limit": 100,
+                    "match": Jsonb({}),
+                },
             ),
         }
         for name, (sql, params) in statements.items():
@@ -339,18 +347,28 @@ async def tenant_benchmark(args, uri: str) -> dict:
         for label, users in (("1 user", 1), (f"{args.tenants} users", args.tenants)):
             started = time.perf_counter()
             for index in range(figures.get("loaded", 1), users):
-                await _load_user(pg_store, uri, TENANT_SCHEMA, f"tenant_{index}", args.tenant_items,
-                                 copy_only, pool, seed=1000 + index)
+                await _load_user(
+                    pg_store,
+                    uri,
+                    TENANT_SCHEMA,
+                    f"tenant_{index}",
+                    args.tenant_items,
+                    copy_only,
+                    pool,
+                    seed=1000 + index,
+                )
             figures["loaded"] = users
             load_seconds = time.perf_counter() - started
             timing = await _time_queries(pg_store, TENANT_USER, queries, args.top_k)
             plans = await _plans(uri, TENANT_SCHEMA, TENANT_USER, vector, probe)
             figures[label] = {"timing": timing, "plans": plans, "load_seconds": load_seconds}
-            print(f"\n{label} of {args.tenant_items} memories (loaded in {load_seconds:.0f} s): "
-                  f"recall p50/p95 plain {timing['plain']['p50']:.1f}/{timing['plain']['p95']:.1f} ms, "
-                  f"weighted {timing['weighted']['p50']:.1f}/{timing['weighted']['p95']:.1f} ms, "
-                  f"store only {timing['store_only']['p50']:.1f}/{timing['store_only']['p95']:.1f} ms, "
-                  f"returned {timing['returned']:.1f} of {args.top_k}")
+            print(
+                f"\n{label} of {args.tenant_items} memories (loaded in {load_seconds:.0f} s): "
+                f"recall p50/p95 plain {timing['plain']['p50']:.1f}/{timing['plain']['p95']:.1f} ms, "
+                f"weighted {timing['weighted']['p50']:.1f}/{timing['weighted']['p95']:.1f} ms, "
+                f"store only {timing['store_only']['p50']:.1f}/{timing['store_only']['p95']:.1f} ms, "
+                f"returned {timing['returned']:.1f} of {args.top_k}"
+            )
             for name, plan in plans.items():
                 print(f"--- {name} query plan, {label} ---\n{plan}")
     figures.pop("loaded", None)
@@ -542,8 +560,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument("--embed-all", action="store_true", help="embed every row (slow: ~80 rows/s)")
     parser.add_argument("--no-tenant-check", dest="tenant_check", action="store_false")
-    parser.add_argument("--tenants", type=int, default=0,
-                        help="also compare one user alone with N users in one schema (e.g. 1000)")
+    parser.add_argument(
+        "--tenants", type=int, default=0, help="also compare one user alone with N users in one schema (e.g. 1000)"
+    )
     parser.add_argument("--tenant-items", type=int, default=1000, help="memories per tenant (default 1000)")
     parser.add_argument("--skip-latency", action="store_true")
     parser.add_argument("--skip-quality", action="store_true")

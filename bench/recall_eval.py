@@ -27,16 +27,15 @@ import statistics
 import sys
 import time
 from collections import defaultdict
+from dataclasses import replace
 from datetime import timedelta
 
 import psycopg
 
 from bench.recall_dataset import CATEGORIES, HELD_IN_CONVERSATIONS, Conversation, build_conversations
 from store import knowledge, memory
-from store.fusion import FUSION_METHODS, fuse
-from store.memory.dates import query_time_range
-from store.memory.hybrid import distinct_texts, keyword_candidates
-from store.memory.listing import list_items
+from store.fusion import fuse
+from store.memory.hybrid import gather_signals, rank
 from store.postgres import postgres_uri, store
 
 SCHEMA = "bench_recall"
@@ -154,94 +153,72 @@ async def evaluate(pg_store, conversations: list[Conversation], paths: list[str]
     return report
 
 
-async def _signals(pg_store, path: str, conv: Conversation, query: str, owners: dict, now) -> dict:
-    """The raw signals a hybrid search fuses, each result as (key, score), plus keys in the
-    query's time range and key -> turn ids."""
-    depth = 50
-    if path.startswith("kb"):
-        results = {}
-        for strategy in ("dense", "keyword"):
-            found = await knowledge.retrieve(pg_store, kb_of(conv), query, strategy=strategy, top_k=depth)
-            results[strategy] = [
-                (r["id"], r["score"], r["source"].removeprefix("turn:")) for r in found["retrieval_results"]
-            ]
-        turns = {key: {turn} for ranking in results.values() for key, _, turn in ranking}
-        return {
-            "dense": [(k, s) for k, s, _ in results["dense"]],
-            "keyword": [(k, s) for k, s, _ in results["keyword"]],
-            "timed": [],
-            "turns": turns,
-            "texts": None,
-        }
-    kind = "chat" if path == "chat" else "episodic"
-    ns = memory.namespace(user_of(conv), kind)
-    config = memory.memory_config()
-    dense = await pg_store.asearch(ns, query=query, limit=2 * depth, refresh_ttl=False)
-    keyword = await keyword_candidates(pg_store, ns, query, depth, {}, config, now)
-    window = query_time_range(query, now)
-    timed = (
-        await list_items(pg_store, user_of(conv), (kind,), limit=depth, start=window[0], end=window[1])
-        if window
-        else []
-    )
-    keys = [h.key for h in dense] + [i.key for i, _ in keyword] + [i.key for i in timed]
-    return {
-        "dense": [(h.key, h.score or 0.0) for h in dense],
-        "keyword": [(i.key, s) for i, s in keyword],
-        "timed": [i.key for i in timed],
-        "turns": {k: set(owners.get(f"{kind}:{k}", "").split(",")) for k in keys},
-        "texts": {i.key: i.value["text"] for i in [*dense, *timed, *(i for i, _ in keyword)]},
-    }
+TUNE_POOL = 100  # what recall(top_k=20) fetches per signal (20 * MEMORY_CANDIDATE_FACTOR)
+
+
+async def _kb_lists(pg_store, conv: Conversation, query: str) -> dict[str, list[tuple[str, float]]]:
+    """Dense and keyword (chunk id, score) lists of a KB, 50 deep (retrieve's maximum)."""
+    lists = {}
+    for strategy in ("dense", "keyword"):
+        found = await knowledge.retrieve(pg_store, kb_of(conv), query, strategy=strategy, top_k=50)
+        lists[strategy] = [(r["source"].removeprefix("turn:"), r["score"]) for r in found["retrieval_results"]]
+    return lists
 
 
 async def tune(pg_store, conversations: list[Conversation], paths: list[str], owners: dict) -> None:
-    """Grid of fusion weights on the HELD-IN questions only: R@5/10/20 overall and the worst
-    category's R@10 minus the better single signal's (negative: fusion lost on a category)."""
+    """Grid of fusion weights on the HELD-IN questions only, through the product's own ranking
+    (`store.memory.hybrid.gather_signals` once per question, then `rank` per weight; KB: `fuse`
+    over retrieve's dense and keyword lists): R@5/10/20 overall, each category's R@10, and the
+    worst category's R@10 minus the better single signal's (negative: fusion lost there)."""
+    held_in = [c for c in conversations if c.index in HELD_IN_CONVERSATIONS]
     for path in paths:
         if path not in ("chat", "episodic", "kb_hybrid"):
             continue
         rows = []
-        for conv in conversations:
-            if conv.index not in HELD_IN_CONVERSATIONS:
-                continue
+        config = replace(memory.memory_config(), time_weight=1.0)
+        kind = "chat" if path == "chat" else "episodic"
+        for conv in held_in:
             now = conv.turns[-1].at + timedelta(days=1)
             for question in conv.questions:
-                rows.append((question, await _signals(pg_store, path, conv, question.text, owners, now)))
-        time_weights = (0.0,) if path.startswith("kb") else (0.0, 0.2, 0.5, 1.0, 2.0)
-        grid = {}
-        for keyword_weight, time_weight, method in [
-            (round(0.05 * i, 2), t, m) for i in range(21) for t in time_weights for m in FUSION_METHODS
-        ]:
-            if True:
-                per: dict = defaultdict(lambda: defaultdict(list))
-                for question, sig in rows:
-                    fused = fuse(
-                        sig["dense"],
-                        sig["keyword"],
-                        keyword_weight=keyword_weight,
-                        in_range=sig["timed"],
-                        time_weight=time_weight,
-                        method=method,
+                if path == "kb_hybrid":
+                    signal = await _kb_lists(pg_store, conv, question.text)
+                else:
+                    ns = memory.namespace(user_of(conv), kind)
+                    signal = await gather_signals(
+                        pg_store, user_of(conv), kind, ns, question.text, TUNE_POOL, {}, config, now
                     )
-                    if sig["texts"] is not None:
-                        fused = distinct_texts(fused, sig["texts"])
+                rows.append((question, signal))
+        time_weights = (0.0,) if path == "kb_hybrid" else (0.0, 0.5, 1.0)
+        grid = {}
+        for i in range(21):
+            for time_weight in time_weights:
+                keyword_weight = round(0.05 * i, 2)
+                per: dict = defaultdict(lambda: defaultdict(list))
+                for question, signal in rows:
+                    if path == "kb_hybrid":
+                        fused = fuse(signal["dense"], signal["keyword"], keyword_weight=keyword_weight)
+                        ranked = [{turn} for turn, _ in fused]
+                    else:
+                        weights = replace(config, keyword_weight=keyword_weight, time_weight=time_weight)
+                        ranked = [set(owners.get(f"{kind}:{hit.key}", "").split(",")) for hit, _ in rank(signal, weights)]
                     wanted = set(question.evidence)
                     for k in KS:
-                        found = set().union(*(sig["turns"][key] for key, _ in fused[:k]))
+                        found = set().union(*ranked[:k]) if ranked else set()
                         value = len(wanted & found) / len(wanted)
                         per[question.category][k].append(value)
                         per["all"][k].append(value)
-                grid[(keyword_weight, time_weight, method)] = {
+                grid[(keyword_weight, time_weight)] = {
                     c: {k: statistics.mean(v) for k, v in ks.items()} for c, ks in per.items()
                 }
-        singles = {c: max(grid[(0.0, 0.0, "max")][c][10], grid[(1.0, 0.0, "max")][c][10]) for c in grid[(0.0, 0.0, "max")]}
+        dense_only, keyword_only = grid[(0.0, 0.0)], grid[(1.0, 0.0)]
+        singles = {c: max(dense_only[c][10], keyword_only[c][10]) for c in dense_only}
         print(f"\ntuning {path} on {len(rows)} held-in questions (keyword weight, time weight)")
         best = sorted(grid.items(), key=lambda kv: -kv[1]["all"][10])
-        for (kw, tw, method), figures in best[:15] + [(key, grid[key]) for key in ((0.0, 0.0, "max"), (1.0, 0.0, "max"))]:
+        for (kw, tw), figures in best[:10] + [((0.0, 0.0), dense_only), ((1.0, 0.0), keyword_only)]:
             worst = min((figures[c][10] - singles[c], c) for c in figures if c != "all")
             cats = " ".join(f"{c}={100 * figures[c][10]:.1f}" for c in sorted(figures) if c != "all")
             print(
-                f"  {method:<6} kw={kw:.2f} tw={tw:.1f}: R@5 {100 * figures['all'][5]:.1f} R@10 "
+                f"  kw={kw:.2f} tw={tw:.1f}: R@5 {100 * figures['all'][5]:.1f} R@10 "
                 f"{100 * figures['all'][10]:.1f} R@20 {100 * figures['all'][20]:.1f} | worst vs best single "
                 f"{100 * worst[0]:+.1f} ({worst[1]}) | {cats}"
             )

@@ -405,7 +405,7 @@ class SettingsValues(BaseModel):
         description="Hybrid memory search: bonus of memories written in the time range the query names (week of 8 May 2023, last May); 0 = ignore dates.",
     )
     MEMORY_SCORING: str = Field(
-        "weighted",
+        "plain",
         pattern="^(weighted|plain)$",
         description="Default memory recall ranking: `weighted` (relevance, importance, freshness, access) or `plain` (relevance).",
     )

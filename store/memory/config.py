@@ -53,7 +53,7 @@ class MemoryConfig:
     search: str = "hybrid"
     keyword_weight: float = 0.25
     time_weight: float = 1.0
-    scoring: str = "weighted"
+    scoring: str = "plain"
 
 
 def memory_config() -> MemoryConfig:

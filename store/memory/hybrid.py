@@ -6,7 +6,10 @@ keyword candidates come from an in-process BM25 over the user's scanned memories
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
+from typing import cast
 
 from langgraph.store.base import BaseStore, Item, SearchItem
 
@@ -15,7 +18,7 @@ from store.knowledge.keyword_fallback import bm25_rank
 from store.memory.config import TEXT_SEARCH_CONFIG, MemoryConfig
 from store.memory.dates import query_time_range
 from store.memory.listing import list_items, scan
-from store.memory.times import expired
+from store.memory.times import expired, stamp
 from store.sql import adapter_for
 
 BM25_K1 = 1.2
@@ -85,44 +88,76 @@ def distinct_texts(ranked: list[tuple[str, float]], texts: dict[str, str | None]
     return kept
 
 
-async def hybrid_search(
-    store: BaseStore,
-    user_id: str,
-    kind: str,
-    ns: tuple,
-    query: str,
-    pool: int,
-    wanted: dict,
-    config: MemoryConfig,
-    now: datetime,
-) -> list[tuple[SearchItem, float | None]]:
-    """The fused candidates, best first, each text once: (SearchItem whose `score` is the fused
-    score, dense cosine similarity or None when the memory came from the keyword or time signal
-    only). The dense signal fetches twice `pool` candidates, as repeated texts take room."""
+@dataclass
+class Signals:
+    """What hybrid search fuses: dense hits (cosine similarity), keyword hits (BM25), and the
+    keys of the memories written in the time range the query names."""
+
+    dense: list[SearchItem]
+    keyword: list[tuple[Item, float]]
+    in_range: set[str] = field(default_factory=set)
+
+
+async def gather_signals(
+    store: BaseStore, user_id: str, kind: str, ns: tuple, query: str, pool: int, wanted: dict,
+    config: MemoryConfig, now: datetime,
+) -> Signals:
+    """The three signals, `pool` deep each, live memories only. When the query names a time
+    range: on Postgres a second vector search restricted to it (so the memories of that week are
+    ordered by their own similarity), on other stores the range's newest memories (listing)."""
     window = query_time_range(query, now) if config.time_weight else None
-    dense_task = store.asearch(ns, query=query, filter=wanted or None, limit=2 * pool, refresh_ttl=False)
+    dense_task = store.asearch(ns, query=query, filter=wanted or None, limit=pool, refresh_ttl=False)
     keyword_task = keyword_candidates(store, ns, query, pool, wanted, config, now)
-    if window is not None:
+    timed_task: Awaitable[Sequence[Item]] | None = None
+    if window is not None and adapter_for(store) is not None:
+        # stamps are UTC ISO strings of one format, so text comparison orders them by time
+        span = {"created_at": {"$gte": stamp(window[0]), "$lt": stamp(window[1])}}
+        timed_task = store.asearch(ns, query=query, filter={**wanted, **span}, limit=pool, refresh_ttl=False)
+    elif window is not None:
         timed_task = list_items(store, user_id, (kind,), limit=pool, start=window[0], end=window[1])
-        dense, keyword, timed = await asyncio.gather(dense_task, keyword_task, timed_task)
-        timed = [item for item in timed if _matches(item.value, wanted)]
-    else:
-        dense, keyword = await asyncio.gather(dense_task, keyword_task)
-        timed = []
-    dense = [hit for hit in dense if not expired(hit.value, now)]
-    keyword = [(item, score) for item, score in keyword if not expired(item.value, now)]
-    by_key: dict[str, Item] = {item.key: item for item in (*timed, *(i for i, _ in keyword), *dense)}
-    similarity = {hit.key: hit.score for hit in dense}
+    found = await asyncio.gather(dense_task, keyword_task, *([timed_task] if timed_task else []))
+    dense = cast(list[SearchItem], found[0])
+    keyword = cast(list[tuple[Item, float]], found[1])
+    timed = [cast(Sequence[Item], found[2])] if len(found) > 2 else []
+    signals = Signals(
+        [hit for hit in dense if not expired(hit.value, now)],
+        [(item, score) for item, score in keyword if not expired(item.value, now)],
+    )
+    if timed:
+        in_range = [item for item in timed[0] if not expired(item.value, now) and _matches(item.value, wanted)]
+        signals.in_range = {item.key for item in in_range}
+        known = {hit.key for hit in signals.dense}
+        signals.dense += [hit for hit in in_range if isinstance(hit, SearchItem) and hit.key not in known]
+        signals.dense.sort(key=lambda hit: -(hit.score or 0.0))
+        signals.keyword += [(item, 0.0) for item in in_range if not isinstance(item, SearchItem)]
+    return signals
+
+
+def rank(signals: Signals, config: MemoryConfig) -> list[tuple[SearchItem, float | None]]:
+    """The fused candidates, best first, each text once: (SearchItem whose `score` is the fused
+    score, dense cosine similarity or None when only full text or the date found it)."""
+    by_key: dict[str, Item] = {item.key: item for item, _ in signals.keyword}
+    by_key.update({hit.key: hit for hit in signals.dense})
+    similarity = {hit.key: hit.score for hit in signals.dense}
     fused = fuse(
-        [(hit.key, hit.score or 0.0) for hit in dense],
-        [(item.key, score) for item, score in keyword],
+        [(hit.key, hit.score or 0.0) for hit in signals.dense],
+        [(item.key, score) for item, score in signals.keyword if score > 0],
         keyword_weight=config.keyword_weight,
-        in_range=[item.key for item in timed],
+        in_range=signals.in_range,
         time_weight=config.time_weight,
     )
+    fused = [(key, score) for key, score in fused if key in by_key]
     results = []
-    for key, score in distinct_texts(fused, {key: item.value.get("text") for key, item in by_key.items()})[:pool]:
+    for key, score in distinct_texts(fused, {key: item.value.get("text") for key, item in by_key.items()}):
         item = by_key[key]
         hit = SearchItem(item.namespace, item.key, item.value, item.created_at, item.updated_at, score)
         results.append((hit, similarity.get(key)))
     return results
+
+
+async def hybrid_search(
+    store: BaseStore, user_id: str, kind: str, ns: tuple, query: str, pool: int, wanted: dict,
+    config: MemoryConfig, now: datetime,
+) -> list[tuple[SearchItem, float | None]]:
+    """`rank` of `gather_signals`: hybrid candidates, best first, each text once."""
+    return rank(await gather_signals(store, user_id, kind, ns, query, pool, wanted, config, now), config)

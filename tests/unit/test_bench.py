@@ -9,7 +9,8 @@ from langchain.agents import create_agent
 from langchain_core.messages import ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-from bench import overhead, server
+import tools.registry as registry
+from bench import fanout, overhead, server
 from bench.__main__ import summary
 from graphs.react.graph import builder
 from graphs.runtime.models import register_model_provider
@@ -65,3 +66,40 @@ def test_summary_lists_each_figure_with_its_baseline_and_failures():
     assert "| react turn, invoke (median) | 10.00 ms | create_agent 8.00 ms | 1.25x |" in text
     assert "| server | failed: RuntimeError: langgraph dev exited | | |" in text
     assert "measured under load" in text and "2 CPUs" in text
+
+
+async def test_plan_fanout_runs_the_steps_of_a_wave_at_once_and_one_by_one_in_the_baseline():
+    original = registry.available_tools
+    figures = await fanout.plan_fanout(steps=3, delay=0.05, rounds=1)
+    assert registry.available_tools is original  # the bench tool is served only during the run
+    # Overlap, not timing: all three waits in flight together, never two in the baseline.
+    assert figures["parallel"]["most_at_once"] == 3
+    assert figures["serial"]["most_at_once"] == 1 and figures["one"]["most_at_once"] == 1
+    assert figures["ratio"] == figures["parallel"]["median_s"] / figures["serial"]["median_s"]
+    assert figures["ideal_ratio"] == 1 / 3 and figures["baseline"] == "max_parallel_steps=1"
+
+
+async def test_research_fanout_searches_at_once_and_one_by_one_in_the_baseline():
+    figures = await fanout.research_fanout(units=2, delay=0.05, rounds=1)
+    assert figures["parallel"]["most_at_once"] == 2
+    assert figures["serial"]["most_at_once"] == 1
+    assert figures["ratio_vs_n_x_one"] == figures["parallel"]["median_s"] / (2 * figures["one"]["median_s"])
+    text = summary(
+        {
+            "started_at": "now",
+            "note": "",
+            "seconds": {"research_fanout": 1.0},
+            "machine": {
+                "cpu": "cpu",
+                "cpus": 2,
+                "memory_gb": 4,
+                "platform": "linux",
+                "python": "3.11",
+                "git_commit": "abc",
+                "load_average_start": [1, 1, 1],
+            },
+            "figures": {"research_fanout": figures},
+        }
+    )
+    assert "| deep_research: 2 researchers, each search 0.05 s (median wall), parallel |" in text
+    assert f"max_concurrent_research_units=1 {figures['serial']['median_s']:.3f} s | {figures['ratio']:.2f}x |" in text

@@ -35,6 +35,14 @@ def frozen_now(monkeypatch):
     return NOW
 
 
+@pytest.fixture(autouse=True)
+def weighted_dense_scoring(monkeypatch):
+    """These tests check the weighted formula on the store's own similarity: dense candidates,
+    weighted ranking (hybrid search and the plain default: tests/unit/test_memory_hybrid.py)."""
+    monkeypatch.setenv("MEMORY_SEARCH", "dense")
+    monkeypatch.setenv("MEMORY_SCORING", "weighted")
+
+
 def ago(days: float) -> datetime:
     return NOW - timedelta(days=days)
 

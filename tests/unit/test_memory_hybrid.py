@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from store import memory
-from store.fusion import fuse
+from store.fusion import fuse, normalised
 from store.memory.dates import query_time_range
 from store.memory.write import same_source
 
@@ -21,16 +21,26 @@ NOW = datetime(2023, 12, 20, 15, 0, tzinfo=UTC)
 
 def test_fuse_weight_zero_and_one_reproduce_each_signal():
     dense = [("a", 0.9), ("b", 0.8), ("c", 0.1)]
-    keyword = [("c", 12.0), ("d", 3.0)]
+    keyword = [("c", 12.0), ("d", 3.0), ("e", 1.0)]
     assert [d for d, _ in fuse(dense, keyword, keyword_weight=0.0)][:3] == ["a", "b", "c"]
     assert [d for d, _ in fuse(dense, keyword, keyword_weight=1.0)][:2] == ["c", "d"]
 
 
-def test_fuse_normalises_each_list_by_its_best_score():
-    fused = dict(fuse([("a", 0.5), ("b", 0.25)], [("b", 10.0), ("c", 5.0)], keyword_weight=0.5))
-    assert fused["a"] == pytest.approx(0.5 * 1.0)
-    assert fused["b"] == pytest.approx(0.5 * 0.5 + 0.5 * 1.0)
-    assert fused["c"] == pytest.approx(0.5 * 0.5)
+def test_fuse_min_max_normalises_each_list():
+    fused = dict(fuse([("a", 0.5), ("b", 0.25), ("x", 0.2)], [("b", 10.0), ("c", 6.0), ("y", 2.0)],
+                      keyword_weight=0.25))
+    assert fused["a"] == pytest.approx(0.75 * 1.0)
+    assert fused["b"] == pytest.approx(0.75 * (0.05 / 0.3) + 0.25 * 1.0)
+    assert fused["c"] == pytest.approx(0.25 * 0.5)
+    assert fused["x"] == fused["y"] == 0.0
+
+
+def test_other_normalisations():
+    assert normalised([("a", 0.5), ("b", 0.25)], "max") == [("a", 1.0), ("b", 0.5)]
+    assert normalised([("a", 3.0), ("b", 3.0)], "minmax") == [("a", 1.0), ("b", 1.0)]
+    assert normalised([("a", 9.0), ("b", 1.0)], "rrf") == [("a", 1.0), ("b", pytest.approx(61 / 62))]
+    with pytest.raises(ValueError, match="minmax"):
+        normalised([("a", 1.0)], "softmax")
 
 
 def test_fuse_adds_the_time_bonus_and_breaks_ties_by_dense_rank():
