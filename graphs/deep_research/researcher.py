@@ -12,7 +12,8 @@ progress is what a deep-research UI shows.
 from __future__ import annotations
 
 import asyncio
-from typing import cast
+from collections.abc import Awaitable
+from typing import Any, cast
 from urllib.parse import quote
 
 from langchain_core.messages import HumanMessage
@@ -25,7 +26,7 @@ from graphs.deep_research.prompts import COMPRESS_PROMPT
 from graphs.deep_research.state import ResearcherInput, ResearcherState
 from graphs.runtime.events import emit
 from graphs.runtime.models import NOSTREAM_TAGS, ainvoke_with_retries, load_chat_model
-from graphs.runtime.retry import backoff_delay
+from graphs.runtime.retry import RetriesExhausted, call_with_retries
 from store import knowledge
 from tools.errors import TransientToolError
 from tools.web_read import web_read
@@ -44,28 +45,28 @@ def search_providers() -> list[str]:
     return configured or ["duckduckgo"]
 
 
-async def search_with_fallback(query: str, context: ResearchContext) -> list[dict]:
-    """web_search `query`, retrying transient failures, then falling back to the next provider.
+async def search_with_fallback(query: str, context: ResearchContext, runtime: Any = None) -> list[dict]:
+    """web_search `query` (charged to the run user's web quota through `runtime`), retrying
+    transient failures, then falling back to the next provider.
 
     Raises RuntimeError naming every provider's error when all of them fail.
     """
     errors = []
     for provider in search_providers():
-        attempt = 0
-        while True:
-            attempt += 1
-            try:
-                return await asyncio.wait_for(
-                    web_search(query, max_results=context.search_results, provider=provider), context.tool_timeout
-                )
-            except (TransientToolError, TimeoutError) as exc:
-                if attempt <= context.tool_retries:
-                    await asyncio.sleep(backoff_delay(attempt))
-                    continue
-                errors.append(f"{provider}: {exc or 'timed out'}")
-            except Exception as exc:
-                errors.append(f"{provider}: {exc}")
-            break
+
+        def search(provider: str = provider) -> Awaitable[list[dict]]:
+            found = web_search(query, max_results=context.search_results, provider=provider, runtime=runtime)
+            return asyncio.wait_for(found, context.tool_timeout)
+
+        try:
+            return await call_with_retries(
+                search,
+                retries=context.tool_retries,
+                is_transient=lambda exc: isinstance(exc, (TransientToolError, TimeoutError)),
+                on_retry=lambda attempt, exc, delay: None,
+            )
+        except RetriesExhausted as failed:
+            errors.append(f"{provider}: {failed.error or 'timed out'}")
     raise RuntimeError("; ".join(errors))
 
 
@@ -110,7 +111,7 @@ async def search(state: ResearcherState, runtime: Runtime[ResearchContext]) -> d
     )
     queries = state["queries"] or [state["question"]]
     outcomes = await asyncio.gather(
-        *(search_with_fallback(q, runtime.context) for q in queries), return_exceptions=True
+        *(search_with_fallback(q, runtime.context, runtime) for q in queries), return_exceptions=True
     )
     hits, errors = [], []
     for query, outcome in zip(queries, outcomes, strict=False):
@@ -134,14 +135,16 @@ def _interleave(result_lists: list[list[dict]]) -> list[dict]:
 
 
 async def read(state: ResearcherState, runtime: Runtime[ResearchContext]) -> dict:
-    """Read the best-ranked pages with web_read (SSRF-safe, cached)."""
+    """Read the best-ranked pages with web_read (SSRF-safe, cached), charged to the run user's web
+    quota: the tools' quota check reads only `server_info` and `store`, which a node's runtime has."""
     context = runtime.context
     urls = [hit["url"] for hit in state.get("hits", [])][: context.pages_per_researcher]
     if not urls:
         return {}
     try:
         results = await asyncio.wait_for(
-            web_read(urls, timeout=min(context.tool_timeout, 120.0)), context.tool_timeout + 5
+            web_read(urls, timeout=min(context.tool_timeout, 120.0), runtime=cast(Any, runtime)),
+            context.tool_timeout + 5,
         )
     except Exception as exc:
         return {"errors": [*state.get("errors", []), f"web_read failed: {exc or 'timed out'}"]}
