@@ -36,6 +36,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import statistics
 import sys
 import time
@@ -48,7 +49,6 @@ import psycopg
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import PutOp
 from psycopg.rows import dict_row
-from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
 from bench.memory_dataset import build_dataset, synthetic_memories
@@ -56,7 +56,6 @@ from store import memory
 from store.embeddings import get_embeddings
 from store.memory.config import TEXT_SEARCH_CONFIG
 from store.postgres import PostgresStore, postgres_uri, store, store_index_config
-from store.sql import MEMORY_KEYWORD_SQL
 
 SCHEMA_PREFIX = "bench_memory"
 BENCH_USER = "bench_user"
@@ -284,48 +283,11 @@ async def latency_benchmark(args, uri: str) -> list[dict]:
 TENANT_SCHEMA = f"{SCHEMA_PREFIX}_tenants"
 
 
-async def _plans(uri: str, schema: str, user: str, embedding: list[float], query: str) -> dict[str, str]:
-    """EXPLAIN ANALYZE of one user's two hybrid-recall queries: the store's vector search (the
-    library's query shape, episodic namespace, pool 100) and the project's BM25 (MEMORY_KEYWORD_SQL)."""
+async def _plans(pg_store, user: str, embedding: list[float], query: str) -> dict[str, str]:
+    """EXPLAIN ANALYZE of one user's two hybrid-recall queries (episodic namespace, pool 100)."""
     prefix = ".".join(memory.namespace(user, "episodic"))
-    vector = "[" + ",".join(f"{x:.6f}" for x in embedding) + "]"
-    lexemes = [w for w in query.lower().split() if w.isalpha()]
-    plans = {}
-    async with await psycopg.AsyncConnection.connect(
-        uri,
-        autocommit=True,
-        options=f"-c search_path={schema},public -c hnsw.iterative_scan=relaxed_order",
-    ) as conn:
-        cur = await conn.execute(
-            "SELECT tsvector_to_array(to_tsvector(%s::regconfig, %s))", (TEXT_SEARCH_CONFIG, query)
-        )
-        lexemes = list((await cur.fetchone())[0]) or lexemes
-        statements = {
-            "vector": (
-                "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY ON) "
-                "SELECT store.key, sv.embedding <=> %(v)s::vector AS d FROM store "
-                "JOIN store_vectors sv ON store.prefix = sv.prefix AND store.key = sv.key "
-                "WHERE (store.prefix = %(p)s OR store.prefix LIKE %(like)s) "
-                "ORDER BY sv.embedding <=> %(v)s::vector LIMIT 201",
-                {"v": vector, "p": prefix, "like": prefix + ".%"},
-            ),
-            "keyword": (
-                "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY ON) " + MEMORY_KEYWORD_SQL,
-                {
-                    "prefix": prefix,
-                    "tsquery": " | ".join(f"'{x}'" for x in lexemes),
-                    "lexemes": lexemes,
-                    "k1": 1.2,
-                    "b": 0.75,
-                    "limit": 100,
-                    "match": Jsonb({}),
-                },
-            ),
-        }
-        for name, (sql, params) in statements.items():
-            cur = await conn.execute(sql, params)
-            plans[name] = "\n".join(row[0] for row in await cur.fetchall())
-    return plans
+    plans = await pg_store.sql.explain_memory_search(prefix, embedding, query, TEXT_SEARCH_CONFIG)
+    return {name: re.sub(r"'\[[^\]]*\]'::vector", "'[query vector]'::vector", plan) for name, plan in plans.items()}
 
 
 async def tenant_benchmark(args, uri: str) -> dict:
@@ -360,7 +322,7 @@ async def tenant_benchmark(args, uri: str) -> dict:
             figures["loaded"] = users
             load_seconds = time.perf_counter() - started
             timing = await _time_queries(pg_store, TENANT_USER, queries, args.top_k)
-            plans = await _plans(uri, TENANT_SCHEMA, TENANT_USER, vector, probe)
+            plans = await _plans(pg_store, TENANT_USER, vector, probe)
             figures[label] = {"timing": timing, "plans": plans, "load_seconds": load_seconds}
             print(
                 f"\n{label} of {args.tenant_items} memories (loaded in {load_seconds:.0f} s): "

@@ -200,7 +200,9 @@ async def tune(pg_store, conversations: list[Conversation], paths: list[str], ow
                         ranked = [{turn} for turn, _ in fused]
                     else:
                         weights = replace(config, keyword_weight=keyword_weight, time_weight=time_weight)
-                        ranked = [set(owners.get(f"{kind}:{hit.key}", "").split(",")) for hit, _ in rank(signal, weights)]
+                        ranked = [
+                            set(owners.get(f"{kind}:{hit.key}", "").split(",")) for hit, _ in rank(signal, weights)
+                        ]
                     wanted = set(question.evidence)
                     for k in KS:
                         found = set().union(*ranked[:k]) if ranked else set()

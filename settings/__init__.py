@@ -393,7 +393,7 @@ class SettingsValues(BaseModel):
         description="Memory search: `hybrid` (vectors + full text + dates named in the query, fused) or `dense` (vectors only).",
     )
     MEMORY_KEYWORD_WEIGHT: float = Field(
-        0.25,
+        0.15,
         ge=0,
         le=1,
         description="Hybrid memory search: weight of the keyword (BM25) score, min-max normalised; the dense score gets 1 minus this.",

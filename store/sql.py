@@ -348,30 +348,30 @@ class StoreSQL:
 
     async def ensure_memory_fulltext(self) -> None:
         """Create `memory_fulltext` (one row per embedded memory: its namespace prefix, key and
-        tsvector) and its GIN index on (prefix, tsv) if missing; once per adapter, on first use.
-        The composite index (btree_gin) lets a search read only the user's own postings; without
-        the extension (a managed server that lacks it) the index covers `tsv` alone."""
+        tsvector) and its GIN index on (prefix, tsv) if missing; once per adapter, on first use,
+        under an advisory lock (concurrent first writes). The composite index needs btree_gin,
+        installed in `public` like pgvector (so dropping one schema never drops it); without the
+        extension (a managed server that refuses it) the index covers `tsv` alone."""
         if self._memory_ready:
             return
-        async with self.pool.connection() as conn:
+        async with self.pool.connection() as conn, conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(hashtext('agent_engine.memory_fulltext'))")
             cur = await conn.execute("SELECT to_regclass('memory_fulltext') IS NULL AS missing")
-            if not _first(await cur.fetchone()):
-                self._memory_ready = True
-                return
-            await conn.execute(
-                "CREATE TABLE IF NOT EXISTS memory_fulltext ("
-                " prefix text NOT NULL, key text NOT NULL, tsv tsvector NOT NULL,"
-                " chars integer NOT NULL, PRIMARY KEY (prefix, key))"
-            )
-            try:
-                await conn.execute("CREATE EXTENSION IF NOT EXISTS btree_gin")
-                columns = "prefix, tsv"
-            except psycopg.Error:  # no extension or no right to create it: tsv alone
-                columns = "tsv"
-            await conn.execute(
-                f"CREATE INDEX IF NOT EXISTS memory_fulltext_tsv ON memory_fulltext "
-                f"USING gin ({columns}) WITH (fastupdate = off)"
-            )
+            if _first(await cur.fetchone()):
+                await conn.execute(
+                    "CREATE TABLE memory_fulltext ("
+                    " prefix text NOT NULL, key text NOT NULL, tsv tsvector NOT NULL,"
+                    " chars integer NOT NULL, PRIMARY KEY (prefix, key))"
+                )
+                try:
+                    async with conn.transaction():  # a savepoint: a refusal leaves the rest intact
+                        await conn.execute("CREATE EXTENSION IF NOT EXISTS btree_gin SCHEMA public")
+                    columns = "prefix, tsv"
+                except psycopg.Error:  # no extension or no right to create it: tsv alone
+                    columns = "tsv"
+                await conn.execute(
+                    f"CREATE INDEX memory_fulltext_tsv ON memory_fulltext USING gin ({columns}) WITH (fastupdate = off)"
+                )
         self._memory_ready = True
 
     async def index_memories(self, prefix: str, rows: Iterable[tuple[str, str]], config: str) -> None:
@@ -436,6 +436,42 @@ class StoreSQL:
             )
             for row in await self._fetch(MEMORY_KEYWORD_SQL, params)
         ]
+
+    async def explain_memory_search(
+        self, prefix: str, embedding: Sequence[float], query: str, config: str, limit: int = 100
+    ) -> dict[str, str]:
+        """EXPLAIN ANALYZE (benchmarks) of one namespace's two hybrid-recall queries: the vector
+        search as the library phrases it (prefix equality or LIKE, ORDER BY distance) and
+        MEMORY_KEYWORD_SQL. Returns {"vector": plan, "keyword": plan}."""
+        rows = await self._fetch("SELECT tsvector_to_array(to_tsvector(%s::regconfig, %s)) AS lexemes", (config, query))
+        lexemes = list(rows[0]["lexemes"])
+        explain = "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY ON) "
+        vector = "[" + ",".join(f"{x:.6f}" for x in embedding) + "]"
+        statements = {
+            "vector": (
+                explain + "SELECT store.key, sv.embedding <=> %(v)s::vector AS distance FROM store "
+                "JOIN store_vectors sv ON store.prefix = sv.prefix AND store.key = sv.key "
+                "WHERE (store.prefix = %(p)s OR store.prefix LIKE %(like)s) "
+                "ORDER BY sv.embedding <=> %(v)s::vector LIMIT %(limit)s",
+                {"v": vector, "p": prefix, "like": f"{_escape_like(prefix)}.%", "limit": 2 * limit + 1},
+            ),
+            "keyword": (
+                explain + MEMORY_KEYWORD_SQL,
+                {
+                    "prefix": prefix,
+                    "tsquery": " | ".join(_tsquery_literal(x) for x in lexemes) or "''",
+                    "lexemes": lexemes,
+                    "k1": 1.2,
+                    "b": 0.75,
+                    "limit": limit,
+                    "match": Jsonb({}),
+                },
+            ),
+        }
+        plans = {}
+        for name, (sql, params) in statements.items():
+            plans[name] = "\n".join(next(iter(row.values())) for row in await self._fetch(sql, params))
+        return plans
 
     # --- web quotas (tools/quota.py) ------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""Long-term memory per user in LangGraph's store: save with dedupe, recall with weighted scoring.
+"""Long-term memory per user in LangGraph's store: save with dedupe, hybrid recall, weighted scoring.
 
 Namespaces are `("memories", <user label>, kind)` with kind one of `episodic` (events,
 experiences), `semantic` (facts and preferences, with a `category`), `profile` (one item, key
@@ -6,7 +6,10 @@ experiences), `semantic` (facts and preferences, with a `category`), `profile` (
 user id with `%` and `.` percent-encoded (LangGraph namespace labels cannot hold a period), so two
 different ids never share a namespace. Only the value's `"text"` is embedded (`index=["text"]`).
 
-`recall(..., scoring="weighted")` re-ranks a candidate pool from the vector index
+`recall` searches hybrid by default (`hybrid.py`: vectors, BM25 over the project's
+`memory_fulltext` table, and the memories written in a time range the query names, fused by
+`store.fusion.fuse`; MEMORY_SEARCH=dense: vectors only) and keeps that order
+(MEMORY_SCORING=plain, the default). `recall(..., scoring="weighted")` re-ranks a candidate pool
 (`top_k * MEMORY_CANDIDATE_FACTOR`) with the four ingredients of the design this follows:
 
     score = w_sim * relevance + w_imp * importance + w_rec * freshness

@@ -51,7 +51,7 @@ class MemoryConfig:
     candidate_factor: int = 5
     scan_limit: int = 5000
     search: str = "hybrid"
-    keyword_weight: float = 0.25
+    keyword_weight: float = 0.15
     time_weight: float = 1.0
     scoring: str = "plain"
 

@@ -99,8 +99,15 @@ class Signals:
 
 
 async def gather_signals(
-    store: BaseStore, user_id: str, kind: str, ns: tuple, query: str, pool: int, wanted: dict,
-    config: MemoryConfig, now: datetime,
+    store: BaseStore,
+    user_id: str,
+    kind: str,
+    ns: tuple,
+    query: str,
+    pool: int,
+    wanted: dict,
+    config: MemoryConfig,
+    now: datetime,
 ) -> Signals:
     """The three signals, `pool` deep each, live memories only. When the query names a time
     range: on Postgres a second vector search restricted to it (so the memories of that week are
@@ -156,8 +163,15 @@ def rank(signals: Signals, config: MemoryConfig) -> list[tuple[SearchItem, float
 
 
 async def hybrid_search(
-    store: BaseStore, user_id: str, kind: str, ns: tuple, query: str, pool: int, wanted: dict,
-    config: MemoryConfig, now: datetime,
+    store: BaseStore,
+    user_id: str,
+    kind: str,
+    ns: tuple,
+    query: str,
+    pool: int,
+    wanted: dict,
+    config: MemoryConfig,
+    now: datetime,
 ) -> list[tuple[SearchItem, float | None]]:
     """`rank` of `gather_signals`: hybrid candidates, best first, each text once."""
     return rank(await gather_signals(store, user_id, kind, ns, query, pool, wanted, config, now), config)

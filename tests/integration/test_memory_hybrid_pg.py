@@ -120,3 +120,15 @@ async def test_kb_hybrid_weights_zero_and_one_are_dense_and_keyword(pg_schema):
         ids = lambda result: [r["id"] for r in result["retrieval_results"]]  # noqa: E731
         assert ids(zero) == ids(dense)
         assert ids(one)[: len(ids(keyword))] == ids(keyword)
+
+
+async def test_explain_memory_search_shows_both_plans(pg_schema):
+    async with store() as s:
+        saved = await memory.save_memory(s, "alice", "episodic", "Visited the Oakwave studio")
+        vector = await s.embeddings.aembed_query("Oakwave")
+        plans = await s.sql.explain_memory_search(
+            ".".join(memory.namespace("alice", "episodic")), vector, "Oakwave studio", "english"
+        )
+        assert "store_vectors" in plans["vector"] and "rows=1" in plans["vector"]
+        assert "memory_fulltext" in plans["keyword"] and "Execution Time" in plans["keyword"]
+        assert saved["action"] == "created"

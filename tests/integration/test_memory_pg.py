@@ -96,7 +96,15 @@ async def test_sql_listings_keyword_time_and_recent(pg_schema):
         only_chat = await memory.keyword_search(s, "u", ["pizza"], "chat")
         may = await memory.time_filter(s, "u", start_date="2025-05-01", end_date="2025-05-05")
         late = await memory.time_filter(s, "u", start_date="2025-05-05T12:00:00+02:00")
-        await memory.save_memory(s, "u", "episodic", "Dinner with Tom at 100% Pizza!", now=day + timedelta(days=30))
+        # a fact restated later updates it (an event of another day would be a new memory)
+        await memory.save_memory(
+            s,
+            "u",
+            "semantic",
+            "The user's friend Tom lives in Paris!",
+            category="relationship",
+            now=day + timedelta(days=30),
+        )
         recent = await memory.recent_activity(s, "u", limit=2)
 
     assert [r["id"] for r in ranked] == [tom["id"], chat["id"], paris["id"]]
@@ -107,7 +115,7 @@ async def test_sql_listings_keyword_time_and_recent(pg_schema):
     assert [r["id"] for r in only_chat] == [chat["id"]]
     assert [r["id"] for r in may] == [tom["id"]]
     assert [r["text"] for r in late] == ["The user repaired a bike_chain", paris["text"]]
-    assert recent[0]["id"] == tom["id"] and recent[0]["text"].endswith("!")
+    assert recent[0]["id"] == paris["id"] and recent[0]["text"].endswith("!")
 
 
 async def test_ttl_is_written_to_the_row_and_kept_across_access(pg_schema, pg_uri, monkeypatch):

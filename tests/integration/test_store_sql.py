@@ -78,7 +78,7 @@ def test_only_the_adapter_touches_the_librarys_tables_or_members():
                 "FROM checkpoint",
                 "store.conn",
                 "._cursor(",
-                ".lock:",
+                "store.lock",
                 "COPY store",
             ):
                 if needle in text:

@@ -27,8 +27,9 @@ def test_fuse_weight_zero_and_one_reproduce_each_signal():
 
 
 def test_fuse_min_max_normalises_each_list():
-    fused = dict(fuse([("a", 0.5), ("b", 0.25), ("x", 0.2)], [("b", 10.0), ("c", 6.0), ("y", 2.0)],
-                      keyword_weight=0.25))
+    fused = dict(
+        fuse([("a", 0.5), ("b", 0.25), ("x", 0.2)], [("b", 10.0), ("c", 6.0), ("y", 2.0)], keyword_weight=0.25)
+    )
     assert fused["a"] == pytest.approx(0.75 * 1.0)
     assert fused["b"] == pytest.approx(0.75 * (0.05 / 0.3) + 0.25 * 1.0)
     assert fused["c"] == pytest.approx(0.25 * 0.5)
@@ -155,7 +156,7 @@ async def test_a_date_in_the_query_lifts_what_was_written_then(store, monkeypatc
     query = "What was Maya up to in the week of 10 May 2023?"
     monkeypatch.setenv("MEMORY_TIME_WEIGHT", "0")
     without = await memory.recall(store, "u", query, "chat", top_k=5, scoring="plain", record_access=False, now=NOW)
-    monkeypatch.setenv("MEMORY_TIME_WEIGHT", "1")
+    monkeypatch.setenv("MEMORY_TIME_WEIGHT", "2")
     with_dates = await memory.recall(store, "u", query, "chat", top_k=5, scoring="plain", record_access=False, now=NOW)
     assert {r["id"] for r in with_dates[:2]} == {ids["picked"], ids["weather"]}
     assert [r["id"] for r in without[:2]] != [r["id"] for r in with_dates[:2]]
