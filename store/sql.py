@@ -30,6 +30,8 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
+from store.clean import strip_nul
+
 LIBRARY = "langgraph-checkpoint-postgres"
 
 # The library's tables and the columns the statements below read or write.
@@ -289,7 +291,7 @@ class StoreSQL:
 
     async def index_kb_chunks(self, kb: str, chunks: Iterable[tuple[str, str]], config: str) -> None:
         """Write the full text of (chunk key, content) pairs of knowledge base `kb` (upsert)."""
-        pairs = list(chunks)
+        pairs = [(key, strip_nul(content)) for key, content in chunks]
         if not pairs:
             return
         keys, contents = [key for key, _ in pairs], [content for _, content in pairs]
@@ -328,7 +330,9 @@ class StoreSQL:
         `to_tsvector(config, query)`, term frequencies from the stored tsvectors, lengths in
         characters; `n` and `avgdl` (the knowledge base's chunk count and mean chunk length)
         from the registry."""
-        rows = await self._fetch("SELECT tsvector_to_array(to_tsvector(%s::regconfig, %s)) AS lexemes", (config, query))
+        rows = await self._fetch(
+            "SELECT tsvector_to_array(to_tsvector(%s::regconfig, %s)) AS lexemes", (config, strip_nul(query))
+        )
         lexemes = list(rows[0]["lexemes"])
         if not lexemes:
             return []
@@ -376,7 +380,7 @@ class StoreSQL:
 
     async def index_memories(self, prefix: str, rows: Iterable[tuple[str, str]], config: str) -> None:
         """Write the full text of (key, text) memories under namespace `prefix` (upsert)."""
-        pairs = list(rows)
+        pairs = [(key, strip_nul(text)) for key, text in rows]
         if not pairs:
             return
         await self.ensure_memory_fulltext()
@@ -410,7 +414,9 @@ class StoreSQL:
         first: document frequencies over the prefix's matching rows, `n` and the mean length over
         the prefix; `match` keeps only values containing it (jsonb `@>`: a role, a category)."""
         await self.ensure_memory_fulltext()
-        rows = await self._fetch("SELECT tsvector_to_array(to_tsvector(%s::regconfig, %s)) AS lexemes", (config, query))
+        rows = await self._fetch(
+            "SELECT tsvector_to_array(to_tsvector(%s::regconfig, %s)) AS lexemes", (config, strip_nul(query))
+        )
         lexemes = list(rows[0]["lexemes"])
         if not lexemes:
             return []
