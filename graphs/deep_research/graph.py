@@ -17,7 +17,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command, Overwrite, Send, interrupt
 from pydantic import BaseModel, Field
 
-from graphs.deep_research.budget import approx_tokens, fit_texts, is_context_length_error
+from graphs.deep_research.budget import approx_tokens, fit_texts, fit_to_budget, invoke_fitted
 from graphs.deep_research.citations import cite_notes, number_sources, validate_report
 from graphs.deep_research.context import ResearchContext
 from graphs.deep_research.prompts import (
@@ -30,7 +30,7 @@ from graphs.deep_research.prompts import (
     REPORT_RESEARCH_FAILED,
     SEARCH_FAILED_HINT,
 )
-from graphs.deep_research.researcher import CONTEXT_RETRIES, research
+from graphs.deep_research.researcher import research
 from graphs.deep_research.state import InputState, ResearcherInput, State, SubQuestion
 from graphs.runtime.events import emit
 from graphs.runtime.memory_schedule import finish_turn
@@ -294,44 +294,20 @@ async def write_report(state: State, runtime: Runtime[ResearchContext], config: 
     texts = [cite_notes(text, catalog) for text in _notes_texts(state)]
     template = REPORT_PROMPT.format(today=_today(), brief=state["brief"], notes="", sources=sources_text)
     budget = int(context.context_window_tokens * (1 - REPORT_OUTPUT_RESERVE)) - approx_tokens(template)
-    fitted, truncated = fit_texts(texts, budget)
-    if truncated:
-        emit(
-            "notes_truncated",
-            stage="report",
-            reason="budget",
-            tokens_before=sum(map(approx_tokens, texts)),
-            tokens_after=sum(map(approx_tokens, fitted)),
-        )
+    fitted = fit_to_budget(texts, budget, stage="report")
     emit("report_writing", sources=len(catalog), notes=len(texts), notes_tokens=sum(map(approx_tokens, fitted)))
     model = load_chat_model(context.model_for("report"), temperature=context.temperature, timeout=context.model_timeout)
-    for attempt in range(CONTEXT_RETRIES + 1):
-        prompt = REPORT_PROMPT.format(
+    response = await invoke_fitted(
+        model,
+        lambda fitted: REPORT_PROMPT.format(
             today=_today(), brief=state["brief"], notes="\n\n".join(fitted), sources=sources_text
-        )
-        try:
-            response = await ainvoke_with_retries(
-                model,
-                [HumanMessage(prompt)],
-                config,
-                retries=context.model_retries,
-                timeout=context.model_timeout,
-                step=state.get("round", 1) + 1,
-            )
-            break
-        except Exception as exc:
-            if not is_context_length_error(exc) or attempt == CONTEXT_RETRIES:
-                raise
-            before = sum(map(approx_tokens, fitted))
-            budget = before // 2
-            fitted, _ = fit_texts(fitted, budget)
-            emit(
-                "notes_truncated",
-                stage="report",
-                reason="context_length_exceeded",
-                tokens_before=before,
-                tokens_after=sum(map(approx_tokens, fitted)),
-            )
+        ),
+        fitted,
+        config,
+        context,
+        stage="report",
+        step=state.get("round", 1) + 1,
+    )
     check = validate_report(response.text, catalog)
     emit(
         "citations_checked",

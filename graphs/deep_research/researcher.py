@@ -16,23 +16,21 @@ from collections.abc import Awaitable
 from typing import Any, cast
 from urllib.parse import quote
 
-from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
-from graphs.deep_research.budget import approx_tokens, fit_texts, is_context_length_error
+from graphs.deep_research.budget import approx_tokens, fit_to_budget, invoke_fitted
 from graphs.deep_research.context import ResearchContext
 from graphs.deep_research.prompts import COMPRESS_PROMPT
 from graphs.deep_research.state import ResearcherInput, ResearcherState
 from graphs.runtime.events import emit
-from graphs.runtime.models import NOSTREAM_TAGS, ainvoke_with_retries, load_chat_model
+from graphs.runtime.models import NOSTREAM_TAGS, load_chat_model
 from graphs.runtime.retry import RetriesExhausted, call_with_retries
 from store import knowledge
 from tools.errors import TransientToolError
 from tools.web_read import web_read
 from tools.web_search import SEARCH_PROVIDERS, search_config, web_search
 
-CONTEXT_RETRIES = 3
 SNIPPET_ONLY = "(search result only; page not read)"
 
 
@@ -216,42 +214,21 @@ async def compress(state: ResearcherState, runtime: Runtime[ResearchContext], co
     model = load_chat_model(
         context.model_for("compression"), temperature=context.temperature, timeout=context.model_timeout
     ).with_config(tags=NOSTREAM_TAGS, run_name="compress_research")
-    fitted, truncated = fit_texts(texts, budget)
-    if truncated:
-        emit(
-            "notes_truncated",
+    fitted = fit_to_budget(texts, budget, stage="compress")
+    try:
+        response = await invoke_fitted(
+            model,
+            lambda fitted: COMPRESS_PROMPT.format(
+                question=state["question"], brief=state.get("brief", ""), sources="\n\n---\n\n".join(fitted)
+            ),
+            fitted,
+            config,
+            context,
             stage="compress",
-            reason="budget",
-            tokens_before=sum(map(approx_tokens, texts)),
-            tokens_after=sum(map(approx_tokens, fitted)),
+            step=state["round"],
         )
-    for attempt in range(CONTEXT_RETRIES + 1):
-        prompt = COMPRESS_PROMPT.format(
-            question=state["question"], brief=state.get("brief", ""), sources="\n\n---\n\n".join(fitted)
-        )
-        try:
-            response = await ainvoke_with_retries(
-                model,
-                [HumanMessage(prompt)],
-                config,
-                retries=context.model_retries,
-                timeout=context.model_timeout,
-                step=state["round"],
-            )
-            break
-        except Exception as exc:
-            if is_context_length_error(exc) and attempt < CONTEXT_RETRIES:
-                before = sum(map(approx_tokens, fitted))
-                fitted, _ = fit_texts(fitted, before // 2)
-                emit(
-                    "notes_truncated",
-                    stage="compress",
-                    reason="context_length_exceeded",
-                    tokens_before=before,
-                    tokens_after=sum(map(approx_tokens, fitted)),
-                )
-                continue
-            return _finish(state, "error", f"compression failed: {exc}")
+    except Exception as exc:
+        return _finish(state, "error", f"compression failed: {exc}")
     notes = {"researcher_id": state["researcher_id"], "question": state["question"], "text": response.text}
     catalog = [
         {"url": s["url"], "title": s["title"], "kind": s["kind"], "researcher_id": state["researcher_id"]}
