@@ -314,6 +314,13 @@ class StoreSQL:
             elif keys:
                 await conn.execute("DELETE FROM kb_fulltext WHERE kb = %s AND chunk_key = ANY(%s)", (kb, list(keys)))
 
+    async def _lexemes(self, config: str, query: str) -> list[str]:
+        """The lexemes Postgres's text search configuration `config` makes of `query`."""
+        rows = await self._fetch(
+            "SELECT tsvector_to_array(to_tsvector(%s::regconfig, %s)) AS lexemes", (config, strip_nul(query))
+        )
+        return list(rows[0]["lexemes"])
+
     async def kb_keyword_search(
         self,
         kb: str,
@@ -330,10 +337,7 @@ class StoreSQL:
         `to_tsvector(config, query)`, term frequencies from the stored tsvectors, lengths in
         characters; `n` and `avgdl` (the knowledge base's chunk count and mean chunk length)
         from the registry."""
-        rows = await self._fetch(
-            "SELECT tsvector_to_array(to_tsvector(%s::regconfig, %s)) AS lexemes", (config, strip_nul(query))
-        )
-        lexemes = list(rows[0]["lexemes"])
+        lexemes = await self._lexemes(config, query)
         if not lexemes:
             return []
         params = {
@@ -414,10 +418,7 @@ class StoreSQL:
         first: document frequencies over the prefix's matching rows, `n` and the mean length over
         the prefix; `match` keeps only values containing it (jsonb `@>`: a role, a category)."""
         await self.ensure_memory_fulltext()
-        rows = await self._fetch(
-            "SELECT tsvector_to_array(to_tsvector(%s::regconfig, %s)) AS lexemes", (config, strip_nul(query))
-        )
-        lexemes = list(rows[0]["lexemes"])
+        lexemes = await self._lexemes(config, query)
         if not lexemes:
             return []
         params = {
@@ -449,8 +450,7 @@ class StoreSQL:
         """EXPLAIN ANALYZE (benchmarks) of one namespace's two hybrid-recall queries: the vector
         search as the library phrases it (prefix equality or LIKE, ORDER BY distance) and
         MEMORY_KEYWORD_SQL. Returns {"vector": plan, "keyword": plan}."""
-        rows = await self._fetch("SELECT tsvector_to_array(to_tsvector(%s::regconfig, %s)) AS lexemes", (config, query))
-        lexemes = list(rows[0]["lexemes"])
+        lexemes = await self._lexemes(config, query)
         explain = "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY ON) "
         vector = "[" + ",".join(f"{x:.6f}" for x in embedding) + "]"
         statements = {

@@ -3,6 +3,7 @@ server, and `langgraph dev` serving langgraph.json, driven through langgraph-sdk
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -84,6 +85,16 @@ def tool_messages(state: dict) -> dict[str, dict]:
                 content = m["content"]
             found[m["tool_call_id"]] = {"status": m.get("status"), "content": content}
     return found
+
+
+async def wait_status(client, thread_id, run_id, wanted: set[str], timeout: float = 30) -> str:
+    """Poll a run until its status is one of `wanted` (or `timeout` seconds pass); its status."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        status = (await client.runs.get(thread_id, run_id))["status"]
+        if status in wanted or asyncio.get_running_loop().time() > deadline:
+            return status
+        await asyncio.sleep(0.05)
 
 
 def tool_results(state: dict) -> dict:

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from tests.integration.conftest import key, user
+from tests.integration.conftest import key, user, wait_status
 
 pytestmark = pytest.mark.integration
 
@@ -14,15 +14,6 @@ pytestmark = pytest.mark.integration
 def plan(*steps: dict) -> dict:
     """A scripted planner answer: a `Plan` function call."""
     return {"content": "", "tool_calls": [{"name": "Plan", "args": {"steps": list(steps)}}]}
-
-
-async def wait_status(client, thread_id, run_id, wanted: set[str], timeout: float = 30) -> str:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        status = (await client.runs.get(thread_id, run_id))["status"]
-        if status in wanted or asyncio.get_running_loop().time() > deadline:
-            return status
-        await asyncio.sleep(0.05)
 
 
 async def test_streams_step_events_step_tokens_and_the_answer(dev_server, openai_server):

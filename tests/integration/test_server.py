@@ -8,18 +8,9 @@ import uuid
 
 import pytest
 
-from tests.integration.conftest import KB_DATA, cli, key, sql, tool_messages, user
+from tests.integration.conftest import KB_DATA, cli, key, sql, tool_messages, user, wait_status
 
 pytestmark = pytest.mark.integration
-
-
-async def wait_status(client, thread_id, run_id, wanted: set[str], timeout: float = 30) -> str:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        status = (await client.runs.get(thread_id, run_id))["status"]
-        if status in wanted or asyncio.get_running_loop().time() > deadline:
-            return status
-        await asyncio.sleep(0.05)
 
 
 async def test_streams_tokens_custom_events_and_updates(dev_server, openai_server):

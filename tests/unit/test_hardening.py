@@ -16,19 +16,12 @@ from langgraph_sdk import Auth
 from graphs.react.graph import builder
 from graphs.runtime.context import Context
 from graphs.runtime.history import CANCELLED_TOOL_RESULT, repair_tool_history
-from graphs.runtime.models import ModelCallError, ainvoke_with_retries, register_model_provider
+from graphs.runtime.models import ModelCallError, ainvoke_with_retries
 from graphs.runtime.state import check_input_messages
 from server import auth as server_auth
 from store.clean import strip_nul
 from tests.fakes import ScriptedChatModel
 from tools.identity import ADMIN, ThreadOwnerMismatch, check_thread_owner
-
-
-@pytest.fixture
-def model_slot():
-    slot: dict = {}
-    register_model_provider("scripted", lambda name, **kw: slot["model"])
-    return slot
 
 
 @pytest.mark.parametrize(

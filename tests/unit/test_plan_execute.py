@@ -16,7 +16,6 @@ import tools.registry as registry
 from graphs.plan_execute.context import PlanExecuteContext, plan_context_fields
 from graphs.plan_execute.graph import builder
 from graphs.plan_execute.plan import PlanError, PlanStep, validate_steps
-from graphs.runtime.models import register_model_provider
 from tests.fakes import ScriptedChatModel
 from tools.errors import TransientToolError
 
@@ -89,13 +88,6 @@ def test_tools(monkeypatch):
         return {"calculator": registry.builtin_tools()["calculator"], **extra}, []
 
     monkeypatch.setattr(registry, "available_tools", available_tools)
-
-
-@pytest.fixture
-def model_slot():
-    slot: dict = {}
-    register_model_provider("scripted", lambda name, **kw: slot["model"])
-    return slot
 
 
 def plan(*steps: dict) -> dict:

@@ -15,7 +15,7 @@ import tools.registry as registry
 from graphs.react.graph import builder
 from graphs.runtime.context import Context
 from graphs.runtime.events import EVENT_FIELDS
-from graphs.runtime.models import ModelCallError, ModelConfigError, register_model_provider
+from graphs.runtime.models import ModelCallError, ModelConfigError
 from tests.fakes import ScriptedChatModel
 from tools.errors import TransientToolError
 
@@ -31,14 +31,6 @@ class FakeServerError(Exception):
 @pytest.fixture(autouse=True)
 def fast_backoff(monkeypatch):
     monkeypatch.setenv("AGENT_RETRY_BASE_DELAY", "0.01")
-
-
-@pytest.fixture
-def model_slot():
-    """Register the `scripted:` provider; tests put their ScriptedChatModel in the slot."""
-    slot: dict = {}
-    register_model_provider("scripted", lambda name, **kw: slot["model"])
-    return slot
 
 
 attempts: dict[str, int] = {}

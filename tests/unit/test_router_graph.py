@@ -18,7 +18,7 @@ import graphs.router.graph as router
 from graphs.router import feedback as feedback_sink
 from graphs.router.context import RouterContext
 from graphs.router.workers import KnowledgeWorker, register_worker_type
-from graphs.runtime.models import ModelConfigError, register_model_provider
+from graphs.runtime.models import ModelConfigError
 from store import knowledge, memory
 from store.embeddings import get_embeddings
 from tests.fakes import ScriptedChatModel
@@ -31,13 +31,6 @@ DESCRIPTION = "Greenhouse irrigation guide with controller fault codes, lighthou
 @pytest.fixture(autouse=True)
 def fast_backoff(monkeypatch):
     monkeypatch.setenv("AGENT_RETRY_BASE_DELAY", "0.01")
-
-
-@pytest.fixture
-def model_slot():
-    slot: dict = {}
-    register_model_provider("scripted", lambda name, **kw: slot["model"])
-    return slot
 
 
 @pytest.fixture(scope="module")
