@@ -39,7 +39,7 @@ from graphs.plan_execute.prompts import (
     SYNTHESIZER_PROMPT,
 )
 from graphs.plan_execute.state import InputState, State
-from graphs.plan_execute.steps import run_step
+from graphs.plan_execute.steps import log_entry, run_step
 from graphs.runtime.events import emit
 from graphs.runtime.memory_schedule import finish_turn
 from graphs.runtime.models import NOSTREAM_TAGS, ainvoke_with_retries, load_chat_model
@@ -271,19 +271,7 @@ async def replanner(state: State, runtime: Runtime[PlanExecuteContext], config: 
 
 def _skipped(step: dict, status: str, reason: str, wave: int) -> dict:
     emit("plan_step_skipped", step_id=step["id"], status=status, reason=reason)
-    return {
-        "step_id": step["id"],
-        "description": step["description"],
-        "tool": step["tool"],
-        "args": step["args"],
-        "depends_on": step["depends_on"],
-        "wave": wave,
-        "recovery": None,
-        "status": status,
-        "error": reason,
-        "attempts": 0,
-        "duration_ms": 0.0,
-    }
+    return log_entry(step, wave, status=status, error=reason, attempts=0, duration_ms=0.0)
 
 
 class _Decision(NamedTuple):

@@ -116,6 +116,20 @@ async def _fallback(payload: StepInput, error: str, context: PlanExecuteContext,
     return text
 
 
+def log_entry(step: dict, wave: int, **outcome) -> dict:
+    """A step's execution-log entry: the step as planned, its wave, and what happened to it."""
+    return {
+        "step_id": step["id"],
+        "description": step["description"],
+        "tool": step["tool"],
+        "args": step["args"],
+        "depends_on": step["depends_on"],
+        "wave": wave,
+        "recovery": None,
+        **outcome,
+    }
+
+
 async def _timed(coroutine, timeout_s: float):
     try:
         return await asyncio.wait_for(coroutine, timeout_s)
@@ -133,15 +147,7 @@ async def run_step(payload: StepInput, runtime: Runtime[PlanExecuteContext], con
     step, wave = payload["step"], payload["wave"]
     emit("plan_step_started", step_id=step["id"], description=step["description"], tool=step["tool"], wave=wave)
     started = time.perf_counter()
-    entry = {
-        "step_id": step["id"],
-        "description": step["description"],
-        "tool": step["tool"],
-        "args": step["args"],
-        "depends_on": step["depends_on"],
-        "wave": wave,
-        "recovery": None,
-    }
+    entry = log_entry(step, wave)
     attempts = 1
     try:
         if step["tool"]:
