@@ -39,6 +39,7 @@ import tools.registry as registry
 from evals import offline
 from evals.corpus import CORPUS
 from evals.scripted import plan_script, research_script
+from evals.targets import environment
 from graphs.deep_research.context import ResearchContext
 from graphs.deep_research.graph import builder as research_builder
 from graphs.plan_execute.context import PlanExecuteContext
@@ -210,25 +211,6 @@ class SlowSearch:
         """The searches whose query contains `marker`."""
         with self.lock:
             return [(s, e) for q, s, e in self.spans if marker in q]
-
-
-@contextmanager
-def environment(values: dict[str, str | None]) -> Iterator[None]:
-    """Set (or, for None, unset) environment variables for the block."""
-    previous = {key: os.environ.get(key) for key in values}
-    try:
-        for key, value in values.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-        yield
-    finally:
-        for key, value in previous.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 async def research_fanout(units: int = 3, delay: float = 0.2, rounds: int = 3) -> dict:

@@ -19,8 +19,7 @@ import json
 import os
 import uuid
 import warnings
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,7 +30,7 @@ from langsmith.schemas import Example
 from evals import offline
 from evals.evaluators import judges as judge_evaluators
 from evals.suites import SUITES, Suite
-from evals.targets import BackgroundLoop, TargetEnv, as_sync
+from evals.targets import BackgroundLoop, TargetEnv, as_sync, environment
 
 ROOT = Path(__file__).resolve().parent
 DATASETS = ROOT / "datasets"
@@ -171,20 +170,6 @@ def check_thresholds(result: SuiteResult, thresholds: dict) -> list[str]:
     return failures
 
 
-@contextmanager
-def _environment(values: dict[str, str]) -> Iterator[None]:
-    previous = {key: os.environ.get(key) for key in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for key, value in previous.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-
-
 def run_suite(
     suite: Suite,
     *,
@@ -211,7 +196,7 @@ def run_suite(
         evaluators += judge_evaluators(judge, suite.judges)
     env = TargetEnv(model=model, embeddings=embeddings, trace=online)
     # Memory extraction runs right after each turn (the targets wait for it).
-    with _environment({"MEMORY_EXTRACTION_DELAY": "0"}), warnings.catch_warnings():
+    with environment({"MEMORY_EXTRACTION_DELAY": "0"}), warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*'upload_results' parameter is in beta")
         results = evaluate(
             as_sync(suite.target, env, loop),

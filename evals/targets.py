@@ -178,7 +178,7 @@ def offline(env: TargetEnv) -> bool:
 
 
 @contextmanager
-def _environment(values: dict[str, str | None]) -> Iterator[None]:
+def environment(values: dict[str, str | None]) -> Iterator[None]:
     """Set (or, for None, unset) environment variables for the block."""
     previous = {key: os.environ.get(key) for key in values}
     try:
@@ -264,7 +264,7 @@ async def deep_research_target(inputs: dict, env: TargetEnv) -> dict:
     config = {"configurable": {"thread_id": str(uuid.uuid4())}}
     messages = [HumanMessage(m["content"]) for m in inputs["messages"]]
     checks = []
-    with _environment(web):
+    with environment(web):
         async for event in graph.astream({"messages": messages}, config, context=context, stream_mode="custom"):
             checks.append(event)
     state = (await graph.aget_state(config)).values
