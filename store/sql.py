@@ -15,6 +15,10 @@ embedded memory (store/memory/hybrid.py) and deleted with it.
 Knowledge-base full text lives in a table of our own, `kb_fulltext`, not in an index on the
 library's `store` table (see docs/knowledge.md): it is written on ingest and delete next to the
 store's chunk rows.
+
+`agent_store_meta` (key, value), another table of our own, records facts about the store itself:
+the embeddings model its vectors were built with (`record_embeddings_model`, checked when the
+store opens).
 """
 
 from __future__ import annotations
@@ -75,11 +79,17 @@ def _tsquery_literal(lexeme: str) -> str:
 
 
 # BM25 over kb_fulltext. The `@@` predicate is served by the GIN index on `tsv`; document
-# frequencies are exact because every chunk holding a query lexeme is a candidate.
+# frequencies are exact because every chunk holding a query lexeme is a candidate. Scores are
+# divided by the query's ceiling, the sum over its lexemes of idf * (k1 + 1) (a lexeme no chunk
+# holds counts with df 0): the share of the query's weight a chunk matches, comparable across
+# queries (a rare code matched scores high; two common words of a paraphrase, low).
 KB_KEYWORD_SQL = """
     WITH candidates AS MATERIALIZED (
         SELECT chunk_key AS key, tsv, chars FROM kb_fulltext
         WHERE kb = %(kb)s AND tsv @@ %(tsquery)s::tsquery
+    ),
+    corpus AS MATERIALIZED (
+        SELECT greatest(%(n)s, (SELECT count(*) FROM candidates)) AS n
     ),
     frequencies AS (
         SELECT c.key, c.chars, t.lexeme, coalesce(cardinality(t.positions), 1) AS tf
@@ -88,13 +98,17 @@ KB_KEYWORD_SQL = """
     ),
     document_frequency AS (
         SELECT lexeme, count(*) AS df FROM frequencies GROUP BY lexeme
+    ),
+    ceiling AS (
+        SELECT sum(ln(1 + (co.n - coalesce(d.df, 0) + 0.5) / (coalesce(d.df, 0) + 0.5)) * (%(k1)s + 1)) AS total
+        FROM unnest(%(lexemes)s::text[]) AS q(lexeme) LEFT JOIN document_frequency d USING (lexeme) CROSS JOIN corpus co
     )
     SELECT f.key, sum(
-        ln(1 + (greatest(%(n)s, (SELECT count(*) FROM candidates)) - d.df + 0.5) / (d.df + 0.5))
+        ln(1 + (co.n - d.df + 0.5) / (d.df + 0.5))
         * f.tf * (%(k1)s + 1)
         / (f.tf + %(k1)s * (1 - %(b)s + %(b)s * f.chars / %(avgdl)s))
-    ) AS score
-    FROM frequencies f JOIN document_frequency d USING (lexeme)
+    ) / (SELECT total FROM ceiling) AS score
+    FROM frequencies f JOIN document_frequency d USING (lexeme) CROSS JOIN corpus co
     GROUP BY f.key
     ORDER BY score DESC, f.key
     LIMIT %(limit)s
@@ -184,6 +198,29 @@ class StoreSQL:
             "WHERE a.attrelid = to_regclass('store_vectors') AND a.attname = 'embedding'"
         )
         return rows[0]["dims"] if rows else None
+
+    async def record_embeddings_model(self, model: str) -> tuple[str, bool]:
+        """The embeddings model the store's vectors were built with, from our own table
+        `agent_store_meta` (key, value), created if missing; when none is recorded yet, `model`
+        is recorded. Returns (recorded model, whether this call recorded it). Under an advisory
+        lock, so that concurrent first opens record one model."""
+        async with (
+            self.pool.connection() as conn,
+            conn.transaction(),
+            conn.cursor(row_factory=dict_row) as cur,
+        ):
+            await cur.execute("SELECT pg_advisory_xact_lock(hashtext('agent_engine.agent_store_meta'))")
+            await cur.execute("CREATE TABLE IF NOT EXISTS agent_store_meta (key text PRIMARY KEY, value text NOT NULL)")
+            await cur.execute(
+                "INSERT INTO agent_store_meta (key, value) VALUES ('embeddings_model', %s) "
+                "ON CONFLICT (key) DO NOTHING RETURNING value",
+                (model,),
+            )
+            if await cur.fetchone() is not None:
+                return model, True
+            await cur.execute("SELECT value FROM agent_store_meta WHERE key = 'embeddings_model'")
+            row = await cur.fetchone()
+            return str(row["value"]) if row else model, False
 
     # --- memories -------------------------------------------------------------------------------
 
@@ -333,7 +370,8 @@ class StoreSQL:
         b: float,
         limit: int,
     ) -> list[tuple[str, float]]:
-        """BM25 (chunk key, score) of `kb`'s chunks for `query`, best first: query lexemes from
+        """BM25 (chunk key, score as a share of the query's ceiling, 0..1) of `kb`'s chunks for
+        `query`, best first: query lexemes from
         `to_tsvector(config, query)`, term frequencies from the stored tsvectors, lengths in
         characters; `n` and `avgdl` (the knowledge base's chunk count and mean chunk length)
         from the registry."""

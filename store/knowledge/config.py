@@ -47,7 +47,8 @@ class KnowledgeConfig:
     chunk_size: int
     chunk_overlap: int
     text_search_config: str
-    hybrid_keyword_weight: float = 0.6
+    hybrid_keyword_weight: float = 0.8
+    time_weight: float = 1.0
 
 
 def knowledge_config() -> KnowledgeConfig:
@@ -58,4 +59,5 @@ def knowledge_config() -> KnowledgeConfig:
         chunk_overlap=values.KB_CHUNK_OVERLAP,
         text_search_config=values.KB_TEXT_SEARCH_CONFIG,
         hybrid_keyword_weight=values.KB_HYBRID_KEYWORD_WEIGHT,
+        time_weight=values.KB_TIME_WEIGHT,
     )

@@ -8,12 +8,15 @@ import hashlib
 import json
 import os
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any, cast
 
 from langgraph.store.base import BaseStore, GetOp, Item, PutOp
 
 from store.clean import strip_nul
+from store.dates import parse_date, stamp
 from store.knowledge.config import (
     FORMAT_BY_EXTENSION,
     GROUP_CHUNKS,
@@ -51,6 +54,7 @@ def _chunk_values(kb: str, document: PreparedDocument) -> list[dict]:
                 "page": chunk.page,
                 "section": chunk.section,
                 "content": chunk.content,
+                **({"date": document.date} if document.date else {}),
             }
             for chunk in document.chunks
         ]
@@ -139,6 +143,16 @@ def _check_source(source: object) -> str:
     return source.strip()
 
 
+def _check_date(value: object) -> str | None:
+    """A document's date (when it was written or said) as the stored UTC stamp, or None."""
+    moment = parse_date(value, "date")
+    return stamp(moment) if moment else None
+
+
+def _dated(prepare: Callable[[], PreparedDocument], date: str | None) -> Callable[[], PreparedDocument]:
+    return prepare if date is None else lambda: replace(prepare(), date=date)
+
+
 def _check_format(format: str) -> str:
     if format not in (*TEXT_FORMATS, "pdf"):
         raise ValueError(f"Unknown format {format!r}: use one of {', '.join((*TEXT_FORMATS, 'pdf'))}.")
@@ -153,8 +167,10 @@ async def ingest_texts(
     chunk_size: int | None = None,
     chunk_overlap: int | None = None,
 ) -> list[dict]:
-    """Ingest many text documents at once: each a mapping {"text", "source", "title"?, "format"?}
-    (format "text" by default, or "markdown" / "html"). Chunks are embedded in large batches.
+    """Ingest many text documents at once: each a mapping {"text", "source", "title"?, "format"?,
+    "date"?} (format "text" by default, or "markdown" / "html"; date: when the document was
+    written or said, ISO 8601 or a datetime, kept on its chunks so hybrid search can favour the
+    documents of a time range the query names). Chunks are embedded in large batches.
 
     Returns one result per document, as ingest_text. Sources must be distinct within one call.
     """
@@ -166,14 +182,18 @@ async def ingest_texts(
     for d in documents:
         if _check_format(d.get("format", "text")) == "pdf":
             raise ValueError("ingest_texts takes text formats only; use ingest_bytes for PDFs.")
+    dates = [_check_date(d.get("date")) for d in documents]
     await get_kb(store, kb)
     chunking = _chunking(chunk_size, chunk_overlap)
     results = await _write_prepared(
         store,
         kb,
         (
-            functools.partial(prepare_text, d["text"], source, d.get("title"), d.get("format", "text"), chunking)
-            for d, source in zip(documents, sources, strict=False)
+            _dated(
+                functools.partial(prepare_text, d["text"], source, d.get("title"), d.get("format", "text"), chunking),
+                date,
+            )
+            for d, source, date in zip(documents, sources, dates, strict=False)
         ),
     )
     await refresh_stats(store, kb)
@@ -188,16 +208,18 @@ async def ingest_text(
     title: str | None = None,
     format: str = "text",
     *,
+    date: str | datetime | None = None,
     chunk_size: int | None = None,
     chunk_overlap: int | None = None,
 ) -> dict:
-    """Chunk and store one text document (format "text", "markdown" or "html") in `kb`.
+    """Chunk and store one text document (format "text", "markdown" or "html") in `kb`; `date`
+    as in ingest_texts.
 
     Re-ingesting the same `source` replaces its chunks. Returns {"source", "title", "format",
     "chunks", "status" ("created" | "updated" | "unchanged" | "empty"), "removed" (stale chunks
     deleted)}. Raises KBUnknownError if `kb` does not exist.
     """
-    document = {"text": text, "source": source, "title": title, "format": format}
+    document = {"text": text, "source": source, "title": title, "format": format, "date": date}
     (result,) = await ingest_texts(store, kb, [document], chunk_size=chunk_size, chunk_overlap=chunk_overlap)
     return result
 
@@ -210,20 +232,23 @@ async def ingest_bytes(
     format: str,
     title: str | None = None,
     *,
+    date: str | datetime | None = None,
     chunk_size: int | None = None,
     chunk_overlap: int | None = None,
 ) -> dict:
-    """Chunk and store one document given as bytes: "pdf", or UTF-8 "text"/"markdown"/"html".
+    """Chunk and store one document given as bytes: "pdf", or UTF-8 "text"/"markdown"/"html";
+    `date` as in ingest_texts.
 
     For content already fetched elsewhere (e.g. a URL fetched by the CLI); `source` should be
     the URL. Same result and replacement rules as ingest_text.
     """
     source = _check_source(source)
     _check_format(format)
+    checked_date = _check_date(date)
     await get_kb(store, kb)
     chunking = _chunking(chunk_size, chunk_overlap)
     (result,) = await _write_prepared(
-        store, kb, [functools.partial(prepare_bytes, data, source, title, format, chunking)]
+        store, kb, [_dated(functools.partial(prepare_bytes, data, source, title, format, chunking), checked_date)]
     )
     await refresh_stats(store, kb)
     return result

@@ -89,7 +89,9 @@ def tokenize(text: str) -> list[str]:
 def bm25_rank(
     query: str, documents: Sequence[tuple[str, str]], *, k1: float = BM25_K1, b: float = BM25_B
 ) -> list[tuple[str, float]]:
-    """Okapi BM25 of (id, text) documents for `query`, best first; documents matching no term are left out."""
+    """Okapi BM25 of (id, text) documents for `query`, best first, as a share of the query's
+    ceiling (the sum over its terms of idf * (k1 + 1), as in store/sql.py's KB_KEYWORD_SQL);
+    documents matching no term are left out."""
     terms = set(tokenize(query))
     if not terms or not documents:
         return []
@@ -98,17 +100,12 @@ def bm25_rank(
     average = (sum(lengths) / len(lengths)) or 1.0
     frequency = Counter(term for _, c in counts for term in terms if term in c)
     n = len(counts)
+    idf = {t: math.log(1 + (n - frequency[t] + 0.5) / (frequency[t] + 0.5)) for t in terms}
+    ceiling = sum(idf.values()) * (k1 + 1)
     scored = []
     for (doc_id, c), length in zip(counts, lengths, strict=False):
-        score = sum(
-            math.log(1 + (n - frequency[t] + 0.5) / (frequency[t] + 0.5))
-            * c[t]
-            * (k1 + 1)
-            / (c[t] + k1 * (1 - b + b * length / average))
-            for t in terms
-            if t in c
-        )
+        score = sum(idf[t] * c[t] * (k1 + 1) / (c[t] + k1 * (1 - b + b * length / average)) for t in terms if t in c)
         if score > 0:
-            scored.append((doc_id, score))
+            scored.append((doc_id, score / ceiling))
     scored.sort(key=lambda pair: (-pair[1], pair[0]))
     return scored

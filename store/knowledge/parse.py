@@ -102,6 +102,7 @@ class PreparedDocument:
     title: str
     format: str
     chunks: list[Chunk]
+    date: str | None = None  # UTC stamp of when the document was written, if known
 
 
 def prepare_text(text: str | bytes, source: str, title: str | None, format: str, chunking: dict) -> PreparedDocument:

@@ -1,19 +1,25 @@
-"""Retrieval: dense (the store's vectors), keyword (BM25) and hybrid (score-normalised weighted fusion)."""
+"""Retrieval: dense (the store's vectors), keyword (BM25) and hybrid (score-normalised weighted
+fusion, plus a bonus for chunks of documents dated in the time range the query names). Every
+strategy returns each chunk text once (a KB of chat logs or boilerplate repeats texts)."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, cast
 
 from langgraph.store.base import BaseStore, GetOp, Item
 
-from store.fusion import fuse
+from store.dates import query_time_range, stamp
+from store.fusion import distinct_texts, fuse
 from store.knowledge.config import BM25_B, BM25_K1, MAX_TOP_K, RRF_K, STRATEGIES, knowledge_config
 from store.knowledge.keyword_fallback import bm25_rank
 from store.knowledge.registry import chunk_namespace, get_kb, search_all
 from store.sql import adapter_for
+
+IN_PROCESS_DATED_SCAN = 10_000  # chunks scanned for a date range on stores without SQL (tests, evals)
 
 
 @dataclass(frozen=True)
@@ -33,9 +39,31 @@ def _check_query(query: str, top_k: int, strategy: str) -> str:
     return query.strip()
 
 
-async def _dense_hits(store: BaseStore, kb: str, query: str, limit: int) -> list[Hit]:
-    items = await store.asearch(chunk_namespace(kb), query=query, limit=limit)
+async def _dense_hits(
+    store: BaseStore, kb: str, query: str, limit: int, span: tuple[datetime, datetime] | None = None
+) -> list[Hit]:
+    """Vector hits, best first; with `span` only chunks of documents dated in [start, end)
+    (stamps are UTC ISO strings of one format, so text comparison orders them by time)."""
+    if span is None:
+        items = await store.asearch(chunk_namespace(kb), query=query, limit=limit)
+    elif adapter_for(store) is not None:
+        dated = {"date": {"$gte": stamp(span[0]), "$lt": stamp(span[1])}}
+        items = await store.asearch(chunk_namespace(kb), query=query, filter=dated, limit=limit)
+    else:  # InMemoryStore compares range filters as numbers: filter the dated chunks here
+        start, end = stamp(span[0]), stamp(span[1])
+        items = [
+            item
+            for item in await store.asearch(chunk_namespace(kb), query=query, limit=IN_PROCESS_DATED_SCAN)
+            if start <= str(item.value.get("date") or "") < end
+        ][:limit]
     return [Hit(item.key, dict(item.value), float(item.score or 0.0)) for item in items if item.score is not None]
+
+
+def _distinct(hits: list[Hit], top_k: int) -> list[Hit]:
+    """The first `top_k` hits with each chunk text once."""
+    by_id = {hit.id: hit for hit in hits}
+    kept = distinct_texts([(hit.id, hit.score) for hit in hits], {hit.id: hit.value["content"] for hit in hits})
+    return [by_id[doc_id] for doc_id, _ in kept[:top_k]]
 
 
 async def _keyword_hits(store: BaseStore, kb: str, entry: dict, query: str, limit: int) -> list[Hit]:
@@ -102,6 +130,7 @@ def _result(kb: str, query: str, strategy: str, hits: list[tuple[Hit, dict[str, 
             "position": value.get("position"),
             "page": value.get("page"),
             "section": value.get("section"),
+            "date": value.get("date"),
         }
         results.append(
             {
@@ -129,7 +158,7 @@ async def dense_search(store: BaseStore, kb: str, query: str, top_k: int = 5) ->
     """Vector search (the store's semantic index, cosine similarity) over `kb`'s chunks."""
     query = _check_query(query, top_k, "dense")
     await get_kb(store, kb)
-    hits = await _dense_hits(store, kb, query, top_k)
+    hits = _distinct(await _dense_hits(store, kb, query, _candidate_depth(top_k)), top_k)
     return _result(kb, query, "dense", [(hit, {"dense": rank}) for rank, hit in enumerate(hits, 1)])
 
 
@@ -137,38 +166,81 @@ async def keyword_search(store: BaseStore, kb: str, query: str, top_k: int = 5) 
     """BM25 keyword search over `kb`'s chunks (Postgres full-text on a Postgres store)."""
     query = _check_query(query, top_k, "keyword")
     entry = await get_kb(store, kb)
-    hits = await _keyword_hits(store, kb, entry, query, top_k)
+    hits = _distinct(await _keyword_hits(store, kb, entry, query, _candidate_depth(top_k)), top_k)
     return _result(kb, query, "keyword", [(hit, {"keyword": rank}) for rank, hit in enumerate(hits, 1)])
 
 
+@dataclass
+class Signals:
+    """What hybrid search fuses: dense and keyword hits, and the hits among the chunks of
+    documents dated in the time range the query names (empty when it names none)."""
+
+    dense: list[Hit]
+    keyword: list[Hit]
+    in_range: list[Hit]
+
+
+async def gather_signals(
+    store: BaseStore, kb: str, entry: dict, query: str, depth: int, now: datetime, time_weight: float
+) -> Signals:
+    """The dense and keyword candidates, `depth` deep; when the query names a time range
+    (`store.dates.query_time_range`, relative to `now`) and `time_weight` is on, the dated chunks
+    in it too, by their own similarity (merged into the dense list)."""
+    window = query_time_range(query, now) if time_weight else None
+    searches = [_dense_hits(store, kb, query, depth), _keyword_hits(store, kb, entry, query, depth)]
+    if window is not None:
+        searches.append(_dense_hits(store, kb, query, depth, span=window))
+    dense, keyword, *dated = await asyncio.gather(*searches)
+    in_range = dated[0] if dated else []
+    known = {hit.id for hit in dense}
+    dense = sorted([*dense, *(hit for hit in in_range if hit.id not in known)], key=lambda hit: -hit.score)
+    return Signals(dense, keyword, in_range)
+
+
+def rank(signals: Signals, keyword_weight: float, time_weight: float) -> list[tuple[Hit, dict[str, int | None]]]:
+    """The fused candidates, best first, each text once: (Hit whose score is the fused score,
+    its ranks in the dense and keyword lists)."""
+    by_id = {hit.id: hit for hit in (*signals.keyword, *signals.dense)}
+    dense_rank = {hit.id: rank for rank, hit in enumerate(signals.dense, 1)}
+    keyword_rank = {hit.id: rank for rank, hit in enumerate(signals.keyword, 1)}
+    fused = fuse(
+        [(h.id, h.score) for h in signals.dense],
+        [(h.id, h.score) for h in signals.keyword],
+        keyword_weight=keyword_weight,
+        bonus={hit.id: time_weight for hit in signals.in_range},
+        keyword_method="given",
+    )
+    fused = distinct_texts(fused, {doc_id: hit.value["content"] for doc_id, hit in by_id.items()})
+    return [
+        (
+            Hit(doc_id, by_id[doc_id].value, score),
+            {"dense": dense_rank.get(doc_id), "keyword": keyword_rank.get(doc_id)},
+        )
+        for doc_id, score in fused
+    ]
+
+
 async def hybrid_search(
-    store: BaseStore, kb: str, query: str, top_k: int = 5, *, keyword_weight: float | None = None
+    store: BaseStore,
+    kb: str,
+    query: str,
+    top_k: int = 5,
+    *,
+    keyword_weight: float | None = None,
+    now: datetime | None = None,
 ) -> dict:
     """Dense and keyword candidates fused by `store.fusion.fuse` (score-normalised weighted sum;
-    `keyword_weight` default KB_HYBRID_KEYWORD_WEIGHT); score is the fused score."""
+    `keyword_weight` default KB_HYBRID_KEYWORD_WEIGHT); score is the fused score. When the query
+    names a time range (relative to `now`), the chunks of documents dated in it are searched too
+    and get KB_TIME_WEIGHT more."""
     query = _check_query(query, top_k, "hybrid")
     entry = await get_kb(store, kb)
-    weight = knowledge_config().hybrid_keyword_weight if keyword_weight is None else keyword_weight
-    depth = _candidate_depth(top_k)
-    dense, keyword = await asyncio.gather(
-        _dense_hits(store, kb, query, depth), _keyword_hits(store, kb, entry, query, depth)
+    config = knowledge_config()
+    weight = config.hybrid_keyword_weight if keyword_weight is None else keyword_weight
+    signals = await gather_signals(
+        store, kb, entry, query, _candidate_depth(top_k), now or datetime.now(UTC), config.time_weight
     )
-    by_id = {hit.id: hit for hit in (*keyword, *dense)}
-    dense_rank = {hit.id: rank for rank, hit in enumerate(dense, 1)}
-    keyword_rank = {hit.id: rank for rank, hit in enumerate(keyword, 1)}
-    fused = fuse([(h.id, h.score) for h in dense], [(h.id, h.score) for h in keyword], keyword_weight=weight)[:top_k]
-    return _result(
-        kb,
-        query,
-        "hybrid",
-        [
-            (
-                Hit(doc_id, by_id[doc_id].value, score),
-                {"dense": dense_rank.get(doc_id), "keyword": keyword_rank.get(doc_id)},
-            )
-            for doc_id, score in fused
-        ],
-    )
+    return _result(kb, query, "hybrid", rank(signals, weight, config.time_weight)[:top_k])
 
 
 SEARCHES = {"dense": dense_search, "keyword": keyword_search, "hybrid": hybrid_search}

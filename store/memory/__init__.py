@@ -44,9 +44,9 @@ Modules by job: `config` (constants, MEMORY_* settings), `times` (clock, stamps,
 `listing` (SQL listing or the in-process fallback).
 """
 
+from store.dates import DATE_FORMAT_HELP
 from store.memory.config import (
     CATEGORIES,
-    DATE_FORMAT_HELP,
     KINDS,
     MAX_ID_CHARS,
     MAX_KEYWORD_CHARS,

@@ -29,7 +29,6 @@ MAX_PROFILE_VALUE_CHARS = 1000
 MAX_ID_CHARS = 256
 PROFILE_FACTS_PER_CATEGORY = 10
 PROFILE_FACTS_SCANNED = 50
-DATE_FORMAT_HELP = "ISO 8601: 'YYYY-MM-DD' or 'YYYY-MM-DDTHH:MM[:SS][+HH:MM]' (UTC when no offset)"
 
 
 @dataclass(frozen=True)
@@ -53,6 +52,7 @@ class MemoryConfig:
     search: str = "hybrid"
     keyword_weight: float = 0.15
     time_weight: float = 1.0
+    speaker_weight: float = 0.3
     scoring: str = "plain"
 
 
@@ -78,5 +78,6 @@ def memory_config() -> MemoryConfig:
         search=values.MEMORY_SEARCH,
         keyword_weight=values.MEMORY_KEYWORD_WEIGHT,
         time_weight=values.MEMORY_TIME_WEIGHT,
+        speaker_weight=values.MEMORY_SPEAKER_WEIGHT,
         scoring=values.MEMORY_SCORING,
     )

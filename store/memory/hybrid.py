@@ -1,11 +1,13 @@
 """Hybrid memory search: dense candidates (the store's vectors), keyword candidates (BM25 over
 `memory_fulltext`, store/sql.py) and, when the query names a date, the memories written then;
-fused by `fusion.fuse`. On stores without the SQL adapter (InMemoryStore in unit tests and evals)
+fused by `fusion.fuse`, with bonuses for the memories written in the query's time range and for
+those of a speaker the query names. On stores without the SQL adapter (InMemoryStore in unit tests and evals)
 keyword candidates come from an in-process BM25 over the user's scanned memories."""
 
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -13,10 +15,10 @@ from typing import cast
 
 from langgraph.store.base import BaseStore, Item, SearchItem
 
-from store.fusion import fuse
+from store.dates import query_time_range
+from store.fusion import distinct_texts, fuse
 from store.knowledge.keyword_fallback import bm25_rank
 from store.memory.config import TEXT_SEARCH_CONFIG, MemoryConfig
-from store.memory.dates import query_time_range
 from store.memory.listing import list_items, scan
 from store.memory.times import expired, stamp
 from store.sql import adapter_for
@@ -76,23 +78,19 @@ async def keyword_candidates(
     return [(items[key], score) for key, score in ranked[:limit]]
 
 
-def distinct_texts(ranked: list[tuple[str, float]], texts: dict[str, str | None]) -> list[tuple[str, float]]:
-    """`ranked` with each text once, at its best rank (a chat log repeats "Haha, classic." on many
-    days; ten copies of it would fill a top ten)."""
-    seen: set[str | None] = set()
-    kept = []
-    for key, score in ranked:
-        if texts.get(key) not in seen:
-            seen.add(texts.get(key))
-            kept.append((key, score))
-    return kept
+def named_speakers(query: str, speakers: set[str]) -> set[str]:
+    """The speakers whose name the query contains as a whole word, any case ("what did Maya
+    say" names Maya)."""
+    return {name for name in speakers if re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", query, re.I)}
 
 
 @dataclass
 class Signals:
     """What hybrid search fuses: dense hits (cosine similarity), keyword hits (BM25), and the
-    keys of the memories written in the time range the query names."""
+    keys of the memories written in the time range the query names (the query itself too: the
+    speakers it names are found among the candidates)."""
 
+    query: str
     dense: list[SearchItem]
     keyword: list[tuple[Item, float]]
     in_range: set[str] = field(default_factory=set)
@@ -127,6 +125,7 @@ async def gather_signals(
     keyword = cast(list[tuple[Item, float]], found[1])
     timed = [cast(Sequence[Item], found[2])] if len(found) > 2 else []
     signals = Signals(
+        query,
         [hit for hit in dense if not expired(hit.value, now)],
         [(item, score) for item, score in keyword if not expired(item.value, now)],
     )
@@ -146,12 +145,18 @@ def rank(signals: Signals, config: MemoryConfig) -> list[tuple[SearchItem, float
     by_key: dict[str, Item] = {item.key: item for item, _ in signals.keyword}
     by_key.update({hit.key: hit for hit in signals.dense})
     similarity = {hit.key: hit.score for hit in signals.dense}
+    speakers = {str(item.value["speaker"]) for item in by_key.values() if item.value.get("speaker")}
+    named = named_speakers(signals.query, speakers) if config.speaker_weight and speakers else set()
+    bonus = {
+        key: config.time_weight * (key in signals.in_range)
+        + config.speaker_weight * (item.value.get("speaker") in named)
+        for key, item in by_key.items()
+    }
     fused = fuse(
         [(hit.key, hit.score or 0.0) for hit in signals.dense],
         [(item.key, score) for item, score in signals.keyword if score > 0],
         keyword_weight=config.keyword_weight,
-        in_range=signals.in_range,
-        time_weight=config.time_weight,
+        bonus=bonus,
     )
     fused = [(key, score) for key, score in fused if key in by_key]
     results = []

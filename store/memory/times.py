@@ -2,20 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, timedelta
-from typing import Any
+from datetime import UTC, datetime, timedelta
 
-from store.memory.config import DATE_FORMAT_HELP
+from store.dates import parse_date, stamp
 
 
 def utc_now() -> datetime:
     """The clock (tests replace it)."""
     return datetime.now(UTC)
-
-
-def stamp(moment: datetime) -> str:
-    """The UTC ISO stamp (microseconds) values carry."""
-    return moment.astimezone(UTC).isoformat(timespec="microseconds")
 
 
 def parse_stamp(text: str | None) -> datetime | None:
@@ -39,22 +33,6 @@ def expired(value: dict, now: datetime) -> bool:
     return expires is not None and expires <= now
 
 
-def _parse_when(text: Any, name: str, end: bool) -> datetime | None:
-    if text is None or text == "":
-        return None
-    if not isinstance(text, str):
-        raise ValueError(f"{name} must be a string in {DATE_FORMAT_HELP}")
-    try:
-        if len(text.strip()) == 10:
-            day = date.fromisoformat(text.strip())
-            moment = datetime(day.year, day.month, day.day, tzinfo=UTC)
-            return moment + timedelta(days=1) if end else moment
-        moment = datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise ValueError(f"{name}={text!r} is not a valid date; use {DATE_FORMAT_HELP}") from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-
-
 def resolve_time_range(
     start_date: str | None = None,
     end_date: str | None = None,
@@ -64,8 +42,8 @@ def resolve_time_range(
 ) -> tuple[datetime | None, datetime | None]:
     """The [start, end) range for `time_filter`. A date-only `end_date` includes that whole day;
     `days_ago` N means from N days before now. Raises ValueError on bad or contradictory input."""
-    start = _parse_when(start_date, "start_date", end=False)
-    end = _parse_when(end_date, "end_date", end=True)
+    start = parse_date(start_date, "start_date")
+    end = parse_date(end_date, "end_date", end=True)
     if days_ago is not None:
         valid = isinstance(days_ago, int) and not isinstance(days_ago, bool)
         if not valid or not 0 <= days_ago <= 36500:

@@ -180,9 +180,12 @@ async def record_chat_message(
     text: str,
     thread_id: str | None,
     *,
+    speaker: str | None = None,
     now: datetime | None = None,
 ) -> dict:
-    """Append one raw chat message to the user's history (no dedupe).
+    """Append one raw chat message to the user's history (no dedupe). `speaker` names who wrote
+    it when a conversation has several people (stored in the value; hybrid recall boosts the
+    messages of a speaker its query names).
 
     Text longer than MEMORY_MAX_TEXT_CHARS is cut to that length and marked `"truncated": true`
     (a chat log keeps what it can rather than refusing the turn).
@@ -193,6 +196,7 @@ async def record_chat_message(
     if not isinstance(text, str) or not text.strip():
         raise ValueError("text must be a non-empty string")
     thread_id = optional_id(thread_id, "thread_id")
+    speaker = optional_id(speaker, "speaker")
     truncated = len(text) > config.max_text_chars
     written = stamp(now or times.utc_now())
     value = {
@@ -207,6 +211,7 @@ async def record_chat_message(
         "source": "chat",
         **({"thread_id": thread_id} if thread_id else {}),
         **({"truncated": True} if truncated else {}),
+        **({"speaker": speaker} if speaker else {}),
     }
     value = with_expiry(value, config, now or times.utc_now())
     key = str(uuid.uuid4())

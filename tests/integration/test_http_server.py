@@ -250,9 +250,14 @@ async def test_knowledge_base_lifecycle_and_owner_rule(http_server, web):
             ("files", ("lighthouse.txt", b"The lighthouse keeper logs ZX-4471 storms every winter.", "text/plain")),
             ("files", ("garden.md", b"# Garden\n\nTomatoes need warm soil and steady water.", "text/markdown")),
         ]
-        uploaded = await alice.post(f"/api/v1/kb/{name}/documents", files=files)
+        uploaded = await alice.post(f"/api/v1/kb/{name}/documents", files=files, data={"date": "2023-05-10"})
         assert uploaded.status_code == 200, uploaded.text
         assert [d["status"] for d in uploaded.json()["documents"]] == ["created", "created"]
+        dated = await alice.post(f"/api/v1/kb/{name}/search", json={"query": "tomatoes in the week of 8 May 2023"})
+        assert dated.json()["retrieval_results"][0]["date"] == "2023-05-10T00:00:00.000000+00:00"
+        undated = [("files", ("bad-date.txt", b"x", "text/plain"))]
+        bad_date = await alice.post(f"/api/v1/kb/{name}/documents", files=undated, data={"date": "someday"})
+        assert bad_date.status_code == 400 and "date='someday'" in bad_date.json()["message"], bad_date.text
         exe = await alice.post(
             f"/api/v1/kb/{name}/documents", files=[("files", ("tool.exe", b"MZ", "application/octet-stream"))]
         )

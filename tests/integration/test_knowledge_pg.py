@@ -84,8 +84,17 @@ async def test_postgres_bm25_scores_follow_the_formula_and_use_the_gin_index(pg_
         def term(tf, df, chars):
             return math.log(1 + (n - df + 0.5) / (df + 0.5)) * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * chars / average))
 
-        assert math.isclose(scores["a.txt"], term(2, 1, 13) + term(1, 2, 13), rel_tol=1e-5)
-        assert math.isclose(scores["b.txt"], term(1, 2, 11), rel_tol=1e-5)
+        def idf(df):
+            return math.log(1 + (n - df + 0.5) / (df + 0.5))
+
+        ceiling = (idf(1) + idf(2)) * 2.2  # a share of the query's ceiling: red (df 1), appl (df 2)
+        assert math.isclose(scores["a.txt"], (term(2, 1, 13) + term(1, 2, 13)) / ceiling, rel_tol=1e-5)
+        assert math.isclose(scores["b.txt"], term(1, 2, 11) / ceiling, rel_tol=1e-5)
+        # a query word no chunk holds counts in the ceiling (df 0): the same chunk matches less of it
+        wider = await knowledge.keyword_search(pg_store, "fruit", "red apples orchard", top_k=5)
+        orchard = idf(0) * 2.2
+        share = {r["source"]: r["score"] for r in wider["retrieval_results"]}["b.txt"]
+        assert math.isclose(share, term(1, 2, 11) / (ceiling + orchard), rel_tol=1e-5)
 
         # the full text lives in the project's own table, GIN-indexed, not on the library's table
         assert sql(pg_uri, f"SELECT count(*) FROM {pg_schema}.kb_fulltext WHERE kb = 'fruit'") == [(3,)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import operator
 from typing import Annotated
 
@@ -83,6 +84,44 @@ async def test_store_built_with_other_dimensions_gives_a_clear_error(pg_schema, 
     monkeypatch.setenv("EMBEDDINGS_MODEL", "openai:text-embedding-3-small")
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
     with pytest.raises(StoreIndexMismatch, match="384-dimension.*gives 1536"):
+        async with store():
+            pass
+
+
+async def test_store_built_with_another_model_of_the_same_dimension_gives_a_clear_error(
+    pg_schema, pg_uri, monkeypatch, caplog
+):
+    # another 384-dimension model: an OpenAI-compatible one (opening a store embeds nothing)
+    minilm, e5 = "local:all-MiniLM-L6-v2", "openai:multilingual-e5-small"
+    monkeypatch.setenv("EMBEDDINGS_DIMS", "")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("EMBEDDINGS_MODEL", minilm)
+    async with store() as pg_store:
+        await pg_store.aput(("kb",), "a", {"text": "The cat sat on the warm mat."})
+    recorded = f"SELECT value FROM {pg_schema}.agent_store_meta WHERE key = 'embeddings_model'"
+    assert sql(pg_uri, recorded) == [(minilm,)]
+    monkeypatch.setenv("EMBEDDINGS_MODEL", e5)
+    monkeypatch.setenv("EMBEDDINGS_DIMS", "384")  # the same dimension: check_index_dims passes
+    with pytest.raises(StoreIndexMismatch, match=f"built with the embeddings model {minilm}.*EMBEDDINGS_MODEL is {e5}"):
+        async with store():
+            pass
+    monkeypatch.setenv("EMBEDDINGS_MODEL", minilm)
+    monkeypatch.setenv("EMBEDDINGS_DIMS", "")
+    async with store() as pg_store:
+        hits = await pg_store.asearch(("kb",), query="a kitten on a rug")
+        assert [h.key for h in hits] == ["a"]
+    # A store built before models were recorded is taken to hold the configured model, with a warning.
+    sql(pg_uri, f"DROP TABLE {pg_schema}.agent_store_meta")
+    monkeypatch.setenv("EMBEDDINGS_MODEL", e5)
+    monkeypatch.setenv("EMBEDDINGS_DIMS", "384")
+    with caplog.at_level(logging.WARNING, logger="store.postgres"):
+        async with store():
+            pass
+    assert sql(pg_uri, recorded) == [(e5,)]
+    assert "predates recording its embeddings model" in caplog.text
+    monkeypatch.setenv("EMBEDDINGS_MODEL", minilm)
+    monkeypatch.setenv("EMBEDDINGS_DIMS", "")
+    with pytest.raises(StoreIndexMismatch, match=f"built with the embeddings model {e5}"):
         async with store():
             pass
 

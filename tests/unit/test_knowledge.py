@@ -386,8 +386,12 @@ async def test_keyword_finds_codes_and_hybrid_keeps_them(demo):
     top = hybrid["retrieval_results"][0]
     assert top["id"] == keyword["retrieval_results"][0]["id"]
     assert top["ranks"]["keyword"] == 1
-    # min-max normalised keyword score 1.0 at weight KB_HYBRID_KEYWORD_WEIGHT (0.6), plus its dense part
-    assert 0.6 - 1e-9 <= top["score"] <= 1.0 + 1e-9
+    # the keyword score is the chunk's share of the query's BM25 ceiling, weighted 0.8
+    # (KB_HYBRID_KEYWORD_WEIGHT), plus 0.2 x its min-max normalised dense score
+    share = keyword["retrieval_results"][0]["score"]
+    assert 0 < share <= 1
+    dense_part = top["score"] - 0.8 * share
+    assert -1e-6 <= dense_part <= 0.2 + 1e-6
 
 
 async def test_dense_finds_paraphrases_keyword_cannot(demo):
@@ -426,9 +430,50 @@ def test_bm25_matches_the_formula():
     def term(tf, df, length):
         return math.log(1 + (n - df + 0.5) / (df + 0.5)) * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * length / average))
 
-    assert math.isclose(ranked["d1"], term(2, 1, 3) + term(1, 2, 3))
-    assert math.isclose(ranked["d2"], term(1, 2, 2))
+    def idf(df):
+        return math.log(1 + (n - df + 0.5) / (df + 0.5))
+
+    ceiling = (idf(1) + idf(2)) * 2.2  # the query's terms: red (df 1), apple (df 2)
+    assert math.isclose(ranked["d1"], (term(2, 1, 3) + term(1, 2, 3)) / ceiling)
+    assert math.isclose(ranked["d2"], term(1, 2, 2) / ceiling)
     assert knowledge.bm25_rank("the of", documents) == []
+
+
+async def test_every_strategy_returns_a_repeated_text_once():
+    store = new_store()
+    await knowledge.create_kb(store, "chat")
+    lines = ["Haha, classic."] * 8 + ["We adopted a beagle from the shelter.", "Haha, that dog is classic trouble."]
+    for i, text in enumerate(lines):  # one call each: InMemoryStore cannot embed a batch with repeated texts
+        await knowledge.ingest_text(store, "chat", text, f"turn-{i}")
+    for strategy in ("dense", "keyword", "hybrid"):
+        found = await knowledge.retrieve(store, "chat", "classic dog", strategy=strategy, top_k=10)
+        contents = [r["content"] for r in found["retrieval_results"]]
+        assert len(contents) == len(set(contents)) and "Haha, classic." in contents, strategy
+
+
+async def test_dated_documents_and_a_date_in_the_query():
+    store = new_store()
+    await knowledge.create_kb(store, "diary")
+    entries = [
+        ("2023-05-02", "Went hiking in the hills with my brother."),
+        ("2023-05-10T18:30:00+02:00", "Went hiking by the lake, saw a heron."),
+        ("2023-06-20", "Went hiking in the rain and got soaked."),
+    ]
+    documents = [{"text": text, "source": f"day-{i}", "date": day} for i, (day, text) in enumerate(entries)]
+    documents.append({"text": "Went hiking without a date.", "source": "undated"})
+    await knowledge.ingest_texts(store, "diary", documents)
+    by_source = {
+        r["source"]: r for r in (await knowledge.retrieve(store, "diary", "hiking", top_k=10))["retrieval_results"]
+    }
+    assert by_source["day-1"]["date"] == "2023-05-10T16:30:00.000000+00:00"
+    assert by_source["undated"]["date"] is None
+    found = await knowledge.retrieve(store, "diary", "Where did I go hiking in the week of 8 May 2023?", top_k=4)
+    assert found["retrieval_results"][0]["source"] == "day-1"
+    assert found["retrieval_results"][0]["score"] >= 1.0  # the time bonus
+    may = await knowledge.retrieve(store, "diary", "hiking in May 2023", top_k=4)
+    assert {r["source"] for r in may["retrieval_results"][:2]} == {"day-0", "day-1"}
+    with pytest.raises(ValueError, match="date='last spring' is not a valid date"):
+        await knowledge.ingest_texts(store, "diary", [{"text": "x", "source": "bad", "date": "last spring"}])
 
 
 # --- the tools through LangGraph's ToolNode ------------------------------------------------------

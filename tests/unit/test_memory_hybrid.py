@@ -9,8 +9,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from store import memory
+from store.dates import query_time_range
 from store.fusion import fuse, normalised
-from store.memory.dates import query_time_range
+from store.memory.hybrid import named_speakers
 from store.memory.write import same_source
 
 NOW = datetime(2023, 12, 20, 15, 0, tzinfo=UTC)
@@ -40,15 +41,29 @@ def test_other_normalisations():
     assert normalised([("a", 0.5), ("b", 0.25)], "max") == [("a", 1.0), ("b", 0.5)]
     assert normalised([("a", 3.0), ("b", 3.0)], "minmax") == [("a", 1.0), ("b", 1.0)]
     assert normalised([("a", 9.0), ("b", 1.0)], "rrf") == [("a", 1.0), ("b", pytest.approx(61 / 62))]
+    assert normalised([("a", 1.7), ("b", 0.4), ("c", -1.0)], "given") == [("a", 1.0), ("b", 0.4), ("c", 0.0)]
     with pytest.raises(ValueError, match="minmax"):
         normalised([("a", 1.0)], "softmax")
 
 
 def test_fuse_adds_the_time_bonus_and_breaks_ties_by_dense_rank():
-    fused = fuse([("a", 1.0), ("b", 1.0)], [], keyword_weight=0.3, in_range=["b", "z"], time_weight=0.2)
+    fused = fuse([("a", 1.0), ("b", 1.0)], [], keyword_weight=0.3, bonus={"b": 0.2, "z": 0.2, "a": 0.0})
     assert [d for d, _ in fused] == ["b", "a", "z"]
     assert dict(fused)["z"] == pytest.approx(0.2)
     assert [d for d, _ in fuse([("x", 0.5), ("y", 0.5)], [], keyword_weight=0.0)] == ["x", "y"]
+
+
+def test_fuse_normalises_the_keyword_list_its_own_way():
+    fused = dict(fuse([("a", 0.9), ("b", 0.5)], [("b", 0.2)], keyword_weight=0.5, keyword_method="given"))
+    assert fused["a"] == pytest.approx(0.5)
+    assert fused["b"] == pytest.approx(0.5 * 0.0 + 0.5 * 0.2)
+
+
+def test_named_speakers_are_whole_words_in_any_case():
+    names = {"Maya", "Tom", "Ann", "Jo-Ann"}
+    assert named_speakers("What was maya up to?", names) == {"Maya"}
+    assert named_speakers("Did Tom and Jo-Ann meet Anne?", names) == {"Tom", "Jo-Ann"}
+    assert named_speakers("Tomorrow, maybe", names) == set()
 
 
 def test_fuse_of_empty_or_non_positive_lists():
@@ -167,3 +182,24 @@ async def test_hybrid_recall_respects_the_role_filter(store):
     answer = await memory.record_chat_message(store, "u", "assistant", "Oakwave sounds great", "t")
     results = await memory.recall(store, "u", "Oakwave", "chat", role="assistant", record_access=False)
     assert [r["id"] for r in results] == [answer["id"]]
+
+
+async def test_a_speaker_named_in_the_query_lifts_what_they_said(store, monkeypatch):
+    monkeypatch.setenv("MEMORY_KEYWORD_WEIGHT", "0")
+    for text in ("The train was late again.", "I made soup.", "Pottery is messy.", "The weather is grey."):
+        await memory.record_chat_message(store, "u", "user", text, "t")
+    maya = await memory.record_chat_message(
+        store, "u", "user", "I started a pottery class on Mondays.", "t", speaker="Maya"
+    )
+    tom = await memory.record_chat_message(
+        store, "u", "assistant", "I started a pottery class on Tuesdays.", "t", speaker="Tom"
+    )
+    assert (maya["speaker"], tom["speaker"]) == ("Maya", "Tom")
+    for name, wanted in (("Tom", tom), ("Maya", maya)):
+        query = f"Which pottery class did {name} start?"
+        results = await memory.recall(store, "u", query, "chat", top_k=2, record_access=False)
+        assert results[0]["id"] == wanted["id"]
+    monkeypatch.setenv("MEMORY_SPEAKER_WEIGHT", "0")
+    plain = await memory.recall(store, "u", "Which pottery class did Maya start?", "chat", top_k=2, record_access=False)
+    spoken = {r["speaker"] for r in plain}
+    assert spoken == {"Maya", "Tom"} and abs(plain[0]["score"] - plain[1]["score"]) < 0.3

@@ -1,11 +1,15 @@
-"""Dates named in a memory query ("in the week of 8 May 2023", "in April 2023", "last week"),
-resolved to a time range by `query_time_range`: hybrid memory search (store/memory/hybrid.py)
-boosts the memories written in it."""
+"""Dates named in a query ("in the week of 8 May 2023", "in April 2023", "last week"), resolved
+to a time range by `query_time_range`: hybrid memory search (store/memory/hybrid.py) boosts the
+memories written in it, hybrid knowledge-base search (store/knowledge/search.py) the chunks of
+documents dated in it."""
 
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+DATE_FORMAT_HELP = "ISO 8601: 'YYYY-MM-DD' or 'YYYY-MM-DDTHH:MM[:SS][+HH:MM]' (UTC when no offset)"
 
 MONTHS = {
     name: number
@@ -36,6 +40,33 @@ _MONTH_YEAR = re.compile(rf"\b({_MONTH})\.?,?\s+(\d{{4}})\b", re.I)
 _LAST_MONTH_NAME = re.compile(rf"\blast\s+({_MONTH})\b", re.I)
 _WEEK_OF = re.compile(r"\bweek\s+of\b", re.I)
 _RELATIVE = re.compile(r"\b(yesterday|last\s+week|last\s+month|(\d+)\s+(day|week|month)s?\s+ago)\b", re.I)
+
+
+def stamp(moment: datetime) -> str:
+    """The UTC ISO stamp (microseconds) stored values carry: one format, so text comparison
+    orders stamps by time."""
+    return moment.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def parse_date(text: Any, name: str, *, end: bool = False) -> datetime | None:
+    """A datetime given as ISO 8601 text (`DATE_FORMAT_HELP`) or as a datetime, in UTC when it
+    has no offset; None for None or "". A date alone is that day's start, or with `end` the next
+    day's start (so an end date includes its day). Raises ValueError naming `name`."""
+    if text is None or text == "":
+        return None
+    if isinstance(text, datetime):
+        return text if text.tzinfo else text.replace(tzinfo=UTC)
+    if not isinstance(text, str):
+        raise ValueError(f"{name} must be a string in {DATE_FORMAT_HELP}")
+    try:
+        if len(text.strip()) == 10:
+            day = date.fromisoformat(text.strip())
+            moment = datetime(day.year, day.month, day.day, tzinfo=UTC)
+            return moment + timedelta(days=1) if end else moment
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ValueError(f"{name}={text!r} is not a valid date; use {DATE_FORMAT_HELP}") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def _day(year: int, month: int, day: int) -> datetime | None:
