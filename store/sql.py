@@ -78,19 +78,13 @@ def _tsquery_literal(lexeme: str) -> str:
     return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
-# BM25 over kb_fulltext. The `@@` predicate is served by the GIN index on `tsv`; document
-# frequencies are exact because every chunk holding a query lexeme is a candidate. Scores are
-# divided by the query's ceiling, the sum over its lexemes of idf * (k1 + 1) (a lexeme no chunk
-# holds counts with df 0): the share of the query's weight a chunk matches, comparable across
-# queries (a rare code matched scores high; two common words of a paraphrase, low).
-KB_KEYWORD_SQL = """
-    WITH candidates AS MATERIALIZED (
-        SELECT chunk_key AS key, tsv, chars FROM kb_fulltext
-        WHERE kb = %(kb)s AND tsv @@ %(tsquery)s::tsquery
-    ),
-    corpus AS MATERIALIZED (
-        SELECT greatest(%(n)s, (SELECT count(*) FROM candidates)) AS n
-    ),
+# The parts of BM25 both keyword searches share: the candidates' term frequencies of the query's
+# lexemes, their document frequencies, and the query's ceiling, the sum over its lexemes of
+# idf * (k1 + 1) (a lexeme no candidate holds counts with df 0). Scores are divided by the
+# ceiling: the share of the query's weight a row matches, comparable across queries (a rare code
+# matched scores high; two common words of a paraphrase, low). Each search defines `candidates`
+# (key, tsv, chars) and a one-row relation `corpus` (n: how many rows the statistics cover).
+BM25_TERMS_SQL = """
     frequencies AS (
         SELECT c.key, c.chars, t.lexeme, coalesce(cardinality(t.positions), 1) AS tf
         FROM candidates c CROSS JOIN LATERAL unnest(c.tsv) AS t
@@ -103,13 +97,35 @@ KB_KEYWORD_SQL = """
         SELECT sum(ln(1 + (co.n - coalesce(d.df, 0) + 0.5) / (coalesce(d.df, 0) + 0.5)) * (%(k1)s + 1)) AS total
         FROM unnest(%(lexemes)s::text[]) AS q(lexeme) LEFT JOIN document_frequency d USING (lexeme) CROSS JOIN corpus co
     )
+"""
+
+
+def _bm25_scores_sql(avgdl: str) -> str:
+    """SELECT of (key, score) per candidate over BM25_TERMS_SQL, with the mean length `avgdl`."""
+    return f"""
     SELECT f.key, sum(
         ln(1 + (co.n - d.df + 0.5) / (d.df + 0.5))
         * f.tf * (%(k1)s + 1)
-        / (f.tf + %(k1)s * (1 - %(b)s + %(b)s * f.chars / %(avgdl)s))
+        / (f.tf + %(k1)s * (1 - %(b)s + %(b)s * f.chars / {avgdl}))
     ) / (SELECT total FROM ceiling) AS score
     FROM frequencies f JOIN document_frequency d USING (lexeme) CROSS JOIN corpus co
     GROUP BY f.key
+"""
+
+
+# BM25 over kb_fulltext. The `@@` predicate is served by the GIN index on `tsv`; document
+# frequencies are exact because every chunk holding a query lexeme is a candidate; N and the
+# mean length come from the registry.
+KB_KEYWORD_SQL = f"""
+    WITH candidates AS MATERIALIZED (
+        SELECT chunk_key AS key, tsv, chars FROM kb_fulltext
+        WHERE kb = %(kb)s AND tsv @@ %(tsquery)s::tsquery
+    ),
+    corpus AS MATERIALIZED (
+        SELECT greatest(%(n)s, (SELECT count(*) FROM candidates)) AS n
+    ),
+    {BM25_TERMS_SQL}
+    {_bm25_scores_sql("%(avgdl)s")}
     ORDER BY score DESC, f.key
     LIMIT %(limit)s
 """
@@ -117,32 +133,17 @@ KB_KEYWORD_SQL = """
 
 # BM25 over one user's memories of one kind in memory_fulltext (GIN on (prefix, tsv)): the same
 # formula as KB_KEYWORD_SQL, statistics over the prefix, rows joined back to the live store rows.
-MEMORY_KEYWORD_SQL = """
+MEMORY_KEYWORD_SQL = f"""
     WITH candidates AS MATERIALIZED (
         SELECT key, tsv, chars FROM memory_fulltext
         WHERE prefix = %(prefix)s AND tsv @@ %(tsquery)s::tsquery
     ),
-    stats AS MATERIALIZED (
+    corpus AS MATERIALIZED (
         SELECT count(*) AS n, greatest(avg(chars), 1) AS avgdl FROM memory_fulltext
         WHERE prefix = %(prefix)s
     ),
-    frequencies AS (
-        SELECT c.key, c.chars, t.lexeme, coalesce(cardinality(t.positions), 1) AS tf
-        FROM candidates c CROSS JOIN LATERAL unnest(c.tsv) AS t
-        WHERE t.lexeme = ANY(%(lexemes)s::text[])
-    ),
-    document_frequency AS (
-        SELECT lexeme, count(*) AS df FROM frequencies GROUP BY lexeme
-    ),
-    scored AS (
-        SELECT f.key, sum(
-            ln(1 + (st.n - d.df + 0.5) / (d.df + 0.5))
-            * f.tf * (%(k1)s + 1)
-            / (f.tf + %(k1)s * (1 - %(b)s + %(b)s * f.chars / st.avgdl))
-        ) AS score
-        FROM frequencies f JOIN document_frequency d USING (lexeme) CROSS JOIN stats st
-        GROUP BY f.key
-    )
+    {BM25_TERMS_SQL},
+    scored AS ({_bm25_scores_sql("co.avgdl")})
     SELECT s.key, s.value, s.created_at, s.updated_at, sc.score
     FROM scored sc JOIN store s ON s.prefix = %(prefix)s AND s.key = sc.key
     WHERE (s.expires_at IS NULL OR s.expires_at > NOW()) AND s.value @> %(match)s
@@ -452,8 +453,8 @@ class StoreSQL:
         limit: int,
         match: dict | None = None,
     ) -> list[tuple[Item, float]]:
-        """BM25 (item, score) of the live memories under namespace `prefix` for `query`, best
-        first: document frequencies over the prefix's matching rows, `n` and the mean length over
+        """BM25 (item, score as a share of the query's ceiling, 0..1) of the live memories under
+        namespace `prefix` for `query`, best first: document frequencies over the prefix's matching rows, `n` and the mean length over
         the prefix; `match` keeps only values containing it (jsonb `@>`: a role, a category)."""
         await self.ensure_memory_fulltext()
         lexemes = await self._lexemes(config, query)

@@ -90,7 +90,7 @@ def bm25_rank(
     query: str, documents: Sequence[tuple[str, str]], *, k1: float = BM25_K1, b: float = BM25_B
 ) -> list[tuple[str, float]]:
     """Okapi BM25 of (id, text) documents for `query`, best first, as a share of the query's
-    ceiling (the sum over its terms of idf * (k1 + 1), as in store/sql.py's KB_KEYWORD_SQL);
+    ceiling (the sum over its terms of idf * (k1 + 1), as in store/sql.py's BM25_TERMS_SQL);
     documents matching no term are left out."""
     terms = set(tokenize(query))
     if not terms or not documents:

@@ -201,8 +201,8 @@ def rank(signals: Signals, keyword_weight: float, time_weight: float) -> list[tu
     """The fused candidates, best first, each text once: (Hit whose score is the fused score,
     its ranks in the dense and keyword lists)."""
     by_id = {hit.id: hit for hit in (*signals.keyword, *signals.dense)}
-    dense_rank = {hit.id: rank for rank, hit in enumerate(signals.dense, 1)}
-    keyword_rank = {hit.id: rank for rank, hit in enumerate(signals.keyword, 1)}
+    dense_rank = {hit.id: position for position, hit in enumerate(signals.dense, 1)}
+    keyword_rank = {hit.id: position for position, hit in enumerate(signals.keyword, 1)}
     fused = fuse(
         [(h.id, h.score) for h in signals.dense],
         [(h.id, h.score) for h in signals.keyword],
