@@ -179,7 +179,8 @@ async def tune(pg_store, conversations: list[Conversation], paths: list[str], ow
     (`gather_signals` of store.memory.hybrid / store.knowledge.search once per question, then
     their `rank` per weight pair): keyword weight x speaker weight (memory, time weight as
     configured) or x time weight (KB). Prints R@5/10/20 overall, each category's R@10, and the
-    worst category's R@10 minus the better single signal's (negative: fusion lost there)."""
+    worst category's R@10 minus the better single signal's (negative: fusion lost there): the ten
+    best pairs, each signal alone, then every second weight at the configured keyword weight."""
     held_in = [c for c in conversations if c.index in HELD_IN_CONVERSATIONS]
     for path in paths:
         if path not in ("chat", "episodic", "kb_hybrid"):
@@ -229,7 +230,14 @@ async def tune(pg_store, conversations: list[Conversation], paths: list[str], ow
         singles = {c: max(dense_only[c][10], keyword_only[c][10]) for c in dense_only}
         print(f"\ntuning {path} on {len(rows)} held-in questions (keyword weight, {second} weight)")
         best = sorted(grid.items(), key=lambda kv: -kv[1]["all"][10])
-        for (kw, ow), figures in best[:10] + [((0.0, 0.0), dense_only), ((1.0, 0.0), keyword_only)]:
+        configured = (
+            (knowledge.knowledge_config().hybrid_keyword_weight, knowledge.knowledge_config().time_weight)
+            if path == "kb_hybrid"
+            else (config.keyword_weight, config.speaker_weight)
+        )
+        shown = [*best[:10], ((0.0, 0.0), dense_only), ((1.0, 0.0), keyword_only)]
+        shown += [(weights, grid[weights]) for weights in sorted(grid) if weights[0] == configured[0]]
+        for (kw, ow), figures in shown:
             worst = min((figures[c][10] - singles[c], c) for c in figures if c != "all")
             cats = " ".join(f"{c}={100 * figures[c][10]:.1f}" for c in sorted(figures) if c != "all")
             print(

@@ -412,10 +412,10 @@ class SettingsValues(BaseModel):
         description="Hybrid memory search: bonus of memories written in the time range the query names (week of 8 May 2023, last May); 0 = ignore dates.",
     )
     MEMORY_SPEAKER_WEIGHT: float = Field(
-        0.3,
+        0.5,
         ge=0,
         le=10,
-        description="Hybrid memory search: bonus of memories whose `speaker` the query names (what did Maya say); 0 = ignore speakers.",
+        description="Hybrid memory search: bonus of memories whose `speaker` the query names (what did Maya say), whose names the vector search then leaves out of the query; 0 = ignore speakers.",
     )
     MEMORY_SCORING: str = Field(
         "plain",

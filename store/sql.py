@@ -10,7 +10,8 @@ when a table or column these statements rely on is gone (tests/integration/test_
 fails the same way when an upgrade changes the schema).
 
 Memory full text lives in `memory_fulltext` (prefix, key, tsvector), written next to each
-embedded memory (store/memory/hybrid.py) and deleted with it.
+embedded memory (store/memory/hybrid.py) and deleted with it; `memory_speakers` (prefix, speaker)
+lists who said the memories of each namespace (hybrid search reads it before embedding a query).
 
 Knowledge-base full text lives in a table of our own, `kb_fulltext`, not in an index on the
 library's `store` table (see docs/knowledge.md): it is written on ingest and delete next to the
@@ -283,10 +284,11 @@ class StoreSQL:
                 (joined, f"{_escape_like(joined)}.%"),
             )
             deleted = cur.rowcount
-            await cur.execute(
-                "DELETE FROM memory_fulltext WHERE prefix = %s OR prefix LIKE %s",
-                (joined, f"{_escape_like(joined)}.%"),
-            )
+            for table in ("memory_fulltext", "memory_speakers"):
+                await cur.execute(
+                    f"DELETE FROM {table} WHERE prefix = %s OR prefix LIKE %s",
+                    (joined, f"{_escape_like(joined)}.%"),
+                )
             return deleted
 
     # --- knowledge-base full text ---------------------------------------------------------------
@@ -359,6 +361,17 @@ class StoreSQL:
         )
         return list(rows[0]["lexemes"])
 
+    async def kb_document_frequencies(self, kb: str, words: Sequence[str], config: str) -> dict[str, int]:
+        """How many chunks of `kb` hold each word (as `config` stems it; stop words: 0)."""
+        rows = await self._fetch(
+            "SELECT w.word, (SELECT count(*) FROM kb_fulltext"
+            "  WHERE kb = %(kb)s AND tsv @@ plainto_tsquery(%(config)s::regconfig, w.word)) AS df "
+            "FROM unnest(%(words)s::text[]) AS w(word) "
+            "WHERE numnode(plainto_tsquery(%(config)s::regconfig, w.word)) > 0",
+            {"kb": kb, "config": config, "words": [strip_nul(word) for word in words]},
+        )
+        return {row["word"]: int(row["df"]) for row in rows}
+
     async def kb_keyword_search(
         self,
         kb: str,
@@ -395,7 +408,8 @@ class StoreSQL:
 
     async def ensure_memory_fulltext(self) -> None:
         """Create `memory_fulltext` (one row per embedded memory: its namespace prefix, key and
-        tsvector) and its GIN index on (prefix, tsv) if missing; once per adapter, on first use,
+        tsvector) and its GIN index on (prefix, tsv), and `memory_speakers` (filled from the
+        memories already stored), if missing; once per adapter, on first use,
         under an advisory lock (concurrent first writes). The composite index needs btree_gin,
         installed in `public` like pgvector (so dropping one schema never drops it); without the
         extension (a managed server that refuses it) the index covers `tsv` alone."""
@@ -419,15 +433,36 @@ class StoreSQL:
                 await conn.execute(
                     f"CREATE INDEX memory_fulltext_tsv ON memory_fulltext USING gin ({columns}) WITH (fastupdate = off)"
                 )
+            cur = await conn.execute("SELECT to_regclass('memory_speakers') IS NULL AS missing")
+            if _first(await cur.fetchone()):
+                await conn.execute(
+                    "CREATE TABLE memory_speakers (prefix text NOT NULL, speaker text NOT NULL,"
+                    " PRIMARY KEY (prefix, speaker))"
+                )
+                # memories written before the table existed
+                await conn.execute(
+                    "INSERT INTO memory_speakers (prefix, speaker) "
+                    "SELECT DISTINCT prefix, value->>'speaker' FROM store "
+                    "WHERE prefix LIKE 'memories.%' AND coalesce(value->>'speaker', '') <> '' "
+                    "ON CONFLICT DO NOTHING"
+                )
         self._memory_ready = True
 
-    async def index_memories(self, prefix: str, rows: Iterable[tuple[str, str]], config: str) -> None:
-        """Write the full text of (key, text) memories under namespace `prefix` (upsert)."""
+    async def index_memories(
+        self, prefix: str, rows: Iterable[tuple[str, str]], config: str, speaker: str | None = None
+    ) -> None:
+        """Write the full text of (key, text) memories under namespace `prefix` (upsert), and
+        `speaker`, who said them, into the namespace's speakers."""
         pairs = [(key, strip_nul(text)) for key, text in rows]
         if not pairs:
             return
         await self.ensure_memory_fulltext()
         async with self.pool.connection() as conn:
+            if speaker:
+                await conn.execute(
+                    "INSERT INTO memory_speakers (prefix, speaker) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                    (prefix, strip_nul(speaker)),
+                )
             await conn.execute(
                 "INSERT INTO memory_fulltext (prefix, key, tsv, chars) "
                 "SELECT %(prefix)s, m.key, to_tsvector(%(config)s::regconfig, m.text), length(m.text) "
@@ -435,6 +470,13 @@ class StoreSQL:
                 "ON CONFLICT (prefix, key) DO UPDATE SET tsv = excluded.tsv, chars = excluded.chars",
                 {"prefix": prefix, "config": config, "keys": [k for k, _ in pairs], "texts": [t for _, t in pairs]},
             )
+
+    async def memory_speakers(self, prefix: str) -> list[str]:
+        """Who said the memories of namespace `prefix` (speakers given when they were written;
+        a speaker stays listed after single deletions, until `delete_under`)."""
+        await self.ensure_memory_fulltext()
+        rows = await self._fetch("SELECT speaker FROM memory_speakers WHERE prefix = %s", (prefix,))
+        return [row["speaker"] for row in rows]
 
     async def unindex_memories(self, prefix: str, keys: Sequence[str]) -> None:
         """Delete the full text of these memories under namespace `prefix`."""

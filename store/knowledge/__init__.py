@@ -67,6 +67,7 @@ from store.knowledge.registry import (
 from store.knowledge.search import (
     SEARCHES,
     Hit,
+    common_names,
     dense_search,
     hybrid_search,
     keyword_search,
@@ -98,6 +99,7 @@ __all__ = [
     "chunk_namespace",
     "chunk_pages",
     "chunk_text",
+    "common_names",
     "create_kb",
     "delete_kb",
     "dense_search",

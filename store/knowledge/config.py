@@ -13,6 +13,7 @@ DOCUMENT_NAMESPACE_ROOT = "kb_docs"
 STRATEGIES = ("dense", "keyword", "hybrid")
 MAX_TOP_K = 50
 RRF_K = 60
+COMMON_NAME_SHARE = 0.1  # a query name this share of a KB's chunks hold is left out of its vector
 BM25_K1 = 1.2
 BM25_B = 0.75
 PAGE_SIZE = 500

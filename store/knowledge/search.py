@@ -1,6 +1,7 @@
 """Retrieval: dense (the store's vectors), keyword (BM25) and hybrid (score-normalised weighted
 fusion, plus a bonus for chunks of documents dated in the time range the query names). Every
-strategy returns each chunk text once (a KB of chat logs or boilerplate repeats texts)."""
+strategy returns each chunk text once (a KB of chat logs or boilerplate repeats texts). Vector
+searches embed the query without the names most chunks hold (`common_names`, store/names.py)."""
 
 from __future__ import annotations
 
@@ -14,9 +15,18 @@ from langgraph.store.base import BaseStore, GetOp, Item
 
 from store.dates import query_time_range, stamp
 from store.fusion import distinct_texts, fuse
-from store.knowledge.config import BM25_B, BM25_K1, MAX_TOP_K, RRF_K, STRATEGIES, knowledge_config
-from store.knowledge.keyword_fallback import bm25_rank
+from store.knowledge.config import (
+    BM25_B,
+    BM25_K1,
+    COMMON_NAME_SHARE,
+    MAX_TOP_K,
+    RRF_K,
+    STRATEGIES,
+    knowledge_config,
+)
+from store.knowledge.keyword_fallback import bm25_rank, tokenize
 from store.knowledge.registry import chunk_namespace, get_kb, search_all
+from store.names import capitalised_words, without_names
 from store.sql import adapter_for
 
 IN_PROCESS_DATED_SCAN = 10_000  # chunks scanned for a date range on stores without SQL (tests, evals)
@@ -95,6 +105,24 @@ async def _fallback_keyword_hits(store: BaseStore, kb: str, query: str, limit: i
     return [Hit(key, dict(items[key]), score) for key, score in ranked[:limit]]
 
 
+async def common_names(store: BaseStore, kb: str, entry: dict, query: str) -> set[str]:
+    """The capitalised words of `query` (past its first) that at least COMMON_NAME_SHARE of
+    `kb`'s chunks hold: the people of a chat log, a product in its own manual. They tell the
+    chunks apart no better than "the" does, yet pull a query vector towards every chunk holding
+    them, so vector searches leave them out (full-text search weighs them by their rarity)."""
+    words = capitalised_words(query)
+    chunks = int(entry.get("chunks") or 0)
+    if not words or not chunks:
+        return set()
+    adapter = adapter_for(store)
+    if adapter is not None:
+        frequencies = await adapter.kb_document_frequencies(kb, sorted(words), knowledge_config().text_search_config)
+    else:
+        texts = [set(tokenize(item.value["content"])) for item in await search_all(store, chunk_namespace(kb))]
+        frequencies = {word: sum(word.lower() in tokens for tokens in texts) for word in words}
+    return {word for word, count in frequencies.items() if count >= COMMON_NAME_SHARE * chunks}
+
+
 def reciprocal_rank_fusion(rankings: Sequence[Sequence[str]], k: int = RRF_K) -> list[tuple[str, float]]:
     """Fuse ranked id lists: score(d) = sum over lists of 1 / (k + rank of d), ranks from 1. Best first."""
     scores: dict[str, float] = {}
@@ -157,8 +185,9 @@ def _result(kb: str, query: str, strategy: str, hits: list[tuple[Hit, dict[str, 
 async def dense_search(store: BaseStore, kb: str, query: str, top_k: int = 5) -> dict:
     """Vector search (the store's semantic index, cosine similarity) over `kb`'s chunks."""
     query = _check_query(query, top_k, "dense")
-    await get_kb(store, kb)
-    hits = _distinct(await _dense_hits(store, kb, query, _candidate_depth(top_k)), top_k)
+    entry = await get_kb(store, kb)
+    vector_query = without_names(query, await common_names(store, kb, entry, query))
+    hits = _distinct(await _dense_hits(store, kb, vector_query, _candidate_depth(top_k)), top_k)
     return _result(kb, query, "dense", [(hit, {"dense": rank}) for rank, hit in enumerate(hits, 1)])
 
 
@@ -185,11 +214,13 @@ async def gather_signals(
 ) -> Signals:
     """The dense and keyword candidates, `depth` deep; when the query names a time range
     (`store.dates.query_time_range`, relative to `now`) and `time_weight` is on, the dated chunks
-    in it too, by their own similarity (merged into the dense list)."""
+    in it too, by their own similarity (merged into the dense list). Vector searches leave out
+    the query's `common_names`."""
     window = query_time_range(query, now) if time_weight else None
-    searches = [_dense_hits(store, kb, query, depth), _keyword_hits(store, kb, entry, query, depth)]
+    vector_query = without_names(query, await common_names(store, kb, entry, query))
+    searches = [_dense_hits(store, kb, vector_query, depth), _keyword_hits(store, kb, entry, query, depth)]
     if window is not None:
-        searches.append(_dense_hits(store, kb, query, depth, span=window))
+        searches.append(_dense_hits(store, kb, vector_query, depth, span=window))
     dense, keyword, *dated = await asyncio.gather(*searches)
     in_range = dated[0] if dated else []
     known = {hit.id for hit in dense}

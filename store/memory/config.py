@@ -52,7 +52,7 @@ class MemoryConfig:
     search: str = "hybrid"
     keyword_weight: float = 0.15
     time_weight: float = 1.0
-    speaker_weight: float = 0.3
+    speaker_weight: float = 0.5
     scoring: str = "plain"
 
 

@@ -1,13 +1,14 @@
 """Hybrid memory search: dense candidates (the store's vectors), keyword candidates (BM25 over
 `memory_fulltext`, store/sql.py) and, when the query names a date, the memories written then;
 fused by `fusion.fuse`, with bonuses for the memories written in the query's time range and for
-those of a speaker the query names. On stores without the SQL adapter (InMemoryStore in unit tests and evals)
+those of a speaker the query names. The vector searches embed the query with the speakers' names
+turned into pronouns (store/names.py): the speaker bonus ranks the named person's memories up,
+and the name no longer pulls every short message of theirs to the top. On stores without the SQL adapter (InMemoryStore in unit tests and evals)
 keyword candidates come from an in-process BM25 over the user's scanned memories."""
 
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -21,6 +22,7 @@ from store.knowledge.keyword_fallback import bm25_rank
 from store.memory.config import TEXT_SEARCH_CONFIG, MemoryConfig
 from store.memory.listing import list_items, scan
 from store.memory.times import expired, stamp
+from store.names import named, without_names
 from store.sql import adapter_for
 
 BM25_K1 = 1.2
@@ -28,11 +30,12 @@ BM25_B = 0.75
 HYBRID_MIN_POOL = 50  # candidates per signal, at least: fusion needs depth to re-order
 
 
-async def index_text(store: BaseStore, ns: tuple, key: str, text: str) -> None:
-    """Write the full text of one embedded memory (Postgres store only; others search in process)."""
+async def index_text(store: BaseStore, ns: tuple, key: str, text: str, speaker: str | None = None) -> None:
+    """Write the full text of one embedded memory and who said it (Postgres store only; others
+    search in process)."""
     adapter = adapter_for(store)
     if adapter is not None:
-        await adapter.index_memories(".".join(ns), [(key, text)], TEXT_SEARCH_CONFIG)
+        await adapter.index_memories(".".join(ns), [(key, text)], TEXT_SEARCH_CONFIG, speaker)
 
 
 async def unindex_text(store: BaseStore, ns: tuple, key: str) -> None:
@@ -78,22 +81,26 @@ async def keyword_candidates(
     return [(items[key], score) for key, score in ranked[:limit]]
 
 
-def named_speakers(query: str, speakers: set[str]) -> set[str]:
-    """The speakers whose name the query contains as a whole word, any case ("what did Maya
-    say" names Maya)."""
-    return {name for name in speakers if re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", query, re.I)}
+async def known_speakers(store: BaseStore, ns: tuple, config: MemoryConfig) -> set[str]:
+    """Who said the namespace's memories (the `speaker`s they were written with)."""
+    adapter = adapter_for(store)
+    if adapter is not None:
+        return set(await adapter.memory_speakers(".".join(ns)))
+    return {
+        str(item.value["speaker"]) for item in await scan(store, ns, config.scan_limit) if item.value.get("speaker")
+    }
 
 
 @dataclass
 class Signals:
-    """What hybrid search fuses: dense hits (cosine similarity), keyword hits (BM25), and the
-    keys of the memories written in the time range the query names (the query itself too: the
-    speakers it names are found among the candidates)."""
+    """What hybrid search fuses: dense hits (cosine similarity), keyword hits (BM25), the keys
+    of the memories written in the time range the query names, and the speakers it names."""
 
     query: str
     dense: list[SearchItem]
     keyword: list[tuple[Item, float]]
     in_range: set[str] = field(default_factory=set)
+    speakers: set[str] = field(default_factory=set)
 
 
 async def gather_signals(
@@ -109,15 +116,18 @@ async def gather_signals(
 ) -> Signals:
     """The three signals, `pool` deep each, live memories only. When the query names a time
     range: on Postgres a second vector search restricted to it (so the memories of that week are
-    ordered by their own similarity), on other stores the range's newest memories (listing)."""
+    ordered by their own similarity), on other stores the range's newest memories (listing).
+    With a speaker weight, the vector searches embed the query without the speakers it names."""
     window = query_time_range(query, now) if config.time_weight else None
-    dense_task = store.asearch(ns, query=query, filter=wanted or None, limit=pool, refresh_ttl=False)
+    speakers = named(query, await known_speakers(store, ns, config)) if config.speaker_weight else set()
+    dense_query = without_names(query, speakers)
+    dense_task = store.asearch(ns, query=dense_query, filter=wanted or None, limit=pool, refresh_ttl=False)
     keyword_task = keyword_candidates(store, ns, query, pool, wanted, config, now)
     timed_task: Awaitable[Sequence[Item]] | None = None
     if window is not None and adapter_for(store) is not None:
         # stamps are UTC ISO strings of one format, so text comparison orders them by time
         span = {"created_at": {"$gte": stamp(window[0]), "$lt": stamp(window[1])}}
-        timed_task = store.asearch(ns, query=query, filter={**wanted, **span}, limit=pool, refresh_ttl=False)
+        timed_task = store.asearch(ns, query=dense_query, filter={**wanted, **span}, limit=pool, refresh_ttl=False)
     elif window is not None:
         timed_task = list_items(store, user_id, (kind,), limit=pool, start=window[0], end=window[1])
     found = await asyncio.gather(dense_task, keyword_task, *([timed_task] if timed_task else []))
@@ -128,6 +138,7 @@ async def gather_signals(
         query,
         [hit for hit in dense if not expired(hit.value, now)],
         [(item, score) for item, score in keyword if not expired(item.value, now)],
+        speakers=speakers,
     )
     if timed:
         in_range = [item for item in timed[0] if not expired(item.value, now) and _matches(item.value, wanted)]
@@ -145,11 +156,9 @@ def rank(signals: Signals, config: MemoryConfig) -> list[tuple[SearchItem, float
     by_key: dict[str, Item] = {item.key: item for item, _ in signals.keyword}
     by_key.update({hit.key: hit for hit in signals.dense})
     similarity = {hit.key: hit.score for hit in signals.dense}
-    speakers = {str(item.value["speaker"]) for item in by_key.values() if item.value.get("speaker")}
-    named = named_speakers(signals.query, speakers) if config.speaker_weight and speakers else set()
     bonus = {
         key: config.time_weight * (key in signals.in_range)
-        + config.speaker_weight * (item.value.get("speaker") in named)
+        + config.speaker_weight * (item.value.get("speaker") in signals.speakers)
         for key, item in by_key.items()
     }
     fused = fuse(

@@ -132,7 +132,7 @@ async def save_memory(
         reindex = text != old.get("text")
         await store.abatch([put_op(store, ns, duplicate.key, value, reindex, config)])
         if reindex:
-            await index_text(store, ns, duplicate.key, text)
+            await index_text(store, ns, duplicate.key, text, speaker)
         return {
             "id": duplicate.key,
             **value,
@@ -158,7 +158,7 @@ async def save_memory(
     value = with_expiry(value, config, now)
     key = str(uuid.uuid4())
     await store.abatch([put_op(store, ns, key, value, True, config)])
-    await index_text(store, ns, key, value["text"])
+    await index_text(store, ns, key, value["text"], speaker)
     return {"id": key, **value, "action": "created"}
 
 
@@ -216,7 +216,7 @@ async def record_chat_message(
     value = with_expiry(value, config, now or times.utc_now())
     key = str(uuid.uuid4())
     await store.abatch([put_op(store, ns, key, value, True, config)])
-    await index_text(store, ns, key, str(value["text"]))
+    await index_text(store, ns, key, str(value["text"]), speaker)
     return {"id": key, **value}
 
 

@@ -2,7 +2,9 @@
 `memory_fulltext` table is written with each embedded memory and deleted with it, its BM25 ranks
 a rare word the vectors miss, respects the role filter, user isolation and expiry, dates named in
 the query lift what was written then, and KB hybrid
-with weight 0 / 1 is exactly dense / keyword."""
+with weight 0 / 1 is exactly dense / keyword. `memory_speakers` follows writes, is rebuilt from the
+stored memories and emptied by `forget_user`; the vector searches leave out the speakers a query
+names (memory) and the names most chunks hold (KB, counted in `kb_fulltext`)."""
 
 from __future__ import annotations
 
@@ -132,3 +134,69 @@ async def test_explain_memory_search_shows_both_plans(pg_schema):
         assert "store_vectors" in plans["vector"] and "rows=1" in plans["vector"]
         assert "memory_fulltext" in plans["keyword"] and "Execution Time" in plans["keyword"]
         assert saved["action"] == "created"
+
+
+CHAT = [
+    ("Maya", "Haha, classic."),
+    ("Maya", "Tell me about it."),
+    ("Maya", "Same here, honestly."),
+    ("Maya", "Oh no, Maya strikes again."),
+    ("Tom", "The weather has been so grey lately."),
+    ("Tom", "We finally adopted a kitten from the rescue, she hides under the sofa."),
+    ("Maya", "We picked up a greyhound from the shelter on Saturday."),
+]
+
+
+async def test_speakers_are_listed_backfilled_and_forgotten(pg_schema, pg_uri):
+    async with store() as s:
+        for speaker, text in CHAT[:2] + CHAT[4:5]:
+            await memory.record_chat_message(s, "alice", "user", f"{speaker}: {text}", "t", speaker=speaker)
+        await memory.save_memory(s, "alice", "episodic", "Tom moved to Lisbon", speaker="Tom")
+        await memory.record_chat_message(s, "bob", "user", "Hi", "t", speaker="Ann")
+        chat_prefix = ".".join(memory.namespace("alice", "chat"))
+        assert sorted(await s.sql.memory_speakers(chat_prefix)) == ["Maya", "Tom"]
+        assert await s.sql.memory_speakers(".".join(memory.namespace("alice", "episodic"))) == ["Tom"]
+    sql(pg_uri, f"DROP TABLE {pg_schema}.memory_speakers")  # as before the table existed
+    async with store() as s:
+        assert sorted(await s.sql.memory_speakers(chat_prefix)) == ["Maya", "Tom"]  # rebuilt from the rows
+        await memory.forget_user(s, "alice")
+        assert sql(pg_uri, f"SELECT prefix, speaker FROM {pg_schema}.memory_speakers") == [("memories.bob.chat", "Ann")]
+
+
+async def test_vector_search_leaves_out_the_speakers_a_query_names(pg_schema, monkeypatch):
+    async with store() as s:
+        ids = {}
+        for speaker, text in CHAT:
+            saved = await memory.record_chat_message(s, "alice", "user", f"{speaker}: {text}", "t", speaker=speaker)
+            ids[text] = saved["id"]
+        searched: list[str] = []
+        search = s.asearch
+
+        async def spy(*args, **kwargs):
+            searched.append(kwargs.get("query"))
+            return await search(*args, **kwargs)
+
+        monkeypatch.setattr(s, "asearch", spy)
+        query = "Which breed of dog did Maya bring home from the rescue center?"
+        found = await memory.recall(s, "alice", query, "chat", top_k=3, record_access=False)
+        assert searched == ["Which breed of dog did they bring home from the rescue center?"]
+        assert found[0]["id"] == ids[CHAT[-1][1]]
+
+        monkeypatch.setenv("MEMORY_SPEAKER_WEIGHT", "0")  # no speaker bonus: the name stays in the vector
+        searched.clear()
+        await memory.recall(s, "alice", query, "chat", top_k=3, record_access=False)
+        assert searched == [query]
+
+
+async def test_kb_counts_common_names_in_postgres_and_leaves_them_out_of_the_vector(pg_schema):
+    async with store() as s:
+        await knowledge.create_kb(s, "log")
+        texts = [f"{speaker}: {text}" for speaker, text in CHAT] + ["Tom: Berlin was lovely in spring."]
+        texts += ["Ann: My phone screen cracked again.", "Ann: I made soup.", "Ann: The train was late."]
+        await knowledge.ingest_texts(s, "log", [{"text": t, "source": f"turn-{i}"} for i, t in enumerate(texts)])
+        counts = await s.sql.kb_document_frequencies("log", ["Maya", "Tom", "Berlin", "I", "Nobody"], "english")
+        assert counts == {"Maya": 5, "Tom": 3, "Berlin": 1, "Nobody": 0}  # "I" is a stop word
+        entry = await knowledge.get_kb(s, "log")
+        assert await knowledge.common_names(s, "log", entry, "Did Maya and Tom visit Berlin?") == {"Maya", "Tom"}
+        found = await knowledge.retrieve(s, "log", "Which breed of dog did Maya bring home from the rescue center?")
+        assert found["retrieval_results"][0]["source"] == "turn-6"

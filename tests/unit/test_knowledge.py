@@ -533,3 +533,45 @@ async def test_tools_without_a_store_say_so():
         await knowledge_base_search("otters", "demo", runtime=SimpleNamespace(store=None))
     with pytest.raises(ToolError, match="No knowledge store"):
         await list_knowledge_bases(runtime=None)
+
+
+CHAT_LOG = [
+    "Maya: Haha, classic.",
+    "Maya: Tell me about it.",
+    "Maya: Same here, honestly.",
+    "Tom: The weather has been so grey lately.",
+    "Tom: We finally adopted a kitten from the rescue, she hides under the sofa.",
+    "Maya: We picked up a greyhound from the shelter on Saturday.",
+    "Tom: Berlin was lovely in spring.",
+    "Tom: My phone screen cracked again.",
+    "Maya: I keep buying plants and forgetting to water them.",
+    "Tom: The train was late again this morning.",
+    "Maya: Did you watch the new season of that baking show?",
+]
+
+
+class QueryRecordingStore(InMemoryStore):
+    """InMemoryStore that records the query of each search."""
+
+    searched: list[str | None]
+
+    async def asearch(self, *args, **kwargs):  # type: ignore[override]
+        self.searched.append(kwargs.get("query"))
+        return await super().asearch(*args, **kwargs)
+
+
+async def test_names_most_chunks_hold_are_left_out_of_the_vector_search():
+    store = QueryRecordingStore(index={"dims": 384, "embed": get_embeddings(), "fields": ["content"]})
+    store.searched = []
+    await knowledge.create_kb(store, "log")
+    await knowledge.ingest_texts(store, "log", [{"text": t, "source": f"turn-{i}"} for i, t in enumerate(CHAT_LOG)])
+    entry = await knowledge.get_kb(store, "log")
+    query = "Which breed of dog did Maya bring home from the rescue center, and did Tom see Berlin?"
+    assert await knowledge.common_names(store, "log", entry, query) == {"Maya", "Tom"}
+    assert await knowledge.common_names(store, "log", entry, "Was Berlin nice, Maya?") == {"Maya"}
+    for strategy in ("dense", "hybrid"):
+        store.searched.clear()
+        found = await knowledge.retrieve(store, "log", "What dog did Maya's family adopt?", strategy=strategy)
+        assert "What dog did their family adopt?" in store.searched, strategy
+        assert "What dog did Maya's family adopt?" not in store.searched, strategy
+        assert found["retrieval_results"][0]["source"] == "turn-5", strategy

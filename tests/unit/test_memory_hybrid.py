@@ -11,8 +11,8 @@ import pytest
 from store import memory
 from store.dates import query_time_range
 from store.fusion import fuse, normalised
-from store.memory.hybrid import named_speakers
 from store.memory.write import same_source
+from store.names import capitalised_words, named, without_names
 
 NOW = datetime(2023, 12, 20, 15, 0, tzinfo=UTC)
 
@@ -61,9 +61,20 @@ def test_fuse_normalises_the_keyword_list_its_own_way():
 
 def test_named_speakers_are_whole_words_in_any_case():
     names = {"Maya", "Tom", "Ann", "Jo-Ann"}
-    assert named_speakers("What was maya up to?", names) == {"Maya"}
-    assert named_speakers("Did Tom and Jo-Ann meet Anne?", names) == {"Tom", "Jo-Ann"}
-    assert named_speakers("Tomorrow, maybe", names) == set()
+    assert named("What was maya up to?", names) == {"Maya"}
+    assert named("Did Tom and Jo-Ann meet Anne?", names) == {"Tom", "Jo-Ann"}
+    assert named("Tomorrow, maybe", names) == set()
+
+
+def test_names_become_pronouns_for_the_dense_query():
+    assert without_names("What did Maya's dog eat, and did maya like it?", {"Maya"}) == (
+        "What did their dog eat, and did they like it?"
+    )
+    assert without_names("Did Tom meet Tomas and Jo-Ann’s sister?", {"Tom", "Jo-Ann"}) == (
+        "Did they meet Tomas and their sister?"
+    )
+    assert without_names("Where does Maya live?", set()) == "Where does Maya live?"
+    assert capitalised_words("What did Maya's dog eat in Berlin, I wonder?") == {"Maya", "Berlin", "I"}
 
 
 def test_fuse_of_empty_or_non_positive_lists():
