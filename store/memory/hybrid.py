@@ -3,8 +3,9 @@
 fused by `fusion.fuse`, with bonuses for the memories written in the query's time range and for
 those of a speaker the query names. The vector searches embed the query with the speakers' names
 turned into pronouns (store/names.py): the speaker bonus ranks the named person's memories up,
-and the name no longer pulls every short message of theirs to the top. On stores without the SQL adapter (InMemoryStore in unit tests and evals)
-keyword candidates come from an in-process BM25 over the user's scanned memories."""
+and the name no longer pulls every short message of theirs to the top. On stores without the
+SQL adapter (InMemoryStore in unit tests and evals) keyword candidates come from an in-process
+BM25 over the user's scanned memories."""
 
 from __future__ import annotations
 
