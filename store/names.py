@@ -7,7 +7,7 @@ person's messages up by other means (a speaker bonus, full-text search)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 _BOUNDARY_BEFORE = r"(?<![\w-])"
 _BOUNDARY_AFTER = r"(?![\w-])"
@@ -17,18 +17,31 @@ def _name_pattern(name: str) -> str:
     return _BOUNDARY_BEFORE + re.escape(name) + _BOUNDARY_AFTER
 
 
+def _as_name(query: str) -> Callable[[re.Match[str]], bool]:
+    """Whether a match is a name: capitalised, or any case in a query typed all in lower case
+    ("what was maya up to"), so a speaker called Will leaves "what will Tom do" alone."""
+    lower = query == query.lower()
+    return lambda match: lower or match.group(0)[:1].isupper()
+
+
 def named(query: str, names: Iterable[str]) -> set[str]:
-    """The names the query contains as whole words, any case ("what did maya say" names Maya)."""
-    return {name for name in names if name and re.search(_name_pattern(name), query, re.I)}
+    """The names the query contains as whole words (see `_as_name`): "What did Maya say" and
+    "what did maya say" name Maya."""
+    is_name = _as_name(query)
+    return {name for name in names if name and any(is_name(m) for m in re.finditer(_name_pattern(name), query, re.I))}
 
 
 def without_names(query: str, names: Iterable[str]) -> str:
-    """`query` with each of `names` (whole words, any case) replaced by a pronoun: "Maya's" by
-    "their", "Maya" by "they" ("What did Maya's dog eat?" -> "What did their dog eat?")."""
+    """`query` with each of `names` (whole words, see `_as_name`) replaced by a pronoun: "Maya's"
+    by "their", "Maya" by "they" ("What did Maya's dog eat?" -> "What did their dog eat?")."""
+    is_name = _as_name(query)
     for name in sorted(set(names), key=len, reverse=True):
-        pattern = _BOUNDARY_BEFORE + re.escape(name)
-        query = re.sub(pattern + r"['’]s" + _BOUNDARY_AFTER, "their", query, flags=re.I)
-        query = re.sub(_name_pattern(name), "they", query, flags=re.I)
+        for pattern, pronoun in ((re.escape(name) + r"['’]s", "their"), (re.escape(name), "they")):
+
+            def replace(match: re.Match[str], pronoun: str = pronoun) -> str:
+                return pronoun if is_name(match) else match.group(0)
+
+            query = re.sub(_BOUNDARY_BEFORE + pattern + _BOUNDARY_AFTER, replace, query, flags=re.I)
     return query
 
 
