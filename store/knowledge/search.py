@@ -123,6 +123,11 @@ async def common_names(store: BaseStore, kb: str, entry: dict, query: str) -> se
     return {word for word, count in frequencies.items() if count >= COMMON_NAME_SHARE * chunks}
 
 
+async def _vector_query(store: BaseStore, kb: str, entry: dict, query: str) -> str:
+    """The query the vector searches embed: `query` without its `common_names`."""
+    return without_names(query, await common_names(store, kb, entry, query))
+
+
 def reciprocal_rank_fusion(rankings: Sequence[Sequence[str]], k: int = RRF_K) -> list[tuple[str, float]]:
     """Fuse ranked id lists: score(d) = sum over lists of 1 / (k + rank of d), ranks from 1. Best first."""
     scores: dict[str, float] = {}
@@ -186,7 +191,7 @@ async def dense_search(store: BaseStore, kb: str, query: str, top_k: int = 5) ->
     """Vector search (the store's semantic index, cosine similarity) over `kb`'s chunks."""
     query = _check_query(query, top_k, "dense")
     entry = await get_kb(store, kb)
-    vector_query = without_names(query, await common_names(store, kb, entry, query))
+    vector_query = await _vector_query(store, kb, entry, query)
     hits = _distinct(await _dense_hits(store, kb, vector_query, _candidate_depth(top_k)), top_k)
     return _result(kb, query, "dense", [(hit, {"dense": rank}) for rank, hit in enumerate(hits, 1)])
 
@@ -217,7 +222,7 @@ async def gather_signals(
     in it too, by their own similarity (merged into the dense list). Vector searches leave out
     the query's `common_names`."""
     window = query_time_range(query, now) if time_weight else None
-    vector_query = without_names(query, await common_names(store, kb, entry, query))
+    vector_query = await _vector_query(store, kb, entry, query)
     searches = [_dense_hits(store, kb, vector_query, depth), _keyword_hits(store, kb, entry, query, depth)]
     if window is not None:
         searches.append(_dense_hits(store, kb, vector_query, depth, span=window))
