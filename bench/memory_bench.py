@@ -4,6 +4,7 @@
     python -m bench.memory_bench --skip-latency --seeds 7,11  # quality only, two seeds
     python -m bench.memory_bench --sizes 1000,10000,100000
     python -m bench.memory_bench --embed-all              # embed every row with the real model
+    python -m bench.memory_bench --skip-latency --skip-quality --tenants 1000   # 1 vs 1,000 users (~50 min)
 
 Latency: for each size N, one user's N memories in a schema of their own (`bench_memory_<N>`,
 dropped and rebuilt each run). The first `--real-puts` rows go through the real write path
@@ -26,7 +27,7 @@ data, printing recall@5, recall@10, MRR and, for facts that changed, how often t
 version ranks first; then the means over the seeds. Recalls here do not record access, so
 questions do not influence each other.
 
-Only the bench_memory_* schemas are touched, and dropped at the end unless `--keep`. An embedded server the bench had to start is
+Only the bench_memory_* schemas of the parts that run are touched, and dropped at the end unless `--keep`. An embedded server the bench had to start is
 stopped at the end; one that was already running is left alone.
 """
 
@@ -134,16 +135,7 @@ async def _load_user(pg_store, uri: str, schema: str, user: str, n: int, args, p
         for op in ops:  # the full text hybrid recall reads, as save_memory writes it
             await pg_store.sql.index_memories(".".join(op.namespace), [(op.key, op.value["text"])], TEXT_SEARCH_CONFIG)
     put_seconds = time.perf_counter() - started
-    rng = np.random.default_rng(seed)
-    rows = []
-    for kind, category, text, importance, age in records[real:]:
-        base = pool[rng.integers(len(pool))]
-        vector = base + rng.normal(0, NOISE_SIGMA, base.shape)
-        vector = (vector / np.linalg.norm(vector)).astype(np.float32)
-        prefix = ".".join(memory.namespace(user, kind))
-        rows.append(
-            (prefix, str(uuid.uuid4()), _value(kind, category, text, importance, now - timedelta(days=age)), vector)
-        )
+    rows = _copied_rows(user, records[real:], pool, seed, now)
     started = time.perf_counter()
     if rows:
         await pg_store.sql.copy_items(rows, field="text", fulltext_config=TEXT_SEARCH_CONFIG)
@@ -153,6 +145,21 @@ async def _load_user(pg_store, uri: str, schema: str, user: str, n: int, args, p
         "copied": len(rows),
         "copy_seconds": time.perf_counter() - started,
     }
+
+
+def _copied_rows(user: str, records, pool: np.ndarray, seed: int, now: datetime) -> list[tuple]:
+    """(prefix, key, value, vector) rows for `copy_items`: each vector one of the pool's plus noise."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for kind, category, text, importance, age in records:
+        base = pool[rng.integers(len(pool))]
+        vector = base + rng.normal(0, NOISE_SIGMA, base.shape)
+        vector = (vector / np.linalg.norm(vector)).astype(np.float32)
+        prefix = ".".join(memory.namespace(user, kind))
+        rows.append(
+            (prefix, str(uuid.uuid4()), _value(kind, category, text, importance, now - timedelta(days=age)), vector)
+        )
+    return rows
 
 
 async def _hnsw_scans(uri: str, schema: str) -> int:
@@ -281,6 +288,7 @@ async def latency_benchmark(args, uri: str) -> list[dict]:
 
 
 TENANT_SCHEMA = f"{SCHEMA_PREFIX}_tenants"
+TENANT_ALONE_SCHEMA = f"{SCHEMA_PREFIX}_tenant_alone"
 
 
 async def _plans(pg_store, user: str, embedding: list[float], query: str) -> dict[str, str]:
@@ -290,50 +298,71 @@ async def _plans(pg_store, user: str, embedding: list[float], query: str) -> dic
     return {name: re.sub(r"'\[[^\]]*\]'::vector", "'[query vector]'::vector", plan) for name, plan in plans.items()}
 
 
+TENANTS_PER_COPY = 25
+
+
+async def _load_tenants(pg_store, indexes: range, items: int, pool: np.ndarray, started: float) -> None:
+    """COPY `items` memories for each user tenant_<index>, TENANTS_PER_COPY users at a time,
+    with one ANALYZE at the end; prints progress."""
+    now = datetime.now(UTC)
+    batch: list[tuple] = []
+    for count, index in enumerate(indexes, 1):
+        records = list(synthetic_memories(items, seed=1000 + index))
+        batch += _copied_rows(f"tenant_{index}", records, pool, 1000 + index, now)
+        if count % TENANTS_PER_COPY == 0 or count == len(indexes):
+            await pg_store.sql.copy_items(batch, field="text", fulltext_config=TEXT_SEARCH_CONFIG, analyze=False)
+            batch = []
+            seconds = time.perf_counter() - started
+            print(f"  {count} of {len(indexes)} users loaded, {count * items / seconds:.0f} rows/s", flush=True)
+    if indexes:
+        await pg_store.sql.analyze_items(fulltext=True)
+
+
 async def tenant_benchmark(args, uri: str) -> dict:
-    """One user's recall latency and query plans alone in a schema, then next to `--tenants - 1`
-    other users of `--tenant-items` memories each (COPY, vectors from the embedded pool + noise)."""
+    """One user's recall latency and query plans alone in a schema and next to `--tenants - 1`
+    other users of `--tenant-items` memories each in another (COPY, vectors from the embedded
+    pool + noise). Both schemas are loaded first and then measured back to back, so the two
+    figures share the machine's conditions."""
     embeddings = get_embeddings()
     queries = [q.text for q in build_dataset().questions]
     queries = (queries * (args.queries // len(queries) + 1))[: args.queries]
     pool_texts = [text for _, _, text, _, _ in synthetic_memories(args.distinct, seed=99)]
     pool = np.asarray(await embeddings.aembed_documents(pool_texts), dtype=np.float32)
-    await _reset_schema(uri, TENANT_SCHEMA)
-    os.environ["POSTGRES_SCHEMA"] = TENANT_SCHEMA
-    copy_only = argparse.Namespace(**{**vars(args), "real_puts": 0, "embed_all": False})
+    crowded = f"{args.tenants} users"
+    schemas = {"1 user": TENANT_ALONE_SCHEMA, crowded: TENANT_SCHEMA}
     figures: dict = {}
-    async with store() as pg_store:
-        await _load_user(pg_store, uri, TENANT_SCHEMA, TENANT_USER, args.tenant_items, args, pool, seed=1)
-        probe = queries[0]
-        vector = await embeddings.aembed_query(probe)
-        for label, users in (("1 user", 1), (f"{args.tenants} users", args.tenants)):
+    for label, schema in schemas.items():
+        await _reset_schema(uri, schema)
+        os.environ["POSTGRES_SCHEMA"] = schema
+        async with store() as pg_store:
             started = time.perf_counter()
-            for index in range(figures.get("loaded", 1), users):
-                await _load_user(
-                    pg_store,
-                    uri,
-                    TENANT_SCHEMA,
-                    f"tenant_{index}",
-                    args.tenant_items,
-                    copy_only,
-                    pool,
-                    seed=1000 + index,
-                )
-            figures["loaded"] = users
-            load_seconds = time.perf_counter() - started
+            await _load_user(pg_store, uri, schema, TENANT_USER, args.tenant_items, args, pool, seed=1)
+            if label == crowded:
+                await _load_tenants(pg_store, range(1, args.tenants), args.tenant_items, pool, started)
+            figures[label] = {"load_seconds": time.perf_counter() - started}
+    probe = queries[0]
+    vector = await embeddings.aembed_query(probe)
+    for label, schema in schemas.items():
+        os.environ["POSTGRES_SCHEMA"] = schema
+        async with store() as pg_store:
             timing = await _time_queries(pg_store, TENANT_USER, queries, args.top_k)
             plans = await _plans(pg_store, TENANT_USER, vector, probe)
-            figures[label] = {"timing": timing, "plans": plans, "load_seconds": load_seconds}
-            print(
-                f"\n{label} of {args.tenant_items} memories (loaded in {load_seconds:.0f} s): "
-                f"recall p50/p95 plain {timing['plain']['p50']:.1f}/{timing['plain']['p95']:.1f} ms, "
-                f"weighted {timing['weighted']['p50']:.1f}/{timing['weighted']['p95']:.1f} ms, "
-                f"store only {timing['store_only']['p50']:.1f}/{timing['store_only']['p95']:.1f} ms, "
-                f"returned {timing['returned']:.1f} of {args.top_k}"
-            )
-            for name, plan in plans.items():
-                print(f"--- {name} query plan, {label} ---\n{plan}")
-    figures.pop("loaded", None)
+        figures[label].update(timing=timing, plans=plans)
+        print(
+            f"\n{label} of {args.tenant_items} memories (loaded in {figures[label]['load_seconds']:.0f} s): "
+            f"recall p50/p95 plain {timing['plain']['p50']:.1f}/{timing['plain']['p95']:.1f} ms, "
+            f"weighted {timing['weighted']['p50']:.1f}/{timing['weighted']['p95']:.1f} ms, "
+            f"store only {timing['store_only']['p50']:.1f}/{timing['store_only']['p95']:.1f} ms, "
+            f"returned {timing['returned']:.1f} of {args.top_k}"
+        )
+        for name, plan in plans.items():
+            print(f"--- {name} query plan, {label} ---\n{plan}")
+    alone, many = (figures[label]["timing"] for label in schemas)
+    print(
+        f"\n{crowded} vs 1 user, p50 ratio: recall plain {many['plain']['p50'] / alone['plain']['p50']:.2f}, "
+        f"weighted {many['weighted']['p50'] / alone['weighted']['p50']:.2f}, "
+        f"store only {many['store_only']['p50'] / alone['store_only']['p50']:.2f}"
+    )
     return figures
 
 
@@ -548,7 +577,10 @@ async def run(args: argparse.Namespace) -> dict:
     uri = await asyncio.to_thread(postgres_uri)
     previous_schema = os.environ.get("POSTGRES_SCHEMA")
     report: dict = {}
-    schemas = [f"{SCHEMA_PREFIX}_{size}" for size in args.sizes] + [f"{SCHEMA_PREFIX}_quality", TENANT_SCHEMA]
+    # only the schemas of the parts that run: another bench run may be using the others
+    schemas = [f"{SCHEMA_PREFIX}_{size}" for size in args.sizes] if not args.skip_latency else []
+    schemas += [TENANT_SCHEMA, TENANT_ALONE_SCHEMA] if args.tenants else []
+    schemas += [f"{SCHEMA_PREFIX}_quality"] if not args.skip_quality else []
     try:
         if not args.skip_latency:
             report["latency"] = await latency_benchmark(args, uri)

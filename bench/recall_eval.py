@@ -170,15 +170,16 @@ TUNE_POOL = 100  # what recall(top_k=20) fetches per signal (20 * MEMORY_CANDIDA
 
 
 def _second_weights(path: str) -> tuple[str, tuple[float, ...]]:
-    """The bonus weight tuned beside the keyword weight: KB time, memory speaker."""
-    return ("time", (0.0, 0.5, 1.0)) if path == "kb_hybrid" else ("speaker", (0.0, 0.1, 0.2, 0.3, 0.5, 1.0))
+    """The bonus weight tuned beside the keyword weight: KB name (time as configured), memory
+    speaker."""
+    return ("name" if path == "kb_hybrid" else "speaker", (0.0, 0.1, 0.2, 0.3, 0.5, 1.0))
 
 
 async def tune(pg_store, conversations: list[Conversation], paths: list[str], owners: dict) -> None:
     """Grid of fusion weights on the HELD-IN questions only, through the product's own ranking
     (`gather_signals` of store.memory.hybrid / store.knowledge.search once per question, then
-    their `rank` per weight pair): keyword weight x speaker weight (memory, time weight as
-    configured) or x time weight (KB). Prints R@5/10/20 overall, each category's R@10, and the
+    their `rank` per weight pair): keyword weight x speaker weight (memory) or x name weight (KB),
+    time weight as configured. Prints R@5/10/20 overall, each category's R@10, and the
     worst category's R@10 minus the better single signal's (negative: fusion lost there): the ten
     best pairs, each signal alone, then every second weight at the configured keyword weight."""
     held_in = [c for c in conversations if c.index in HELD_IN_CONVERSATIONS]
@@ -186,14 +187,16 @@ async def tune(pg_store, conversations: list[Conversation], paths: list[str], ow
         if path not in ("chat", "episodic", "kb_hybrid"):
             continue
         rows = []
-        config = memory.memory_config()
+        config, kb_config = memory.memory_config(), knowledge.knowledge_config()
         kind = "chat" if path == "chat" else "episodic"
         for conv in held_in:
             now = conv.turns[-1].at + timedelta(days=1)
             entry = await knowledge.get_kb(pg_store, kb_of(conv))
             for question in conv.questions:
                 if path == "kb_hybrid":
-                    signal = await kb_signals(pg_store, kb_of(conv), entry, question.text, TUNE_POOL, now, 1.0)
+                    signal = await kb_signals(
+                        pg_store, kb_of(conv), entry, question.text, TUNE_POOL, now, kb_config.time_weight
+                    )
                 else:
                     ns = memory.namespace(user_of(conv), kind)
                     signal = await gather_signals(
@@ -210,7 +213,7 @@ async def tune(pg_store, conversations: list[Conversation], paths: list[str], ow
                     if path == "kb_hybrid":
                         ranked = [
                             {hit.value["source"].removeprefix("turn:")}
-                            for hit, _ in kb_rank(signal, keyword_weight, other)
+                            for hit, _ in kb_rank(signal, keyword_weight, kb_config.time_weight, other)
                         ]
                     else:
                         weights = replace(config, keyword_weight=keyword_weight, speaker_weight=other)
@@ -231,7 +234,7 @@ async def tune(pg_store, conversations: list[Conversation], paths: list[str], ow
         print(f"\ntuning {path} on {len(rows)} held-in questions (keyword weight, {second} weight)")
         best = sorted(grid.items(), key=lambda kv: -kv[1]["all"][10])
         configured = (
-            (knowledge.knowledge_config().hybrid_keyword_weight, knowledge.knowledge_config().time_weight)
+            (kb_config.hybrid_keyword_weight, kb_config.name_weight)
             if path == "kb_hybrid"
             else (config.keyword_weight, config.speaker_weight)
         )

@@ -352,6 +352,12 @@ class SettingsValues(BaseModel):
         le=10,
         description="Hybrid knowledge-base search: bonus of chunks of documents dated (`date` at ingest) in the time range the query names; 0 = ignore dates.",
     )
+    KB_NAME_WEIGHT: float = Field(
+        0.5,
+        ge=0,
+        le=10,
+        description="Hybrid knowledge-base search: bonus of chunks that hold a name of the query which at least 10% of the KB's chunks hold (the person a chat-log question asks about); 0 = no bonus.",
+    )
     KB_HYBRID_KEYWORD_WEIGHT: float = Field(
         0.8,
         ge=0,
@@ -367,7 +373,16 @@ class SettingsValues(BaseModel):
         description="Similarity at or above which a new memory updates the existing one.",
     )
     MEMORY_HALF_LIFE_DAYS: float = Field(
-        30, gt=0, le=36500, description="Half-life of event memories in weighted recall."
+        180,
+        gt=0,
+        le=36500,
+        description="Half-life of event memories by age in weighted recall (and of the recency score of time listings).",
+    )
+    MEMORY_FACT_HALF_LIFE_DAYS: float = Field(
+        30,
+        gt=0,
+        le=36500,
+        description="Half-life of a fact's freshness in weighted recall by how much older it is than a newer statement of it.",
     )
     MEMORY_CHAT_HALF_LIFE_DAYS: float = Field(
         0, ge=0, le=36500, description="Half-life of chat turns; 0 = chat turns do not decay."

@@ -1,11 +1,13 @@
 """Dates named in a query ("in the week of 8 May 2023", "in April 2023", "last week"), resolved
 to a time range by `query_time_range`: hybrid memory search (store/memory/hybrid.py) boosts the
 memories written in it, hybrid knowledge-base search (store/knowledge/search.py) the chunks of
-documents dated in it."""
+documents dated in it. A time named by an event ("in the week after the surf lessons") is
+parsed by `event_relative`; the searches find the event, then use the range next to its date."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -40,6 +42,8 @@ _MONTH_YEAR = re.compile(rf"\b({_MONTH})\.?,?\s+(\d{{4}})\b", re.I)
 _LAST_MONTH_NAME = re.compile(rf"\blast\s+({_MONTH})\b", re.I)
 _WEEK_OF = re.compile(r"\bweek\s+of\b", re.I)
 _RELATIVE = re.compile(r"\b(yesterday|last\s+week|last\s+month|(\d+)\s+(day|week|month)s?\s+ago)\b", re.I)
+_EVENT_RELATIVE = re.compile(r"\s*\b(?:in\s+|during\s+|on\s+)?the\s+(day|week|month)\s+(after|before)\s+(?=\w)", re.I)
+_UNIT_DAYS = {"day": 1, "week": 7, "month": 30}
 
 
 def stamp(moment: datetime) -> str:
@@ -127,3 +131,37 @@ def _month(year: int, month: int) -> tuple[datetime, datetime]:
     start = datetime(year, month, 1, tzinfo=UTC)
     end = datetime(year + (month == 12), month % 12 + 1, 1, tzinfo=UTC)
     return start, end
+
+
+@dataclass(frozen=True)
+class EventRelative:
+    """A time a query names by an event: "in the week after <event>" (`days` 7, `after`)."""
+
+    event_query: str  # the query without its time phrase: what finds the event
+    days: int
+    after: bool
+
+    def window(self, event_at: datetime) -> tuple[datetime, datetime]:
+        """The [start, end) UTC range in whole days next to the event's day: "the week after"
+        an event of Monday is Tuesday to the next Monday, "the day before" it is Sunday."""
+        day = event_at.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+        if self.after:
+            return day + timedelta(days=1), day + timedelta(days=1 + self.days)
+        return day - timedelta(days=self.days), day
+
+
+def event_relative(query: str) -> EventRelative | None:
+    """ "What did Tom do in the week after getting braces removed?" -> EventRelative("What did
+    Tom do getting braces removed?", 7, after=True); None when the query names no day, week or
+    month after or before something."""
+    match = _EVENT_RELATIVE.search(query)
+    if match is None:
+        return None
+    event_query = (query[: match.start()] + " " + query[match.end() :]).strip()
+    return EventRelative(event_query, _UNIT_DAYS[match[1].lower()], match[2].lower() == "after")
+
+
+def names_time(query: str, now: datetime) -> bool:
+    """Whether the query says when it asks about: a date or range (`query_time_range`) or a
+    time next to an event (`event_relative`)."""
+    return query_time_range(query, now) is not None or event_relative(query) is not None

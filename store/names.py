@@ -49,3 +49,9 @@ def capitalised_words(query: str) -> set[str]:
     """The capitalised words of `query` past its first word: the candidates for names."""
     words = re.findall(r"[\w’'-]+", query)
     return {re.sub(r"['’]s$", "", word) for word in words[1:] if word[:1].isupper()}
+
+
+def mentions(text: str, names: Iterable[str]) -> bool:
+    """Whether `text` holds one of `names` as a whole word, spelt as given ("Maya: Haha" holds
+    Maya; "mayan" and "MAYA-2" do not)."""
+    return any(re.search(_name_pattern(name), text) for name in names if name)

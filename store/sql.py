@@ -631,12 +631,16 @@ class StoreSQL:
     # --- benchmark bulk load ----------------------------------------------------------------------
 
     async def copy_items(
-        self, rows: Iterable[tuple[str, str, dict, Any]], field: str, fulltext_config: str | None = None
+        self,
+        rows: Iterable[tuple[str, str, dict, Any]],
+        field: str,
+        fulltext_config: str | None = None,
+        analyze: bool = True,
     ) -> None:
         """Bulk-load (prefix, key, value, vector) rows with COPY: the value into `store`, the
         vector (a numpy array, through pgvector's psycopg adapter) into `store_vectors` under
-        `field`, and with `fulltext_config` the value's text into `memory_fulltext`. For
-        benchmarks: no embedding, no dedupe, no TTL."""
+        `field`, and with `fulltext_config` the value's text into `memory_fulltext`; then, with
+        `analyze`, `analyze_items`. For benchmarks: no embedding, no dedupe, no TTL."""
         from pgvector.psycopg import register_vector_async
         from psycopg.types.json import Jsonb
 
@@ -659,10 +663,15 @@ class StoreSQL:
                 by_prefix.setdefault(prefix, []).append((key, str(value.get("text", ""))))
             for prefix, pairs in by_prefix.items():
                 await self.index_memories(prefix, pairs, fulltext_config)
+        if analyze:
+            await self.analyze_items(fulltext=bool(fulltext_config))
+
+    async def analyze_items(self, fulltext: bool = False) -> None:
+        """ANALYZE the store's tables (and `memory_fulltext`) so the planner sees a bulk load."""
         async with self.pool.connection() as conn:
             await conn.execute("ANALYZE store")
             await conn.execute("ANALYZE store_vectors")
-            if fulltext_config:
+            if fulltext:
                 await conn.execute("ANALYZE memory_fulltext")
 
 

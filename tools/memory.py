@@ -63,7 +63,8 @@ async def search_episodic_memory(query: str, top_k: int = 5, *, runtime: ToolRun
     Returns:
         {"query", "results": [{"id", "text", "kind", "importance", "created_at", "updated_at",
         "last_accessed_at", "access_count", "score", "similarity", ...}], "count"}, best first.
-        `score` combines similarity, importance, recency and how often the memory was recalled.
+        `score` is the ranking score: relevance to the query (with weighted scoring also
+        importance, recency and how often the memory was recalled).
     """
     store, user_id = _scope(runtime)
     _bounded(top_k, "top_k", MAX_TOP_K)
@@ -150,7 +151,7 @@ async def time_filter(
     Returns:
         {"start", "end" (ISO 8601 UTC, end exclusive, null when open), "results": [{"id",
         "text", "kind", "created_at", "updated_at", "score", ...}], "count"}. `score` is the
-        recency factor, 1.0 for just now, halving every half-life (30 days by default).
+        recency factor, 1.0 for just now, halving every half-life (180 days by default).
     """
     store, user_id = _scope(runtime)
     _bounded(limit, "limit", MAX_LIMIT)

@@ -50,6 +50,7 @@ class KnowledgeConfig:
     text_search_config: str
     hybrid_keyword_weight: float = 0.8
     time_weight: float = 1.0
+    name_weight: float = 0.5
 
 
 def knowledge_config() -> KnowledgeConfig:
@@ -61,4 +62,5 @@ def knowledge_config() -> KnowledgeConfig:
         text_search_config=values.KB_TEXT_SEARCH_CONFIG,
         hybrid_keyword_weight=values.KB_HYBRID_KEYWORD_WEIGHT,
         time_weight=values.KB_TIME_WEIGHT,
+        name_weight=values.KB_NAME_WEIGHT,
     )

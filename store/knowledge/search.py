@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, cast
 
 from langgraph.store.base import BaseStore, GetOp, Item
 
-from store.dates import query_time_range, stamp
+from store.dates import EventRelative, event_relative, query_time_range, stamp
 from store.fusion import distinct_texts, fuse
 from store.knowledge.config import (
     BM25_B,
@@ -26,7 +26,7 @@ from store.knowledge.config import (
 )
 from store.knowledge.keyword_fallback import bm25_rank, tokenize
 from store.knowledge.registry import chunk_namespace, get_kb, search_all
-from store.names import capitalised_words, without_names
+from store.names import capitalised_words, mentions, without_names
 from store.sql import adapter_for
 
 IN_PROCESS_DATED_SCAN = 10_000  # chunks scanned for a date range on stores without SQL (tests, evals)
@@ -206,23 +206,29 @@ async def keyword_search(store: BaseStore, kb: str, query: str, top_k: int = 5) 
 
 @dataclass
 class Signals:
-    """What hybrid search fuses: dense and keyword hits, and the hits among the chunks of
-    documents dated in the time range the query names (empty when it names none)."""
+    """What hybrid search fuses: dense and keyword hits, the hits among the chunks of documents
+    dated in the time range the query names (empty when it names none), and the query's
+    `common_names`."""
 
     dense: list[Hit]
     keyword: list[Hit]
     in_range: list[Hit]
+    names: set[str] = field(default_factory=set)
 
 
 async def gather_signals(
     store: BaseStore, kb: str, entry: dict, query: str, depth: int, now: datetime, time_weight: float
 ) -> Signals:
     """The dense and keyword candidates, `depth` deep; when the query names a time range
-    (`store.dates.query_time_range`, relative to `now`) and `time_weight` is on, the dated chunks
-    in it too, by their own similarity (merged into the dense list). Vector searches leave out
-    the query's `common_names`."""
+    (`store.dates.query_time_range`, relative to `now`, or the days next to an event it names)
+    and `time_weight` is on, the dated chunks in it too, by their own similarity (merged into the
+    dense list). Vector searches leave out the query's `common_names`."""
     window = query_time_range(query, now) if time_weight else None
-    vector_query = await _vector_query(store, kb, entry, query)
+    relative = event_relative(query) if time_weight and window is None else None
+    if relative is not None:
+        window = await _event_window(store, kb, entry, relative, depth, now, time_weight)
+    names = await common_names(store, kb, entry, query)
+    vector_query = without_names(query, names)
     searches = [_dense_hits(store, kb, vector_query, depth), _keyword_hits(store, kb, entry, query, depth)]
     if window is not None:
         searches.append(_dense_hits(store, kb, vector_query, depth, span=window))
@@ -230,20 +236,40 @@ async def gather_signals(
     in_range = dated[0] if dated else []
     known = {hit.id for hit in dense}
     dense = sorted([*dense, *(hit for hit in in_range if hit.id not in known)], key=lambda hit: -hit.score)
-    return Signals(dense, keyword, in_range)
+    return Signals(dense, keyword, in_range, names)
 
 
-def rank(signals: Signals, keyword_weight: float, time_weight: float) -> list[tuple[Hit, dict[str, int | None]]]:
+async def _event_window(
+    store: BaseStore, kb: str, entry: dict, relative: EventRelative, depth: int, now: datetime, time_weight: float
+) -> tuple[datetime, datetime] | None:
+    """The range next to the event a query names ("the week after the surf lessons"): the best
+    chunk for the query without its time phrase is taken as the event, its document's `date` as
+    the event's time (None when that chunk is undated)."""
+    config = knowledge_config()
+    signals = await gather_signals(store, kb, entry, relative.event_query, depth, now, time_weight)
+    found = rank(signals, config.hybrid_keyword_weight, time_weight, config.name_weight)
+    dated = found[0][0].value.get("date") if found else None
+    return relative.window(datetime.fromisoformat(dated)) if dated else None
+
+
+def rank(
+    signals: Signals, keyword_weight: float, time_weight: float, name_weight: float = 0.0
+) -> list[tuple[Hit, dict[str, int | None]]]:
     """The fused candidates, best first, each text once: (Hit whose score is the fused score,
-    its ranks in the dense and keyword lists)."""
+    its ranks in the dense and keyword lists). Chunks dated in the query's time range get
+    `time_weight` more, chunks holding one of its common names `name_weight` more."""
     by_id = {hit.id: hit for hit in (*signals.keyword, *signals.dense)}
+    in_range = {hit.id for hit in signals.in_range}
     dense_rank = {hit.id: position for position, hit in enumerate(signals.dense, 1)}
     keyword_rank = {hit.id: position for position, hit in enumerate(signals.keyword, 1)}
     fused = fuse(
         [(h.id, h.score) for h in signals.dense],
         [(h.id, h.score) for h in signals.keyword],
         keyword_weight=keyword_weight,
-        bonus={hit.id: time_weight for hit in signals.in_range},
+        bonus={
+            doc_id: time_weight * (doc_id in in_range) + name_weight * mentions(hit.value["content"], signals.names)
+            for doc_id, hit in by_id.items()
+        },
         keyword_method="given",
     )
     fused = distinct_texts(fused, {doc_id: hit.value["content"] for doc_id, hit in by_id.items()})
@@ -268,7 +294,8 @@ async def hybrid_search(
     """Dense and keyword candidates fused by `store.fusion.fuse` (score-normalised weighted sum;
     `keyword_weight` default KB_HYBRID_KEYWORD_WEIGHT); score is the fused score. When the query
     names a time range (relative to `now`), the chunks of documents dated in it are searched too
-    and get KB_TIME_WEIGHT more."""
+    and get KB_TIME_WEIGHT more; chunks holding a name of the query that many chunks hold
+    (`common_names`: the person a chat-log question asks about) get KB_NAME_WEIGHT more."""
     query = _check_query(query, top_k, "hybrid")
     entry = await get_kb(store, kb)
     config = knowledge_config()
@@ -276,7 +303,8 @@ async def hybrid_search(
     signals = await gather_signals(
         store, kb, entry, query, _candidate_depth(top_k), now or datetime.now(UTC), config.time_weight
     )
-    return _result(kb, query, "hybrid", rank(signals, weight, config.time_weight)[:top_k])
+    ranked = rank(signals, weight, config.time_weight, config.name_weight)
+    return _result(kb, query, "hybrid", ranked[:top_k])
 
 
 SEARCHES = {"dense": dense_search, "keyword": keyword_search, "hybrid": hybrid_search}

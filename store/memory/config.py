@@ -36,7 +36,8 @@ class MemoryConfig:
     """Memory settings, from the MEMORY_* variables by `memory_config()`."""
 
     dedupe_threshold: float = 0.9
-    half_life_days: float = 30.0
+    half_life_days: float = 180.0
+    fact_half_life_days: float = 30.0
     chat_half_life_days: float = 0.0
     supersede_margin: float = 0.1
     ttl_days: float | None = None
@@ -63,6 +64,7 @@ def memory_config() -> MemoryConfig:
     return MemoryConfig(
         dedupe_threshold=values.MEMORY_DEDUPE_THRESHOLD,
         half_life_days=values.MEMORY_HALF_LIFE_DAYS,
+        fact_half_life_days=values.MEMORY_FACT_HALF_LIFE_DAYS,
         chat_half_life_days=values.MEMORY_CHAT_HALF_LIFE_DAYS,
         supersede_margin=values.MEMORY_SUPERSEDE_MARGIN,
         ttl_days=values.MEMORY_TTL_DAYS or None,

@@ -1,7 +1,8 @@
 """Hybrid memory search: dense candidates (the store's vectors), keyword candidates (BM25 over
 `memory_fulltext`, store/sql.py) and, when the query names a date, the memories written then;
-fused by `fusion.fuse`, with bonuses for the memories written in the query's time range and for
-those of a speaker the query names. The vector searches embed the query with the speakers' names
+fused by `fusion.fuse`, with bonuses for the memories written in the query's time range (a date,
+or the days next to an event it names: "the week after the surf lessons") and for those of a
+speaker the query names. The vector searches embed the query with the speakers' names
 turned into pronouns (store/names.py): the speaker bonus ranks the named person's memories up,
 and the name no longer pulls every short message of theirs to the top. On stores without the
 SQL adapter (InMemoryStore in unit tests and evals) keyword candidates come from an in-process
@@ -17,12 +18,12 @@ from typing import cast
 
 from langgraph.store.base import BaseStore, Item, SearchItem
 
-from store.dates import query_time_range
+from store.dates import EventRelative, event_relative, query_time_range
 from store.fusion import distinct_texts, fuse
 from store.knowledge.keyword_fallback import bm25_rank
 from store.memory.config import TEXT_SEARCH_CONFIG, MemoryConfig
 from store.memory.listing import list_items, scan
-from store.memory.times import expired, stamp
+from store.memory.times import expired, parse_stamp, stamp
 from store.names import named, without_names
 from store.sql import adapter_for
 
@@ -120,6 +121,9 @@ async def gather_signals(
     ordered by their own similarity), on other stores the range's newest memories (listing).
     With a speaker weight, the vector searches embed the query without the speakers it names."""
     window = query_time_range(query, now) if config.time_weight else None
+    relative = event_relative(query) if config.time_weight and window is None else None
+    if relative is not None:
+        window = await _event_window(store, user_id, kind, ns, relative, pool, wanted, config, now)
     speakers = named(query, await known_speakers(store, ns, config)) if config.speaker_weight else set()
     dense_query = without_names(query, speakers)
     dense_task = store.asearch(ns, query=dense_query, filter=wanted or None, limit=pool, refresh_ttl=False)
@@ -149,6 +153,27 @@ async def gather_signals(
         signals.dense.sort(key=lambda hit: -(hit.score or 0.0))
         signals.keyword += [(item, 0.0) for item in in_range if not isinstance(item, SearchItem)]
     return signals
+
+
+async def _event_window(
+    store: BaseStore,
+    user_id: str,
+    kind: str,
+    ns: tuple,
+    relative: EventRelative,
+    pool: int,
+    wanted: dict,
+    config: MemoryConfig,
+    now: datetime,
+) -> tuple[datetime, datetime] | None:
+    """The range next to the event a query names ("the week after the surf lessons"): the best
+    memory for the query without its time phrase is taken as the event, its `created_at` as the
+    event's time."""
+    found = rank(
+        await gather_signals(store, user_id, kind, ns, relative.event_query, pool, wanted, config, now), config
+    )
+    event_at = parse_stamp(found[0][0].value.get("created_at")) if found else None
+    return relative.window(event_at) if event_at else None
 
 
 def rank(signals: Signals, config: MemoryConfig) -> list[tuple[SearchItem, float | None]]:

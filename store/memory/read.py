@@ -7,6 +7,7 @@ from typing import cast
 
 from langgraph.store.base import BaseStore, GetOp, Item, SearchItem, SearchOp
 
+from store.dates import names_time
 from store.memory import times
 from store.memory.config import (
     CATEGORIES,
@@ -89,7 +90,8 @@ async def recall(
         hits = [hit for hit in hits if not expired(hit.value, now)]
         similarity = {hit.key: hit.score for hit in hits}
     if scoring == "weighted":
-        ranked = rank_weighted(hits, kind, config, now)
+        # A query that names its time ("in the week of 8 May 2023") asks about then, not now.
+        ranked = rank_weighted(hits, kind, config, now, decay=not names_time(query, now))
     else:
         ranked = [(hit, hit.score or 0.0) for hit in hits]
     ranked = ranked[:top_k]

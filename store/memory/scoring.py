@@ -26,11 +26,12 @@ def relevance(similarity: float, best_similarity: float) -> float:
 
 
 def freshness(kind: str, age_days: float, outdated_days: float, config: MemoryConfig) -> float:
-    """Time decay by kind: an event fades with its age; a semantic fact with `outdated_days`,
-    how much older it is than the newest comparable fact (0 while it is the newest); a chat
-    turn with its age only when MEMORY_CHAT_HALF_LIFE_DAYS is set."""
+    """Time decay by kind: an event fades with its age (MEMORY_HALF_LIFE_DAYS); a semantic fact
+    with `outdated_days`, how much older it is than the newest comparable fact (0 while it is
+    the newest; MEMORY_FACT_HALF_LIFE_DAYS); a chat turn with its age only when
+    MEMORY_CHAT_HALF_LIFE_DAYS is set."""
     if kind == "semantic":
-        return recency_factor(outdated_days, config.half_life_days)
+        return recency_factor(outdated_days, config.fact_half_life_days)
     if kind == "chat":
         half_life = config.chat_half_life_days
         return recency_factor(age_days, half_life) if half_life else 1.0
@@ -50,17 +51,22 @@ def weighted_score(
 
 
 def rank_weighted(
-    hits: list[SearchItem], kind: str, config: MemoryConfig, now: datetime
+    hits: list[SearchItem], kind: str, config: MemoryConfig, now: datetime, *, decay: bool = True
 ) -> list[tuple[SearchItem, float]]:
-    """The candidates ordered by `weighted_score`, best first, each text once."""
+    """The candidates ordered by `weighted_score`, best first, each text once. Without `decay`
+    (the query names the time it asks about) every candidate's freshness is 1.0."""
     best = max((hit.score or 0.0 for hit in hits), default=0.0)
     scored = []
     for hit in hits:
-        outdated = _outdated_days(hit, hits, config, now) if kind == "semantic" else 0.0
+        if decay:
+            outdated = _outdated_days(hit, hits, config, now) if kind == "semantic" else 0.0
+            fresh = freshness(kind, age_days(hit.value, now), outdated, config)
+        else:
+            fresh = 1.0
         score = weighted_score(
             relevance(hit.score or 0.0, best),
             float(hit.value.get("importance", 0.5)),
-            freshness(kind, age_days(hit.value, now), outdated, config),
+            fresh,
             int(hit.value.get("access_count", 0)),
             config,
         )

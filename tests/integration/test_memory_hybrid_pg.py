@@ -200,3 +200,59 @@ async def test_kb_counts_common_names_in_postgres_and_leaves_them_out_of_the_vec
         assert await knowledge.common_names(s, "log", entry, "Did Maya and Tom visit Berlin?") == {"Maya", "Tom"}
         found = await knowledge.retrieve(s, "log", "Which breed of dog did Maya bring home from the rescue center?")
         assert found["retrieval_results"][0]["source"] == "turn-6"
+
+
+async def test_kb_hybrid_ranks_the_chunks_of_the_person_a_query_names_first(pg_schema, monkeypatch):
+    """Maya's turn matches the words of the question best; with the name bonus Tom's turns, the
+    person it asks about, come first."""
+    async with store() as s:
+        await knowledge.create_kb(s, "log")
+        texts = [f"{speaker}: {text}" for speaker, text in CHAT]
+        texts += ["Maya: Which pet would you adopt from the rescue? I adopted a kitten.", "Tom: I got a parrot."]
+        await knowledge.ingest_texts(s, "log", [{"text": t, "source": f"turn-{i}"} for i, t in enumerate(texts)])
+        query = "Which pet did Tom adopt from the rescue?"
+
+        async def speakers(weight: str) -> list[str]:
+            monkeypatch.setenv("KB_NAME_WEIGHT", weight)
+            found = await knowledge.retrieve(s, "log", query, top_k=5)
+            return [r["content"].split(":")[0] for r in found["retrieval_results"]]
+
+        assert (await speakers("0"))[0] == "Maya"
+        assert (await speakers("0.5"))[0] == "Tom"
+
+
+SURF_WEEK = [
+    ("Tom", "I had my first surf lesson today, so many waves.", datetime(2023, 5, 8, 10, tzinfo=UTC)),
+    ("Maya", "My sister visited from Leeds.", datetime(2023, 5, 10, 9, tzinfo=UTC)),
+    ("Tom", "I repainted the kitchen a pale green.", datetime(2023, 5, 11, 9, tzinfo=UTC)),
+    ("Tom", "Another surf lesson next month, I hope the waves are smaller.", datetime(2023, 6, 20, 9, tzinfo=UTC)),
+    ("Tom", "I painted the hallway blue.", datetime(2023, 7, 2, 9, tzinfo=UTC)),
+]
+WEEK_AFTER = "What did Tom do in the week after the first surf lesson?"
+
+
+async def test_the_week_after_an_event_on_postgres_memory_and_kb(pg_schema, monkeypatch):
+    """The event is found by the rest of the query; the named person's memories (chunks) of the
+    seven days after its day come first; without the time bonus the event itself does."""
+    later = datetime(2023, 12, 1, tzinfo=UTC)
+    async with store() as s:
+        ids = {}
+        for speaker, text, at in SURF_WEEK:
+            saved = await memory.save_memory(s, "alice", "episodic", text, speaker=speaker, now=at)
+            ids[text] = saved["id"]
+        await knowledge.create_kb(s, "log")
+        documents = [
+            {"text": f"{speaker}: {text}", "source": f"turn-{i}", "date": at.isoformat()}
+            for i, (speaker, text, at) in enumerate(SURF_WEEK)
+        ]
+        await knowledge.ingest_texts(s, "log", documents)
+
+        async def first(time_weight: str) -> tuple[str, str]:
+            monkeypatch.setenv("MEMORY_TIME_WEIGHT", time_weight)
+            monkeypatch.setenv("KB_TIME_WEIGHT", time_weight)
+            found = await memory.recall(s, "alice", WEEK_AFTER, "episodic", top_k=3, record_access=False, now=later)
+            chunks = await knowledge.hybrid_search(s, "log", WEEK_AFTER, top_k=3, now=later)
+            return found[0]["id"], chunks["retrieval_results"][0]["source"]
+
+        assert await first("1") == (ids[SURF_WEEK[2][1]], "turn-2")
+        assert await first("0") == (ids[SURF_WEEK[0][1]], "turn-0")

@@ -575,3 +575,17 @@ async def test_names_most_chunks_hold_are_left_out_of_the_vector_search():
         assert "What dog did their family adopt?" in store.searched, strategy
         assert "What dog did Maya's family adopt?" not in store.searched, strategy
         assert found["retrieval_results"][0]["source"] == "turn-5", strategy
+
+
+def test_hybrid_rank_adds_the_name_bonus_to_chunks_holding_a_common_name():
+    from store.knowledge.search import Hit, Signals, rank
+
+    tom = Hit("t", {"content": "Tom: We adopted a kitten from the rescue."}, 0.8)
+    maya = Hit("m", {"content": "Maya: We adopted a greyhound."}, 0.6)
+    other = Hit("o", {"content": "Omar: The weather is grey."}, 0.2)
+    signals = Signals(dense=[tom, maya, other], keyword=[], in_range=[], names={"Maya"})
+    plain = {hit.id: hit.score for hit, _ in rank(signals, 0.0, 1.0)}
+    boosted = rank(signals, 0.0, 1.0, name_weight=0.5)
+    assert [hit.id for hit, _ in rank(signals, 0.0, 1.0)] == ["t", "m", "o"]
+    assert [hit.id for hit, _ in boosted] == ["m", "t", "o"]
+    assert {hit.id: hit.score - plain[hit.id] for hit, _ in boosted} == pytest.approx({"m": 0.5, "t": 0.0, "o": 0.0})

@@ -82,21 +82,24 @@ def test_relevance_is_similarity_relative_to_the_best_candidate():
 
 def test_freshness_decays_by_kind():
     config = MemoryConfig()
-    assert freshness("episodic", 30, 0, config) == pytest.approx(0.5)
+    assert freshness("episodic", 180, 0, config) == pytest.approx(0.5)  # events: by age
     assert freshness("semantic", 300, 0, config) == 1.0  # a durable fact does not age
     assert freshness("semantic", 300, 30, config) == pytest.approx(0.5)  # 30 days outdated
+    assert freshness("semantic", 300, 30, MemoryConfig(half_life_days=7)) == pytest.approx(0.5)
     assert freshness("chat", 300, 0, config) == 1.0
     chat_decay = MemoryConfig(chat_half_life_days=10)
     assert freshness("chat", 10, 0, chat_decay) == pytest.approx(0.5)
 
 
 def test_config_reads_the_environment_at_call_time(monkeypatch):
-    assert memory_config().half_life_days == 30
+    assert (memory_config().half_life_days, memory_config().fact_half_life_days) == (180, 30)
     monkeypatch.setenv("MEMORY_HALF_LIFE_DAYS", "7")
+    monkeypatch.setenv("MEMORY_FACT_HALF_LIFE_DAYS", "5")
     monkeypatch.setenv("MEMORY_WEIGHT_SIMILARITY", "0.9")
     monkeypatch.setenv("MEMORY_TTL_DAYS", "0")
     config = memory_config()
-    assert (config.half_life_days, config.weight_similarity, config.ttl_days) == (7, 0.9, None)
+    assert (config.half_life_days, config.fact_half_life_days) == (7, 5)
+    assert (config.weight_similarity, config.ttl_days) == (0.9, None)
     monkeypatch.setenv("MEMORY_DEDUPE_THRESHOLD", "high")
     with pytest.raises(ValueError, match="MEMORY_DEDUPE_THRESHOLD"):
         memory_config()
@@ -128,7 +131,7 @@ async def test_weighted_and_plain_order_differ_when_importance_and_age_disagree(
     assert [r["id"] for r in weighted] == [new["id"], old["id"]]
     assert plain[0]["score"] == plain[0]["similarity"]
     top, best = weighted[0], weighted[1]["similarity"]
-    expected = weighted_score(relevance(top["similarity"], best), 0.9, recency_factor(1, 30), 0, MemoryConfig())
+    expected = weighted_score(relevance(top["similarity"], best), 0.9, recency_factor(1, 180), 0, MemoryConfig())
     assert top["score"] == pytest.approx(expected)
 
 
@@ -211,6 +214,25 @@ async def test_half_life_setting_changes_the_ranking(store, monkeypatch):
         "The user drank green tea at a tea house",
     ]
     assert results[1]["score"] == pytest.approx(0.1 * 0.25)
+
+
+async def test_a_query_that_names_its_time_is_not_decayed(store, monkeypatch):
+    """'In May 2025' asks about then: the 41-day-old memory keeps freshness 1.0, so similarity
+    decides; the same query without the date lets age demote it."""
+    tea = await memory.save_memory(store, "u", "episodic", "The user drank green tea at a tea house", now=ago(41))
+    coffee = await memory.save_memory(store, "u", "episodic", "The user had a drink at a cafe", now=ago(0))
+    monkeypatch.setenv("MEMORY_WEIGHT_IMPORTANCE", "0")
+    monkeypatch.setenv("MEMORY_WEIGHT_RECENCY", "1")
+    monkeypatch.setenv("MEMORY_HALF_LIFE_DAYS", "10")
+
+    async def ask(query):
+        return await memory.recall(store, "u", query, "episodic", now=NOW, record_access=False)
+
+    undated = await ask("what did the user drink at a tea house")
+    assert [r["id"] for r in undated] == [coffee["id"], tea["id"]]
+    dated = await ask("what did the user drink at a tea house in May 2025")
+    assert [r["id"] for r in dated] == [tea["id"], coffee["id"]]
+    assert dated[1]["score"] == pytest.approx(0.6 * relevance(dated[1]["similarity"], dated[0]["similarity"]) + 1.0)
 
 
 async def test_access_count_raises_the_rank_of_frequently_recalled_memories(store, monkeypatch):
@@ -398,7 +420,7 @@ async def test_time_filter_and_recent_activity(store):
     assert [r["id"] for r in spring] == [april["id"], march["id"]]  # end date is inclusive
     recent = await memory.time_filter(store, "u", days_ago=7, now=NOW)
     assert [r["id"] for r in recent] == [june["id"]]
-    assert recent[0]["score"] == pytest.approx(recency_factor(3.5, 30))
+    assert recent[0]["score"] == pytest.approx(recency_factor(3.5, 180))
     since = await memory.time_filter(store, "u", start_date="2025-04-01T00:00:00+02:00", now=NOW)
     assert [r["id"] for r in since] == [june["id"], april["id"]]
 

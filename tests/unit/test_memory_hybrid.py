@@ -9,10 +9,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from store import memory
-from store.dates import query_time_range
+from store.dates import EventRelative, event_relative, names_time, query_time_range
 from store.fusion import fuse, normalised
 from store.memory.write import same_source
-from store.names import capitalised_words, named, without_names
+from store.names import capitalised_words, mentions, named, without_names
 
 NOW = datetime(2023, 12, 20, 15, 0, tzinfo=UTC)
 
@@ -82,6 +82,14 @@ def test_names_become_pronouns_for_the_dense_query():
     assert capitalised_words("What did Maya's dog eat in Berlin, I wonder?") == {"Maya", "Berlin", "I"}
 
 
+def test_a_text_mentions_a_name_as_a_whole_word_spelt_as_given():
+    assert mentions("Maya: Haha, classic.", {"Maya"})
+    assert mentions("Nice one, Maya's brother!", {"Tom", "Maya"})
+    assert not mentions("The Mayan ruins", {"Maya"})
+    assert not mentions("MAYA-2 rocket; maya", {"Maya"})
+    assert not mentions("Maya: hi", set())
+
+
 def test_fuse_of_empty_or_non_positive_lists():
     assert fuse([], [], keyword_weight=0.5) == []
     assert [d for d, _ in fuse([("a", 0.0)], [("b", 0.0)], keyword_weight=0.5)] == ["a", "b"]
@@ -117,6 +125,21 @@ def test_query_time_range_resolves_simple_expressions(query, expected):
 @pytest.mark.parametrize("query", ["where does she live", "31 February 2023 party", "may I ask"])
 def test_query_time_range_is_none_without_a_valid_date(query):
     assert query_time_range(query, NOW) is None
+
+
+def test_a_time_next_to_an_event_is_parsed_and_resolved_in_whole_days():
+    relative = event_relative("What did Tom do in the week after getting braces removed?")
+    assert relative == EventRelative("What did Tom do getting braces removed?", 7, after=True)
+    monday_noon = day(2023, 5, 8) + timedelta(hours=12)
+    assert relative.window(monday_noon) == (day(2023, 5, 9), day(2023, 5, 16))
+    before = event_relative("what happened the day before the wedding?")
+    assert before == EventRelative("what happened the wedding?", 1, after=False)
+    assert before.window(monday_noon) == (day(2023, 5, 7), day(2023, 5, 8))
+    assert event_relative("What did she do the month after?") is None
+    assert event_relative("the weekend after next") is None
+    assert names_time("What did Tom do in the week after the surf lessons?", NOW)
+    assert names_time("notes from 2023-05-10", NOW)
+    assert not names_time("What did Tom do after the surf lessons?", NOW)
 
 
 # ---------------------------------------------------------------- dedupe rules
@@ -191,6 +214,30 @@ async def test_a_date_in_the_query_lifts_what_was_written_then(store, monkeypatc
     with_dates = await memory.recall(store, "u", query, "chat", top_k=5, scoring="plain", record_access=False, now=NOW)
     assert {r["id"] for r in with_dates[:2]} == {ids["picked"], ids["weather"]}
     assert [r["id"] for r in without[:2]] != [r["id"] for r in with_dates[:2]]
+
+
+async def test_the_week_after_an_event_lifts_what_the_person_did_then(store, monkeypatch):
+    """The event is found by the rest of the query, then the named person's memories of the
+    seven days after its day come first, however little their words share with the query."""
+    monkeypatch.setenv("MEMORY_KEYWORD_WEIGHT", "0")
+    turns = [
+        ("Tom", "I had my first surf lesson today, so many waves.", day(2023, 5, 8) + timedelta(hours=10)),
+        ("Maya", "My sister visited from Leeds.", day(2023, 5, 10)),
+        ("Tom", "I repainted the kitchen a pale green.", day(2023, 5, 11)),
+        ("Tom", "Another surf lesson next month, I hope the waves are smaller.", day(2023, 6, 20)),
+        ("Tom", "I painted the hallway blue.", day(2023, 7, 2)),
+    ]
+    ids = {}
+    for speaker, text, at in turns:
+        saved = await memory.save_memory(store, "u", "episodic", text, speaker=speaker, now=at)
+        ids[text] = saved["id"]
+    query = "What did Tom do in the week after the first surf lesson?"
+    found = await memory.recall(store, "u", query, "episodic", top_k=3, record_access=False, now=NOW)
+    assert found[0]["id"] == ids["I repainted the kitchen a pale green."]
+    monkeypatch.setenv("MEMORY_TIME_WEIGHT", "0")
+    undated = await memory.recall(store, "u", query, "episodic", top_k=3, record_access=False, now=NOW)
+    assert undated[0]["id"] == ids["I had my first surf lesson today, so many waves."]
+    assert ids["I repainted the kitchen a pale green."] not in {r["id"] for r in undated[:2]}
 
 
 async def test_hybrid_recall_respects_the_role_filter(store):
