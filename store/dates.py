@@ -2,11 +2,12 @@
 to a time range by `query_time_range`: hybrid memory search (store/memory/hybrid.py) boosts the
 memories written in it, hybrid knowledge-base search (store/knowledge/search.py) the chunks of
 documents dated in it. A time named by an event ("in the week after the surf lessons") is
-parsed by `event_relative`; the searches find the event, then use the range next to its date."""
+parsed by `event_relative`; `query_window` resolves either, with a search that finds the event."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -159,6 +160,21 @@ def event_relative(query: str) -> EventRelative | None:
         return None
     event_query = (query[: match.start()] + " " + query[match.end() :]).strip()
     return EventRelative(event_query, _UNIT_DAYS[match[1].lower()], match[2].lower() == "after")
+
+
+async def query_window(
+    query: str, now: datetime, event_time: Callable[[str], Awaitable[datetime | None]]
+) -> tuple[datetime, datetime] | None:
+    """The [start, end) UTC range a query names: a date or range (`query_time_range`), else the
+    days next to an event it names (`event_relative`), the event's time found by
+    `event_time(the query without its time phrase)`; None when it names none or the event has
+    no time."""
+    window = query_time_range(query, now)
+    relative = event_relative(query) if window is None else None
+    if relative is None:
+        return window
+    event_at = await event_time(relative.event_query)
+    return relative.window(event_at) if event_at else None
 
 
 def names_time(query: str, now: datetime) -> bool:

@@ -13,7 +13,7 @@ from typing import Any, cast
 
 from langgraph.store.base import BaseStore, GetOp, Item
 
-from store.dates import EventRelative, event_relative, query_time_range, stamp
+from store.dates import query_window, stamp
 from store.fusion import distinct_texts, fuse
 from store.knowledge.config import (
     BM25_B,
@@ -220,13 +220,16 @@ async def gather_signals(
     store: BaseStore, kb: str, entry: dict, query: str, depth: int, now: datetime, time_weight: float
 ) -> Signals:
     """The dense and keyword candidates, `depth` deep; when the query names a time range
-    (`store.dates.query_time_range`, relative to `now`, or the days next to an event it names)
+    (`store.dates.query_window`: a date relative to `now`, or the days next to an event it names)
     and `time_weight` is on, the dated chunks in it too, by their own similarity (merged into the
     dense list). Vector searches leave out the query's `common_names`."""
-    window = query_time_range(query, now) if time_weight else None
-    relative = event_relative(query) if time_weight and window is None else None
-    if relative is not None:
-        window = await _event_window(store, kb, entry, relative, depth, now, time_weight)
+    window = None
+    if time_weight:
+
+        async def event_time(event_query: str) -> datetime | None:
+            return await _event_time(store, kb, entry, event_query, depth, now, time_weight)
+
+        window = await query_window(query, now, event_time)
     names = await common_names(store, kb, entry, query)
     vector_query = without_names(query, names)
     searches = [_dense_hits(store, kb, vector_query, depth), _keyword_hits(store, kb, entry, query, depth)]
@@ -239,17 +242,17 @@ async def gather_signals(
     return Signals(dense, keyword, in_range, names)
 
 
-async def _event_window(
-    store: BaseStore, kb: str, entry: dict, relative: EventRelative, depth: int, now: datetime, time_weight: float
-) -> tuple[datetime, datetime] | None:
-    """The range next to the event a query names ("the week after the surf lessons"): the best
-    chunk for the query without its time phrase is taken as the event, its document's `date` as
-    the event's time (None when that chunk is undated)."""
+async def _event_time(
+    store: BaseStore, kb: str, entry: dict, event_query: str, depth: int, now: datetime, time_weight: float
+) -> datetime | None:
+    """When the event a query names ("the week after the surf lessons") happened: the `date` of
+    the best chunk's document for `event_query`, the query without its time phrase (None when
+    that chunk is undated)."""
     config = knowledge_config()
-    signals = await gather_signals(store, kb, entry, relative.event_query, depth, now, time_weight)
+    signals = await gather_signals(store, kb, entry, event_query, depth, now, time_weight)
     found = rank(signals, config.hybrid_keyword_weight, time_weight, config.name_weight)
     dated = found[0][0].value.get("date") if found else None
-    return relative.window(datetime.fromisoformat(dated)) if dated else None
+    return datetime.fromisoformat(dated) if dated else None
 
 
 def rank(

@@ -18,7 +18,7 @@ from typing import cast
 
 from langgraph.store.base import BaseStore, Item, SearchItem
 
-from store.dates import EventRelative, event_relative, query_time_range
+from store.dates import query_window
 from store.fusion import distinct_texts, fuse
 from store.knowledge.keyword_fallback import bm25_rank
 from store.memory.config import TEXT_SEARCH_CONFIG, MemoryConfig
@@ -120,10 +120,13 @@ async def gather_signals(
     range: on Postgres a second vector search restricted to it (so the memories of that week are
     ordered by their own similarity), on other stores the range's newest memories (listing).
     With a speaker weight, the vector searches embed the query without the speakers it names."""
-    window = query_time_range(query, now) if config.time_weight else None
-    relative = event_relative(query) if config.time_weight and window is None else None
-    if relative is not None:
-        window = await _event_window(store, user_id, kind, ns, relative, pool, wanted, config, now)
+    window = None
+    if config.time_weight:
+
+        async def event_time(event_query: str) -> datetime | None:
+            return await _event_time(store, user_id, kind, ns, event_query, pool, wanted, config, now)
+
+        window = await query_window(query, now, event_time)
     speakers = named(query, await known_speakers(store, ns, config)) if config.speaker_weight else set()
     dense_query = without_names(query, speakers)
     dense_task = store.asearch(ns, query=dense_query, filter=wanted or None, limit=pool, refresh_ttl=False)
@@ -155,25 +158,21 @@ async def gather_signals(
     return signals
 
 
-async def _event_window(
+async def _event_time(
     store: BaseStore,
     user_id: str,
     kind: str,
     ns: tuple,
-    relative: EventRelative,
+    event_query: str,
     pool: int,
     wanted: dict,
     config: MemoryConfig,
     now: datetime,
-) -> tuple[datetime, datetime] | None:
-    """The range next to the event a query names ("the week after the surf lessons"): the best
-    memory for the query without its time phrase is taken as the event, its `created_at` as the
-    event's time."""
-    found = rank(
-        await gather_signals(store, user_id, kind, ns, relative.event_query, pool, wanted, config, now), config
-    )
-    event_at = parse_stamp(found[0][0].value.get("created_at")) if found else None
-    return relative.window(event_at) if event_at else None
+) -> datetime | None:
+    """When the event a query names ("the week after the surf lessons") happened: the
+    `created_at` of the best memory for `event_query`, the query without its time phrase."""
+    found = rank(await gather_signals(store, user_id, kind, ns, event_query, pool, wanted, config, now), config)
+    return parse_stamp(found[0][0].value.get("created_at")) if found else None
 
 
 def rank(signals: Signals, config: MemoryConfig) -> list[tuple[SearchItem, float | None]]:
