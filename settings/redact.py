@@ -27,8 +27,9 @@ MIN_QUERY_SECRET_LENGTH = 8
 # server's `args` are mostly paths: its secrets belong in `env`).
 PLAIN_KEYS = frozenset({"transport", "command", "args", "cwd", "encoding", "encoding_error_handler"})
 
-_URL_USERINFO = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s@'\"<>]+@")
-_URL_QUERY_VALUE = re.compile(r"(?P<head>\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'\"<>?#]*\?)(?P<query>[^\s'\"<>#]*)")
+# Schemes are bounded in length so that long words cost linear time.
+_URL_USERINFO = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.-]{0,30}://)[^/\s@'\"<>]+@")
+_URL_QUERY_VALUE = re.compile(r"(?P<head>\b[a-zA-Z][a-zA-Z0-9+.-]{0,30}://[^\s'\"<>?#]*\?)(?P<query>[^\s'\"<>#]*)")
 _QUERY_PAIR = re.compile(r"(?P<name>[^&=;]*)(?P<eq>=?)(?P<value>[^&;]*)")
 
 _registered: set[str] = set()
@@ -89,6 +90,8 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
     for value in sorted(values, key=len, reverse=True):  # a whole URL before its parts
         if value in text:
             text = text.replace(value, MASK)
+    if "://" not in text:
+        return text
     text = _URL_USERINFO.sub(lambda m: f"{m['scheme']}{MASK}@", text)
     return _URL_QUERY_VALUE.sub(_mask_query, text)
 
@@ -98,6 +101,8 @@ class RedactingFilter(logging.Filter):
     and to its exception text."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.msg, dict):  # structlog's event dict: keep it a dict
+            record.msg = {key: redact(v) if isinstance(v, str) else v for key, v in record.msg.items()}
         try:
             message = record.getMessage()
         except Exception:  # a broken record is the logging module's to report

@@ -100,10 +100,17 @@ def mcp_servers_config() -> dict[str, dict]:
     return servers
 
 
+_protected: set[str] = set()
+
+
 def protect(servers: dict[str, dict]) -> None:
     """Hide every value of these connections from error messages and logs (settings.redact)."""
+    fingerprint = json.dumps(servers, sort_keys=True, default=str)
+    if fingerprint in _protected:
+        return
     register_secrets(secret for connection in servers.values() for secret in secrets_in(connection))
     install_log_redaction()
+    _protected.add(fingerprint)
 
 
 async def load_mcp_tools(

@@ -126,7 +126,7 @@ async def test_mcp_secrets_are_not_shown_to_users_or_written_to_the_log(limits_s
     log = limits_server.log_path.read_text(errors="replace")
     assert "vault" in log  # the failure is logged for the operator ...
     for secret in (URL_TOKEN, URL_PASSWORD, HEADER_SECRET):
-        assert secret not in answer.text, answer.text
+        assert secret not in answer.text, problem
         assert secret not in log  # ... without the secrets
 
 

@@ -195,3 +195,12 @@ def test_errors_have_seed_002_shape_and_retry_after_header():
         "details": {"retry_after": 12},
     }
     assert ApiError("TIMEOUT_ERROR", "late").status == 408 and ApiError("INVALID_URL_FORMAT", "x").status == 400
+
+
+def test_json_depth_counts_brackets_outside_strings_only():
+    from server.limits import json_depth_exceeded
+
+    assert json_depth_exceeded(b"[" * 101 + b"]" * 101)
+    assert not json_depth_exceeded(b"[" * 100 + b"]" * 100)
+    assert not json_depth_exceeded(json.dumps({"text": "[{" * 500, "list": [[1], [2]]}).encode())
+    assert not json_depth_exceeded(b"[]" * 10_000)  # wide, not deep
