@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from server.errors import ApiError
+from settings.redact import redact
 from tools import web_read as web_read_module
 from tools import web_search as web_search_module
 from tools.errors import ToolError, ToolInputError, TransientToolError
@@ -91,11 +92,11 @@ async def search(store: Any, user: Any, request: WebSearchRequest) -> dict:
     except TransientToolError as exc:  # unreachable, timed out, rate limited, 5xx
         raise ApiError(
             "WEB_SEARCH_UNAVAILABLE",
-            f"The search provider could not be reached or is busy; try again later. ({exc})",
+            f"The search provider could not be reached or is busy; try again later. ({redact(str(exc))})",
             {"search_engine": provider, "retry_after": 30},
         ) from None
     except ToolError as exc:
-        raise ApiError("WEB_SEARCH_FAILED", str(exc), {"search_engine": request.search_engine}) from None
+        raise ApiError("WEB_SEARCH_FAILED", redact(str(exc)), {"search_engine": request.search_engine}) from None
     return {
         "query": request.query,
         "results": results,
