@@ -80,7 +80,8 @@ class BodyLimitMiddleware:
         if declared is not None and declared > limit:
             await error_response(too_large(limit))(scope, receive, send)
             return
-        if "json" in headers.get("content-type", "").lower():
+        content_type = headers.get("content-type", "").lower()
+        if "json" in content_type or not content_type:  # FastAPI parses a body without a type as JSON
             await self._json(scope, receive, send, limit)
         else:
             await self._streamed(scope, receive, send, limit)

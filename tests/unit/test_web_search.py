@@ -197,6 +197,16 @@ async def test_the_tool_offers_no_provider_and_its_errors_name_no_setting(monkey
     assert "TAVILY" not in str(caught.value) and "API_KEY" not in str(caught.value)
 
 
+async def test_a_refused_key_is_logged_for_the_operator_not_told_to_the_model(server, monkeypatch, caplog):
+    server.routes["/jina"] = Reply(status=401, body='{"message": "bad key"}', content_type="application/json")
+    monkeypatch.setenv("JINA_API_KEY", "k")
+    monkeypatch.setenv("JINA_SEARCH_URL", server.url("/jina"))
+    with caplog.at_level("WARNING", logger="tools.json_api"), pytest.raises(ToolError) as caught:
+        await web_search("q")
+    assert "401" in str(caught.value) and "API key" not in str(caught.value)
+    assert "API key" in caplog.text
+
+
 async def test_empty_query_is_an_input_error(searxng):
     with pytest.raises(ToolInputError, match="query"):
         await web_search("   ")
