@@ -97,22 +97,29 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
 
 
 class RedactingFilter(logging.Filter):
-    """A log filter applying `redact` to each record's message (formatted with its arguments)
-    and to its exception text."""
+    """A log filter applying `redact` to each record's message (formatted with its arguments;
+    the values of structlog's event dicts) and to its traceback: a traceback that names a
+    secret is replaced by its redacted text."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if isinstance(record.msg, dict):  # structlog's event dict: keep it a dict
             record.msg = {key: redact(v) if isinstance(v, str) else v for key, v in record.msg.items()}
-        try:
-            message = record.getMessage()
-        except Exception:  # a broken record is the logging module's to report
-            return True
-        cleaned = redact(message)
-        if cleaned != message:
-            record.msg, record.args = cleaned, None
-        if record.exc_info and not record.exc_text:
-            record.exc_text = logging.Formatter().formatException(record.exc_info)
-        if record.exc_text:
+        else:
+            try:
+                message = record.getMessage()
+            except Exception:  # a broken record is the logging module's to report
+                return True
+            cleaned = redact(message)
+            if cleaned != message:
+                record.msg, record.args = cleaned, None
+        if record.exc_info:
+            text = logging.Formatter().formatException(record.exc_info)
+            cleaned = redact(text)
+            if cleaned != text:
+                record.exc_info, record.exc_text = None, cleaned
+                if isinstance(record.msg, dict):
+                    record.msg = {**record.msg, "exception": cleaned}
+        elif record.exc_text:
             record.exc_text = redact(record.exc_text)
         return True
 

@@ -61,3 +61,28 @@ def test_mcp_errors_and_log_lines_are_redacted(monkeypatch, caplog):
     finally:
         logger.removeHandler(keep)
     assert records and "tok-12345" not in records[0] and "pa55word" not in records[0]
+
+
+def test_log_records_with_tracebacks_are_redacted():
+    redaction.register_secrets(["tb-secret-424242"])
+    logger = logging.getLogger("redact-test")
+    logger.propagate = False
+    lines: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            lines.append(self.format(record))
+
+    keep = Keep()
+    keep.addFilter(redaction._FILTER)
+    logger.addHandler(keep)
+    try:
+        try:
+            raise RuntimeError("GET http://h.example/x?key=tb-secret-424242 failed")
+        except RuntimeError:
+            logger.exception("call failed with %s", "tb-secret-424242")
+        logger.warning({"event": "structured", "url": "http://h.example/?token=tb-secret-424242"})
+    finally:
+        logger.removeHandler(keep)
+    assert len(lines) == 2 and "RuntimeError" in lines[0] and "Traceback" in lines[0]
+    assert all("tb-secret-424242" not in line for line in lines), lines
