@@ -90,3 +90,6 @@ PLAN_FAILED_MESSAGE = """I could not make a valid plan for this request after {a
 nothing was run. The last problem: {error}"""
 
 PLAN_REJECTED_MESSAGE = "The plan was rejected, so nothing was run."
+
+ANSWER_FALLBACK_MESSAGE = """I could not write a full answer ({reason}). Here is what the steps found:
+{results}"""

@@ -74,6 +74,12 @@ async def flaky(key: str, fail_times: int) -> str:
     return f"ok after {attempts[key]} attempts"
 
 
+@tool
+def clock(zone: str) -> dict:
+    """The time in a zone, as a JSON object (like current_time)."""
+    return {"timezone": zone, "time": "2025-07-01T20:15:03+02:00", "weekday": "Tuesday", "dst": True}
+
+
 @pytest.fixture(autouse=True)
 def test_tools(monkeypatch):
     """The registry serves the calculator plus the test tools above; retries back off fast."""
@@ -82,7 +88,7 @@ def test_tools(monkeypatch):
         state.clear()
     arrived.clear()
     met.clear()
-    extra = {t.name: t for t in (meet, record, explode, flaky, hang)}
+    extra = {t.name: t for t in (meet, record, explode, flaky, hang, clock)}
 
     async def available_tools():
         return {"calculator": registry.builtin_tools()["calculator"], **extra}, []
@@ -592,3 +598,40 @@ def test_reference_validation_and_substitution():
     )
     assert resolved == {"seconds": 2.5, "text": "it was 2.5 and {zz}", "nested": [2.5], "n": 3}
     assert resolve_references({"q": "{a1}"}, {"a1": "Paris, 21 °C"}) == {"q": "Paris, 21 °C"}
+
+
+async def test_json_results_reach_the_answer_rendered_for_people(model_slot):
+    run = Run(
+        model_slot,
+        [
+            plan(step("t", "time in Berlin", "clock", {"zone": "Europe/Berlin"})),
+            "It is 20:15 in Berlin.",
+        ],
+    )
+    state = await run.ask("What time is it in Berlin?")
+    assert '"timezone"' in run.log(state)["t"]["result"]  # the state keeps the tool's own result
+    synth_prompt = run.model.calls[-1].messages[0].text
+    assert "timezone: Europe/Berlin" in synth_prompt and "dst: yes" in synth_prompt
+    assert '{"' not in synth_prompt
+
+
+@pytest.mark.parametrize("failure", [ValueError("model server exploded"), ""])
+async def test_without_a_written_answer_the_steps_results_are_the_answer(model_slot, failure):
+    run = Run(
+        model_slot,
+        [
+            plan(
+                step("t", "time in Berlin", "clock", {"zone": "Europe/Berlin"}),
+                step("c", "the sum", "calculator", {"expression": "2+2"}),
+            ),
+            failure,
+        ],
+        model_retries=0,
+    )
+    state = await run.ask("What time is it in Berlin, and 2+2?")
+    answer = state["final_answer"]
+    assert state["messages"][-1].content == answer and state["status"] == "partial"
+    assert "could not write a full answer" in answer
+    assert "- time in Berlin: timezone: Europe/Berlin" in answer and "- the sum: 4" in answer
+    assert "{" not in answer
+    assert bool(run.kinds("model_error")) == bool(failure)
