@@ -143,18 +143,24 @@ async def keyword_search(
     Args:
         keywords: 1 to 20 words or phrases, e.g. ["Berlin", "dentist"].
         memory_type: "episodic", "semantic", "chat" (raw conversation messages) or "all"
-            (default: all three).
+            (default: all three). When nothing of that type matches, all types are searched
+            and `note` says so.
         limit: Most results to return, 1 to 50 (default 10).
 
     Returns:
-        {"keywords", "memory_type", "results": [{"id", "text", "kind", "created_at",
-        "updated_at", "score", "matched_keywords", ...}], "count"}: most keywords matched first,
-        then newest. `score` is the fraction of keywords matched.
+        {"keywords", "memory_type" (the type searched), "results": [{"id", "text", "kind",
+        "created_at", "updated_at", "score", "matched_keywords", ...}], "count"}: most keywords
+        matched first, then newest. `score` is the fraction of keywords matched.
     """
     store, user_id = _scope(runtime)
     _bounded(limit, "limit", MAX_LIMIT)
     results = await _call(memory.keyword_search(store, user_id, keywords, memory_type, limit))
-    return {"keywords": keywords, "memory_type": memory_type, "results": results, "count": len(results)}
+    answer: dict[str, Any] = {"keywords": keywords, "memory_type": memory_type}
+    if not results and memory_type != "all":
+        results = await _call(memory.keyword_search(store, user_id, keywords, "all", limit))
+        if results:
+            answer.update(memory_type="all", note=f"No {memory_type} memory matched, so all memories were searched.")
+    return answer | {"results": results, "count": len(results)}
 
 
 async def time_filter(
@@ -202,7 +208,8 @@ async def get_user_profile(categories: list[Category] | None = None, *, runtime:
 
     Args:
         categories: Which fact categories to include, any of "preference", "fact", "skill",
-            "relationship", "goal", "other". Omit for all.
+            "relationship", "goal", "other". Omit for all. When none of them holds a fact, all
+            categories are returned and `note` says so.
 
     Returns:
         {"fields": {name: text}, "created_at", "updated_at", "facts": {category: [{"id", "text",
@@ -210,7 +217,13 @@ async def get_user_profile(categories: list[Category] | None = None, *, runtime:
         category, most important first.
     """
     store, user_id = _scope(runtime)
-    return await _call(memory.get_profile(store, user_id, categories))
+    profile = await _call(memory.get_profile(store, user_id, categories))
+    if categories and not any(profile["facts"].values()):
+        everything = await _call(memory.get_profile(store, user_id, None))
+        if any(everything["facts"].values()):
+            wanted = ", ".join(categories)
+            return everything | {"note": f"No facts in {wanted}, so every category is shown."}
+    return profile
 
 
 async def get_recent_activity(limit: int = 10, *, runtime: ToolRuntime[Any, Any]) -> dict:

@@ -629,3 +629,25 @@ async def test_a_search_of_the_wrong_kind_falls_back_to_the_other_kind(store):
     (episodic,) = map(payload, await call_tools(graph, "bob", ("search_episodic_memory", {"query": "allergy"})))
     assert [r["text"] for r in episodic["results"]] == ["The user is allergic to cats"]
     assert "semantic" in episodic["note"]
+
+
+async def test_a_wrong_memory_type_or_profile_category_widens_instead_of_coming_back_empty(store):
+    graph = tool_graph(store)
+    await call_tools(graph, "alice", ("save_memory", {"text": "The user's favourite colour is teal"}))
+    keyword, profile, exact = map(
+        payload,
+        await call_tools(
+            graph,
+            "alice",
+            ("keyword_search", {"keywords": ["teal"], "memory_type": "episodic"}),
+            ("get_user_profile", {"categories": ["fact", "preference"]}),
+            ("get_user_profile", {"categories": ["other"]}),
+        ),
+    )
+    assert [r["text"] for r in keyword["results"]] == ["The user's favourite colour is teal"]
+    assert keyword["memory_type"] == "all" and "episodic" in keyword["note"]
+    assert [f["text"] for f in profile["facts"]["other"]] == ["The user's favourite colour is teal"]
+    assert "fact, preference" in profile["note"]
+    assert list(exact["facts"]) == ["other"] and "note" not in exact
+    (nothing,) = map(payload, await call_tools(graph, "bob", ("keyword_search", {"keywords": ["teal"]})))
+    assert nothing["count"] == 0
