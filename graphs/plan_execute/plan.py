@@ -5,16 +5,14 @@ executor runs every step whose dependencies succeeded, in waves.
 
 A step's `args` (and description) may use an earlier step's result by writing its id in braces,
 `{s1}`: the reference is a dependency (added to `depends_on` when the planner left it out), and
-when the step runs it is replaced by that step's result (`resolve_references`): a value that is
-only the reference becomes the result itself (a number when the result is one), a reference
-inside text becomes the result's text. A reference to a step that does not exist, to the step
+when the step runs it is replaced by that step's result text (`resolve_references`; the tool's
+argument validation turns "42" into a number where the parameter is one). A reference to a step that does not exist, to the step
 itself or to a step that failed, and a step id written as plain text in a tool's arguments
 ("s1 + 12"), are refused at validation so the planner is asked again.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any, Literal
 
@@ -173,17 +171,15 @@ def _with_referenced(step: PlanStep, steps: list[PlanStep], finished: dict[str, 
 
 
 def resolve_references(args: dict[str, Any], results: dict[str, str]) -> dict[str, Any]:
-    """`args` with each `{id}` replaced by step id's result (ids not in `results` stay as written).
-
-    A string that is only a reference becomes the result itself, as a number when the result is
-    a plain number (so numeric parameters get numbers); a reference inside text becomes the text.
-    """
+    """`args` with each `{id}` replaced by that step's result text (ids not in `results` stay as
+    written). A value that is only a reference becomes the result without surrounding blanks; the
+    tool's argument validation reads "42" as a number where the parameter is one."""
 
     def resolve(value: Any) -> Any:
         if isinstance(value, str):
             whole = _REFERENCE.fullmatch(value.strip())
             if whole and whole.group(1) in results:
-                return _number_or_text(results[whole.group(1)])
+                return results[whole.group(1)].strip()
             return _REFERENCE.sub(lambda m: results.get(m.group(1), m.group(0)), value)
         if isinstance(value, dict):
             return {key: resolve(item) for key, item in value.items()}
@@ -192,13 +188,6 @@ def resolve_references(args: dict[str, Any], results: dict[str, str]) -> dict[st
         return value
 
     return {key: resolve(value) for key, value in args.items()}
-
-
-def _number_or_text(text: str) -> Any:
-    stripped = text.strip()
-    if re.fullmatch(r"-?\d+(\.\d+)?([eE][+-]?\d+)?", stripped):
-        return json.loads(stripped)
-    return stripped
 
 
 def _cycle(steps: list[PlanStep]) -> list[str]:

@@ -596,7 +596,7 @@ def test_reference_validation_and_substitution():
         {"seconds": "{a1}", "text": "it was {a1} and {zz}", "nested": ["${a1}"], "n": 3},
         {"a1": "2.5"},
     )
-    assert resolved == {"seconds": 2.5, "text": "it was 2.5 and {zz}", "nested": [2.5], "n": 3}
+    assert resolved == {"seconds": "2.5", "text": "it was 2.5 and {zz}", "nested": ["2.5"], "n": 3}
     assert resolve_references({"q": "{a1}"}, {"a1": "Paris, 21 °C"}) == {"q": "Paris, 21 °C"}
 
 
@@ -635,3 +635,21 @@ async def test_without_a_written_answer_the_steps_results_are_the_answer(model_s
     assert "- time in Berlin: timezone: Europe/Berlin" in answer and "- the sum: 4" in answer
     assert "{" not in answer
     assert bool(run.kinds("model_error")) == bool(failure)
+
+
+async def test_a_reference_feeds_a_numeric_parameter(model_slot):
+    run = Run(
+        model_slot,
+        [
+            plan(
+                step("z1", "no wait", "calculator", {"expression": "1 - 1"}),
+                step("w1", "wait that long", "hang", {"seconds": "{z1}"}),
+            ),
+            replan("continue"),
+            "Waited 0 seconds.",
+        ],
+    )
+    state = await run.ask()
+    entry = run.log(state)["w1"]
+    assert entry["args"] == {"seconds": "0"} and entry["depends_on"] == ["z1"]
+    assert (entry["status"], entry["result"]) == ("completed", "woke up")
