@@ -66,6 +66,7 @@ def calculator(expression: str) -> str:
       pocket calculator: "2340 + 10%" is 2574 (2340 plus 10% of 2340), "2340 - 10%" is 2106.
       Between two numbers `%` stays the remainder: "7 % 3" is 1; write "7 % (-3)" for a remainder
       by a negative number.
+    - A result of this tool can be pasted back in: "0.3333333333333333 (exact: 1/3) * 3" is 1.
     - Constants: pi, e, tau.
     - Functions: sqrt, cbrt, exp, log(x) (natural), log(x, base), ln, log10, log2,
       sin, cos, tan, asin, acos, atan, atan2(y, x), sinh, cosh, tanh (angles in radians),
@@ -105,11 +106,17 @@ def calculator(expression: str) -> str:
         source = source.replace(old, new)
     if not source:
         raise ToolInputError("Expression is empty.")
+    source = _OWN_EXACT.sub(r"(\1)", _OWN_ROUNDED.sub("", source))  # earlier results pasted in
     source = _mark_percentages(source)
     tree = _parse(source)
     _check_tree(tree)
     return _render(_Evaluator(source, limits).eval(tree.body))
 
+
+# A result of this tool pasted into a new expression (e.g. a plan step using an earlier step's
+# result) reads as its exact value: "0.3333333333333333 (exact: 1/3)" as (1/3).
+_OWN_EXACT = re.compile(r"[\d.]+(?:e[+-]?\d+)? \(exact: -?(\d+/\d+)\)")  # the sign stays outside
+_OWN_ROUNDED = re.compile(r" \(rounded to \d+ significant digits\)")
 
 _PERCENT = "_percent"  # internal function a percentage is rewritten to; not a name users can write
 _PERCENT_FOLLOWERS = {"+", "-", "*", "/", "//", "**", ")", ","}

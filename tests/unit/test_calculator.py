@@ -152,6 +152,11 @@ PERCENT = [
     ("(2340 * 17%) + 10%", "437.58"),
     ("50% - 10", "-9.5"),
     ("max(1, 2%) + 10%", "1.1"),
+    # a result of the calculator pasted back in reads as its exact value
+    ("0.3333333333333333 (exact: 1/3) * 3", "1"),
+    ("-0.6666666666666667 (exact: -2/3) + 1", "0.3333333333333333 (exact: 1/3)"),
+    ("5-0.6666666666666667 (exact: -2/3)", "4.333333333333333 (exact: 13/3)"),
+    ("1.233840596906173e+176 (rounded to 16 significant digits) / 1e176", "1.233840596906173"),
     # between two operands % stays the remainder
     ("7 % 3", "1"),
     ("7%3", "1"),
