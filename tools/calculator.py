@@ -115,7 +115,7 @@ def calculator(expression: str) -> str:
 
 # A result of this tool pasted into a new expression (e.g. a plan step using an earlier step's
 # result) reads as its exact value: "0.3333333333333333 (exact: 1/3)" as (1/3).
-_OWN_EXACT = re.compile(r"[\d.]+(?:e[+-]?\d+)? \(exact: -?(\d+/\d+)\)")  # the sign stays outside
+_OWN_EXACT = re.compile(r"(?<![\d.])[\d.]+(?:e[+-]?\d+)? \(exact: -?(\d+/\d+)\)")  # the sign stays outside
 _OWN_ROUNDED = re.compile(r" \(rounded to \d+ significant digits\)")
 
 _PERCENT = "_percent"  # internal function a percentage is rewritten to; not a name users can write
