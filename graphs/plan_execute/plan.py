@@ -6,9 +6,9 @@ executor runs every step whose dependencies succeeded, in waves.
 A step's `args` (and description) may use an earlier step's result by writing its id in braces,
 `{s1}`: the reference is a dependency (added to `depends_on` when the planner left it out), and
 when the step runs it is replaced by that step's result text (`resolve_references`; the tool's
-argument validation turns "42" into a number where the parameter is one). A reference to a step that does not exist, to the step
-itself or to a step that failed, and a step id written as plain text in a tool's arguments
-("s1 + 12"), are refused at validation so the planner is asked again.
+argument validation turns "42" into a number where the parameter is one). A reference to a step
+that does not exist, to the step itself or to a step that failed, and a step id written as plain
+text in a tool's arguments ("s1 + 12"), are refused at validation so the planner is asked again.
 """
 
 from __future__ import annotations
