@@ -441,6 +441,41 @@ async def test_invented_citations_and_links_are_flagged(model_slot, demo_store):
     assert state["citation_check"]["invalid"] == [7]
 
 
+async def test_an_answer_without_citations_gets_its_sources_attached(model_slot, demo_store):
+    state, events, _, _, _ = await run(
+        model_slot,
+        demo_store,
+        ["Fault code ZX-4480 means the tank float switch is stuck."],  # a copied chunk, no [n]
+        context={"kb": "demo", "retrieval_top_k": 3},
+        message="What does fault code ZX-4480 mean?",
+    )
+    final = state["messages"][-1].content
+    assert final.startswith("Fault code ZX-4480 means the tank float switch is stuck.")
+    attached = state["citation_check"]["attached"]
+    assert attached and state["citation_check"]["cited"] == []
+    sources = {s["index"]: s for s in state["sources"]}
+    listed = "\n".join(f"[{n}] {sources[n]['title']} ({sources[n]['locator']})" for n in attached)
+    assert final.endswith("\n\nSources:\n" + listed)
+    assert sources[attached[0]]["title"] == "Greenhouse Irrigation Guide"
+
+
+def test_only_an_uncited_answer_gets_the_sources_it_draws_on():
+    sources = [
+        {"index": 1, "title": "Pumps", "locator": "pumps.md", "content": "The pump primes in ten seconds."},
+        {"index": 2, "title": "Valves", "locator": "valves.md", "content": "Valve V2 closes when the tank is full."},
+    ]
+    copied = router.check_answer_citations("Valve V2 closes when the tank is full.", sources)
+    assert copied["attached"] == [2] and copied["text"].endswith("Sources:\n[2] Valves (valves.md)")
+    unrelated = router.check_answer_citations("I am not sure about that.", sources)
+    assert unrelated["attached"] == [1, 2] and "[1] Pumps (pumps.md)\n[2] Valves (valves.md)" in unrelated["text"]
+    cited = router.check_answer_citations("Valve V2 closes when the tank is full [2].", sources)
+    assert cited["attached"] == [] and cited["text"] == "Valve V2 closes when the tank is full [2]."
+    assert router.check_answer_citations("Nothing found.", [])["attached"] == []
+    # an answer whose every number was invented is uncited too
+    invented = router.check_answer_citations("The pump primes in ten seconds [9].", sources)
+    assert invented["invalid"] == [9] and invented["attached"] == [1]
+
+
 async def test_without_a_model_retrieval_answers_extractively(model_slot, demo_store, monkeypatch):
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
