@@ -9,11 +9,13 @@ Bearer JWTs from an identity provider are accepted beside them when `AGENT_JWT_S
 server (LangGraph Platform) refuses every request but Studio's.
 
 Authorization, for everyone but administrators and LangGraph Studio's user:
-- threads and crons: stamped with `metadata.owner` on creation (threads a run creates too);
-  every read, search, update, delete and run is filtered to the caller's own;
+- threads and crons: stamped with `metadata.owner` on creation (threads a run creates too;
+  naming another owner is refused with 403); every read, search, update, delete and run is
+  filtered to the caller's own;
 - assistants: anyone may read and search them; changes only to one's own;
-- store: the caller's memories (`("memories", <user>, ...)`) in full, knowledge bases
-  (`("kb", ...)`, `("kb_registry",)`, `("kb_docs", ...)`) read-only; anything else is refused.
+- store: the caller's memories (`("memories", <user>, ...)`) in full; knowledge bases read-only,
+  and only those the caller may read (their own and the shared ones, server/kb.py):
+  `("kb", <name>)`, `("kb_docs", <name>)`, and `get` on `("kb_registry",)`; anything else is refused.
 Inside runs, tools act for the authenticated user whatever the run's context says
 (tools/identity.py).
 """
@@ -29,6 +31,7 @@ from typing import Any
 from langgraph_sdk import Auth
 
 from graphs.runtime.state import check_input_messages
+from server import kb as kb_service
 from server.jwt_auth import JWTConfig, JWTRejected, jwt_config, looks_like_jwt, verify_jwt
 from settings import check_settings, settings
 from store import knowledge, memory
@@ -151,13 +154,25 @@ def _owner_filter(ctx: Auth.types.AuthContext) -> dict[str, str] | None:
 
 
 def _stamp_owner(ctx: Auth.types.AuthContext, value: dict) -> None:
+    """Stamp the caller as owner. An administrator may name another owner (creating for a user);
+    a regular user naming anyone but themselves is refused (403), never silently re-labelled."""
     metadata = value.get("metadata")
     if not isinstance(metadata, dict):
         metadata = value["metadata"] = {}
     if acts_for_any_user(ctx.user):
         metadata.setdefault("owner", ctx.user.identity)
-    else:
-        metadata["owner"] = ctx.user.identity
+        return
+    _refuse_foreign_owner(ctx, metadata)
+    metadata["owner"] = ctx.user.identity
+
+
+def _refuse_foreign_owner(ctx: Auth.types.AuthContext, metadata: dict) -> None:
+    if metadata.get("owner", ctx.user.identity) != ctx.user.identity:
+        raise Auth.exceptions.HTTPException(
+            status_code=403,
+            detail="metadata.owner cannot name another user: only an administrator creates or hands over "
+            "an item for someone else.",
+        )
 
 
 # One handler over several resources: `auth.on(resources=..., actions=...)`, the SDK's typed form
@@ -180,17 +195,15 @@ async def on_update(ctx: Auth.types.AuthContext, value: dict) -> dict[str, str] 
         if ctx.resource == "threads" and isinstance(metadata, dict) and "owner" in metadata:
             await _cancel_open_runs(str(value["thread_id"]))
         return None
-    if isinstance(metadata, dict) and metadata.get("owner", ctx.user.identity) != ctx.user.identity:
-        raise Auth.exceptions.HTTPException(
-            status_code=403, detail="metadata.owner cannot be changed: only an administrator may hand an item over."
-        )
+    if isinstance(metadata, dict):
+        _refuse_foreign_owner(ctx, metadata)
     return _owner_filter(ctx)
 
 
 async def _cancel_open_runs(thread_id: str) -> None:
-    from langgraph_sdk import get_client
+    from tools.server_api import server_client
 
-    client = get_client()  # the server's in-process client
+    client = server_client()
     for run in await client.runs.list(thread_id, limit=1000):
         if run["status"] in ("pending", "running"):
             await client.runs.cancel(thread_id, run["run_id"], action="interrupt")
@@ -235,16 +248,17 @@ async def assistant_changes(ctx: Auth.types.AuthContext, value: Any) -> dict[str
 
 @auth.on.store()
 async def store_scope(ctx: Auth.types.AuthContext, value: dict) -> None:
-    """Own memories in full, knowledge bases read-only, nothing else."""
+    """Own memories in full, knowledge bases one may read read-only, nothing else."""
     if acts_for_any_user(ctx.user):
         return None
     namespace = tuple(value.get("namespace") or ())
     if namespace[:2] == memory.user_prefix(ctx.user.identity):
         return None
     if namespace[:1] and namespace[0] in KB_ROOTS:
-        if ctx.action in STORE_READS:
-            return None
-        raise Auth.exceptions.HTTPException(status_code=403, detail="Knowledge bases are read-only for this user.")
+        if ctx.action not in STORE_READS:
+            raise Auth.exceptions.HTTPException(status_code=403, detail="Knowledge bases are read-only for this user.")
+        await _check_kb_read(ctx.user.identity, ctx.action, namespace, value.get("key"))
+        return None
     raise Auth.exceptions.HTTPException(
         status_code=403,
         detail=(
@@ -253,6 +267,31 @@ async def store_scope(ctx: Auth.types.AuthContext, value: dict) -> None:
             f"['{knowledge.CHUNK_NAMESPACE_ROOT}', <name>] (knowledge bases, read-only)."
         ),
     )
+
+
+async def _check_kb_read(user_id: str, action: str, namespace: tuple, key: Any) -> None:
+    """A regular user reads one knowledge base at a time, and only one they may read (their own
+    and the shared ones): its chunks `("kb", <name>)`, its documents `("kb_docs", <name>)`, its
+    registry entry (`get` on `("kb_registry",)`). Listing the registry goes through
+    `GET /api/v1/kb`, which lists only those."""
+    if namespace[0] == knowledge.REGISTRY_NAMESPACE[0]:
+        if action != "get" or len(namespace) != 1:
+            raise Auth.exceptions.HTTPException(
+                status_code=403,
+                detail="List knowledge bases with GET /api/v1/kb; the store API reads one entry "
+                "(get on ['kb_registry'] with its name).",
+            )
+        name = key
+    elif len(namespace) < 2:
+        raise Auth.exceptions.HTTPException(
+            status_code=403, detail=f"Name one knowledge base: ['{namespace[0]}', <name>]."
+        )
+    else:
+        name = namespace[1]
+    try:
+        await knowledge.get_kb(await kb_service.server_store(), str(name), reader=user_id)
+    except ValueError as exc:  # unknown, not readable by this user, or an invalid name
+        raise Auth.exceptions.HTTPException(status_code=403, detail=str(exc)) from None
 
 
 # A bad environment variable (a malformed AGENT_API_KEYS among them) stops the server at start-up

@@ -25,6 +25,7 @@ from server.mcp_tools import mcp
 from settings.redact import install_log_redaction
 from store import knowledge
 from store.knowledge.config import KB_NAME
+from tools.identity import kb_reader
 from tools.quota import QuotaExceeded, charge
 
 KB_NAME_PATTERN = f"^{KB_NAME.pattern}$"
@@ -68,6 +69,11 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 def _user(request: Request) -> Any:
     """The authenticated user (None when the server has no auth configured)."""
     return request.scope.get("user")
+
+
+def _reader(request: Request) -> str | None:
+    """Whose knowledge bases the caller reads (tools.identity.kb_reader)."""
+    return kb_reader(_user(request))
 
 
 # --- web ----------------------------------------------------------------------------------------
@@ -149,6 +155,10 @@ class KBCreate(BaseModel):
     description: str = Field("", max_length=2000)
 
 
+class KBUpdate(BaseModel):
+    shared: bool = Field(..., description="True: every user may read it and be routed to it. Administrators only.")
+
+
 class KBSearch(BaseModel):
     query: str = Field(..., min_length=1, max_length=4000)
     strategy: str = Field("hybrid", pattern=r"^(hybrid|dense|keyword)$", description="hybrid, dense or keyword.")
@@ -186,9 +196,10 @@ def _kb_path(name: str) -> str:
 
 
 @app.get("/api/v1/kb", tags=["knowledge bases"])
-async def list_kbs() -> dict:
-    """Every knowledge base (all are readable by every user) with its counts and owner."""
-    return {"items": await knowledge.list_kbs(await kb_service.server_store())}
+async def list_kbs(request: Request) -> dict:
+    """The knowledge bases the caller may read (their own and the shared ones; administrators:
+    every one) with counts, owner and `shared`."""
+    return {"items": await knowledge.list_kbs(await kb_service.server_store(), reader=_reader(request))}
 
 
 @app.post("/api/v1/kb", tags=["knowledge bases"], status_code=201, responses=ERRORS)
@@ -201,10 +212,17 @@ async def create_kb(body: KBCreate, request: Request) -> dict:
 
 
 @app.get("/api/v1/kb/{name}", tags=["knowledge bases"], responses=ERRORS)
-async def get_kb(name: str) -> dict:
-    """One knowledge base (404 KB_NOT_FOUND listing the existing ones)."""
+async def get_kb(name: str, request: Request) -> dict:
+    """One knowledge base (404 KB_NOT_FOUND listing the ones the caller may read)."""
     with _kb_errors():
-        return await knowledge.get_kb(await kb_service.server_store(), _kb_path(name))
+        return await knowledge.get_kb(await kb_service.server_store(), _kb_path(name), reader=_reader(request))
+
+
+@app.patch("/api/v1/kb/{name}", tags=["knowledge bases"], responses=ERRORS)
+async def update_kb(name: str, body: KBUpdate, request: Request) -> dict:
+    """Share a knowledge base with every user, or stop sharing it (administrators only)."""
+    with _kb_errors():
+        return await kb_service.share_kb(await kb_service.server_store(), _user(request), _kb_path(name), body.shared)
 
 
 @app.delete("/api/v1/kb/{name}", tags=["knowledge bases"], responses=ERRORS)
@@ -276,10 +294,11 @@ async def ingest_urls(name: str, body: KBUrls, request: Request) -> dict:
 
 
 @app.get("/api/v1/kb/{name}/sources", tags=["knowledge bases"], responses=ERRORS)
-async def list_sources(name: str) -> dict:
+async def list_sources(name: str, request: Request) -> dict:
     """The documents of a knowledge base."""
+    store = await kb_service.server_store()
     with _kb_errors():
-        return {"items": await kb_service.list_sources(await kb_service.server_store(), _kb_path(name))}
+        return {"items": await kb_service.list_sources(store, _kb_path(name), reader=_reader(request))}
 
 
 @app.delete("/api/v1/kb/{name}/sources", tags=["knowledge bases"], responses=ERRORS)
@@ -296,11 +315,16 @@ async def delete_source(
 
 
 @app.post("/api/v1/kb/{name}/search", tags=["knowledge bases"], responses=ERRORS)
-async def search_kb(name: str, body: KBSearch) -> dict:
+async def search_kb(name: str, body: KBSearch, request: Request) -> dict:
     """Search a knowledge base with a strategy (the `knowledge_base_search` tool's answer)."""
     with _kb_errors():
         return await knowledge.retrieve(
-            await kb_service.server_store(), _kb_path(name), body.query, strategy=body.strategy, top_k=body.top_k
+            await kb_service.server_store(),
+            _kb_path(name),
+            body.query,
+            strategy=body.strategy,
+            top_k=body.top_k,
+            reader=_reader(request),
         )
 
 

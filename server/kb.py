@@ -1,12 +1,16 @@
 """Knowledge-base operations shared by the CLI (server/cli.py) and the HTTP routes
 (server/http.py): URL and upload ingestion, sources, and the owner rule.
 
-Owner rule: every knowledge base is readable (list, get, search) by every user, in runs and over
-HTTP alike; a knowledge base created by a regular user over HTTP records that user as its
+Owner rule: a knowledge base created by a regular user over HTTP records that user as its
 `owner`, and only its owner or an administrator may ingest into it, delete its sources or delete
 it. Knowledge bases without an owner (created by an administrator, the CLI or a batch import)
-are written by administrators only. The store API's rules in server/auth.py agree: regular
-users read `kb*` namespaces and never write them directly.
+are written by administrators only.
+
+Who reads it (`store.knowledge.readable_by`): its owner, administrators, and everyone when it is
+shared: knowledge bases without an owner are shared unless an administrator made them private,
+a user's are shared only when an administrator shares them (`share_kb`). Another user's private
+knowledge base is unknown to a regular user (KBUnknownError), in runs, over HTTP, MCP and the
+store API (server/auth.py) alike.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from langgraph.store.base import BaseStore, PutOp
 from store import knowledge
 from store.knowledge.registry import refresh_stats
 from store.sql import adapter_for
-from tools.identity import acts_for_any_user
+from tools.identity import acts_for_any_user, kb_reader
 from tools.quota import charge_bytes
 
 URL_MAX_BYTES = 20 * 1024 * 1024
@@ -35,7 +39,7 @@ async def server_store() -> BaseStore:
 
 
 class KBForbidden(PermissionError):
-    """The caller may read this knowledge base but not change it."""
+    """The caller may read this knowledge base but not change it (or not share it)."""
 
 
 class SourceUnknown(LookupError):
@@ -97,8 +101,9 @@ def can_write(user: Any, entry: dict) -> bool:
 
 
 async def writable_kb(store: BaseStore, user: Any, name: str) -> dict:
-    """The registry entry of `name` if `user` may change it; KBUnknownError or KBForbidden."""
-    entry = await knowledge.get_kb(store, name)
+    """The registry entry of `name` if `user` may change it; KBUnknownError (also when `user`
+    may not read it) or KBForbidden."""
+    entry = await knowledge.get_kb(store, name, reader=kb_reader(user))
     if not can_write(user, entry):
         owner = entry.get("owner")
         whose = f"user {owner!r}" if owner else "administrators"
@@ -112,12 +117,20 @@ async def create_owned_kb(store: BaseStore, user: Any, name: str, description: s
     return await knowledge.create_kb(store, name, description, owner=owner)
 
 
-async def list_sources(store: BaseStore, kb: str) -> list[dict]:
-    """The documents of a knowledge base, sorted by source: {"source", "title", "format",
-    "chunks", "characters", "ingested_at"}."""
+async def share_kb(store: BaseStore, user: Any, name: str, shared: bool) -> dict:
+    """Share a knowledge base with every user (or stop): administrators only, KBForbidden otherwise."""
+    await knowledge.get_kb(store, name, reader=kb_reader(user))
+    if user is not None and not acts_for_any_user(user):
+        raise KBForbidden(f"Only an administrator may share knowledge base {name!r} or stop sharing it.")
+    return await knowledge.set_shared(store, name, shared)
+
+
+async def list_sources(store: BaseStore, kb: str, *, reader: str | None = None) -> list[dict]:
+    """The documents of a knowledge base `reader` may read, sorted by source: {"source",
+    "title", "format", "chunks", "characters", "ingested_at"}."""
     from store.knowledge.registry import search_all
 
-    await knowledge.get_kb(store, kb)
+    await knowledge.get_kb(store, kb, reader=reader)
     records = [item.value for item in await search_all(store, knowledge.document_namespace(kb))]
     fields = ("source", "title", "format", "chunks", "characters", "ingested_at")
     return sorted(({f: r.get(f) for f in fields} for r in records), key=lambda r: r["source"])

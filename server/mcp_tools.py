@@ -2,7 +2,7 @@
 the LangGraph server itself (streamable HTTP, stateless, JSON answers, so any server process can
 answer any request). server/http.py mounts it behind the same auth as the graphs: MCP clients
 send `Authorization: Bearer <key or JWT>` like any client, and each call acts for, and counts
-against the quota of, that user.
+against the quota of, that user; it lists and searches the knowledge bases that user may read.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from server import web
 from server.errors import ApiError
 from server.kb import server_store
 from store import knowledge
+from tools.identity import kb_reader
 
 MCP_PATH = "/api/v1/mcp"
 
@@ -90,10 +91,11 @@ async def web_read(
 async def knowledge_base_search(kb: str, query: str, ctx: Context, strategy: str = "hybrid", top_k: int = 5) -> dict:
     """Search a knowledge base; strategy "hybrid" (default), "dense" or "keyword". Returns
     {"kb", "query", "strategy", "context", "retrieval_results": [...], "reference": [...]}."""
-    get_store, _user = _caller(ctx)
+    get_store, user = _caller(ctx)
     try:
-        return await knowledge.retrieve(await get_store(), kb, query, strategy=strategy, top_k=top_k)
-    except ValueError as exc:  # unknown knowledge base (listing the existing ones), bad arguments
+        store = await get_store()
+        return await knowledge.retrieve(store, kb, query, strategy=strategy, top_k=top_k, reader=kb_reader(user))
+    except ValueError as exc:  # unknown knowledge base (listing the readable ones), bad arguments
         raise McpToolError(str(exc)) from None
 
 
@@ -101,8 +103,8 @@ async def knowledge_base_search(kb: str, query: str, ctx: Context, strategy: str
 async def list_knowledge_bases(ctx: Context) -> list[dict]:
     """The knowledge bases knowledge_base_search can search: {"name", "description", "documents",
     "chunks", "updated_at"}."""
-    get_store, _user = _caller(ctx)
+    get_store, user = _caller(ctx)
     return [
         {key: kb.get(key) for key in ("name", "description", "documents", "chunks", "updated_at")}
-        for kb in await knowledge.list_kbs(await get_store())
+        for kb in await knowledge.list_kbs(await get_store(), reader=kb_reader(user))
     ]

@@ -9,8 +9,10 @@ is checked against the digit limit, so hostile input is refused before any expen
 from __future__ import annotations
 
 import ast
+import io
 import math
 import re
+import tokenize
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -58,6 +60,13 @@ def calculator(expression: str) -> str:
     - Numbers: integers and decimals (1_000, 0.1, 2.5e-3). Decimals are exact: 0.1 + 0.2 is 0.3.
     - Operators: + - * / // (floor division) % (modulo, sign of the divisor) ** (power),
       unary + and -, parentheses. `^` also means power (2^10 = 1024, -2^2 = -4, 2^3^2 = 512).
+    - Percent: a `%` after a number or a closing parenthesis, with nothing or an operator after it,
+      is a percentage: "17%" is 0.17, "17% of 2340", "17% * 2340" and "2340 * 17%" are all 397.8.
+      Adding or subtracting a percentage changes the number before it by that share, as on a
+      pocket calculator: "2340 + 10%" is 2574 (2340 plus 10% of 2340), "2340 - 10%" is 2106.
+      Between two numbers `%` stays the remainder: "7 % 3" is 1; write "7 % (-3)" for a remainder
+      by a negative number.
+    - A result of this tool can be pasted back in: "0.3333333333333333 (exact: 1/3) * 3" is 1.
     - Constants: pi, e, tau.
     - Functions: sqrt, cbrt, exp, log(x) (natural), log(x, base), ln, log10, log2,
       sin, cos, tan, asin, acos, atan, atan2(y, x), sinh, cosh, tanh (angles in radians),
@@ -79,7 +88,7 @@ def calculator(expression: str) -> str:
 
     Args:
         expression: one arithmetic expression, at most 1000 characters, e.g. "2**100",
-            "(3 + 4.5) * 2 / 7", "sqrt(2) * sin(pi / 4)", "log(1000, 10)".
+            "(3 + 4.5) * 2 / 7", "sqrt(2) * sin(pi / 4)", "log(1000, 10)", "17% of 2340".
 
     Returns:
         The value as text, as described above.
@@ -97,9 +106,72 @@ def calculator(expression: str) -> str:
         source = source.replace(old, new)
     if not source:
         raise ToolInputError("Expression is empty.")
+    source = _OWN_EXACT.sub(r"(\1)", _OWN_ROUNDED.sub("", source))  # earlier results pasted in
+    source = _mark_percentages(source)
     tree = _parse(source)
     _check_tree(tree)
     return _render(_Evaluator(source, limits).eval(tree.body))
+
+
+# A result of this tool pasted into a new expression (e.g. a plan step using an earlier step's
+# result) reads as its exact value: "0.3333333333333333 (exact: 1/3)" as (1/3).
+_OWN_EXACT = re.compile(r"(?<![\d.])[\d.]+(?:e[+-]?\d+)? \(exact: -?(\d+/\d+)\)")  # the sign stays outside
+_OWN_ROUNDED = re.compile(r" \(rounded to \d+ significant digits\)")
+
+_PERCENT = "_percent"  # internal function a percentage is rewritten to; not a name users can write
+_PERCENT_FOLLOWERS = {"+", "-", "*", "/", "//", "**", ")", ","}
+_PERCENT_ENDS = {tokenize.NEWLINE, tokenize.NL, tokenize.ENDMARKER}
+
+
+def _mark_percentages(source: str) -> str:
+    """`source` with each percentage `x%` written as `_percent(x)` and the `of` after one as `*`.
+
+    A `%` is a percentage when an operand (a number, a name or a closing parenthesis) comes before
+    it and the expression ends, or an operator, `)`, `,` or `of` comes after it; otherwise it stays
+    the remainder operator. Text without a percentage is returned unchanged, so refusals quote it.
+    """
+    if re.search(rf"\b{_PERCENT}\b", source):
+        raise ToolInputError(f"Not allowed: unknown name {_PERCENT!r}.")
+    if "%" not in source:
+        return source
+    try:
+        tokens = [t for t in tokenize.generate_tokens(io.StringIO(source).readline) if t.type != tokenize.INDENT]
+    except (tokenize.TokenError, SyntaxError):
+        return source  # the parser reports the error
+    out: list[str] = []
+    open_at: list[int] = []  # indexes in `out` of the parentheses still open
+    group_start = -1  # index in `out` where the last closed parenthesised group (or call) starts
+    changed = False
+    for i, token in enumerate(tokens):
+        previous = tokens[i - 1] if i else None
+        following = tokens[i + 1] if i + 1 < len(tokens) else None
+        if (
+            token.string == "%"
+            and previous is not None
+            and (previous.type in (tokenize.NUMBER, tokenize.NAME) or previous.string == ")")
+            and previous.string != "of"
+            and following is not None
+            and (following.type in _PERCENT_ENDS or following.string in _PERCENT_FOLLOWERS or following.string == "of")
+        ):
+            start = group_start if previous.string == ")" else len(out) - 1
+            out.insert(start, f"{_PERCENT}(")
+            out.append(")")
+            changed = True
+            continue
+        if token.string == "of" and previous is not None and previous.string == "%" and out and out[-1] == ")":
+            out.append("*")
+            continue
+        if token.string == "(":
+            open_at.append(len(out))
+        elif token.string == ")" and open_at:
+            group_start = open_at.pop()
+            if group_start and re.fullmatch(r"[A-Za-z_]\w*", out[group_start - 1]):
+                group_start -= 1  # a call: the percentage is of its value
+        if token.type not in _PERCENT_ENDS:
+            out.append(token.string)
+    if not changed:
+        return source
+    return " ".join(out).replace("( ", "(").replace(" )", ")")
 
 
 def _parse(source: str) -> ast.Expression:
@@ -224,6 +296,8 @@ def _check_call(node: ast.Call) -> list[ast.expr]:
             raise ToolInputError("Not allowed: attribute access (x.name) is not allowed.")
         raise ToolInputError("Not allowed: only the listed functions can be called, by name.")
     name = node.func.id
+    if name == _PERCENT and len(node.args) == 1 and not node.keywords:
+        return list(node.args)
     if name not in _FUNCTIONS:
         raise ToolInputError(
             f"Not allowed: {name!r} is not an available function. Available functions: {', '.join(_FUNCTIONS)}."
@@ -274,10 +348,17 @@ class _Evaluator:
             value = self.eval(node.operand)
             return -value if isinstance(node.op, ast.USub) else value
         if isinstance(node, ast.BinOp):
+            if isinstance(node.op, (ast.Add, ast.Sub)) and _is_percentage(node.right):
+                # "a + p%" is a plus p% of a: scale a by 1 +/- p/100
+                left, share = self.eval(node.left), self.eval(node.right)
+                factor = self._at(node, self.binary, type(node.op), Fraction(1), share)
+                return self._at(node, self.binary, ast.Mult, left, factor)
             left, right = self.eval(node.left), self.eval(node.right)
             return self._at(node, self.binary, type(node.op), left, right)
         assert isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
         args = [self.eval(arg) for arg in node.args]
+        if node.func.id == _PERCENT:
+            return self._at(node, self.binary, ast.Div, args[0], Fraction(100))
         return self._at(node, _FUNCTIONS[node.func.id][2], self, *args)
 
     def _at(self, node: ast.expr, operation: Callable[..., Number], *args) -> Number:
@@ -455,6 +536,10 @@ class _Evaluator:
         except ValueError:
             shown = ", ".join(_short(arg) for arg in args)
             raise _Refused(f"math domain error: {name}({shown}) is undefined for real numbers") from None
+
+
+def _is_percentage(node: ast.expr) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == _PERCENT
 
 
 def _log2_abs(value: Fraction) -> float:

@@ -6,6 +6,10 @@ user only, whatever `user_id` the caller put in the run's context: that field ca
 read or write someone else's memories. Administrators (permission `ADMIN`), LangGraph Studio's
 own user, and runs without an authenticated user (no auth configured, the server's in-process
 calls such as the scheduled `memory_writer` runs, tests) act for the context's `user_id`.
+
+Knowledge bases: a regular user's runs read their own and the shared ones (`kb_reader`), and
+offer the model and auto-routing only those of the user the run acts for and the shared ones
+(`store.knowledge.list_kbs(reader=run_user_id(runtime))`), administrators' runs included.
 """
 
 from __future__ import annotations
@@ -22,6 +26,21 @@ def acts_for_any_user(user: Any) -> bool:
     if is_studio_user(user) or getattr(user, "kind", None) == "StudioUser":
         return True
     return ADMIN in (getattr(user, "permissions", None) or ())
+
+
+def kb_reader(user: Any) -> str | None:
+    """Whose view of the knowledge bases a caller reads by name (`store.knowledge.readable_by`):
+    a regular user reads their own and the shared ones; administrators, Studio's user and
+    callers without an authenticated user (None) read every one."""
+    if user is None or acts_for_any_user(user) or not getattr(user, "identity", None):
+        return None
+    return str(user.identity)
+
+
+def run_kb_reader(runtime: Any) -> str | None:
+    """`kb_reader` of the user who started the run (a node's `Runtime` or a tool's `ToolRuntime`)."""
+    server_info = getattr(runtime, "server_info", None)
+    return kb_reader(server_info.user if server_info is not None else None)
 
 
 def run_user_id(runtime: Any) -> str:
@@ -51,9 +70,9 @@ async def check_thread_owner(config: Any) -> None:
     thread_id = configurable.get("thread_id")
     if user is None or not thread_id or acts_for_any_user(user):
         return
-    from langgraph_sdk import get_client
+    from tools.server_api import server_client
 
-    thread = await get_client().threads.get(thread_id)
+    thread = await server_client().threads.get(thread_id)
     owner = (thread.get("metadata") or {}).get("owner")
     if owner is not None and owner != user.identity:
         raise ThreadOwnerMismatch(

@@ -1,6 +1,8 @@
 """Knowledge base tools: search a named knowledge base of ingested documents, list the bases.
 
-The run's store arrives through LangGraph's injected `runtime` (never shown to the model).
+The run's store arrives through LangGraph's injected `runtime` (never shown to the model). A run
+lists the knowledge bases of the user it acts for and the shared ones, and searches only those a
+regular user may read (tools/identity.py `run_kb_reader`; administrators' runs any).
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from langgraph.prebuilt import ToolRuntime
 
 from store import knowledge
 from tools.errors import ToolError, ToolInputError
+from tools.identity import run_kb_reader, run_user_id
 
 
 def _run_store(runtime: ToolRuntime | None):
@@ -52,13 +55,13 @@ async def knowledge_base_search(
     """
     store = _run_store(runtime)
     try:
-        return await knowledge.retrieve(store, kb, query, strategy=strategy, top_k=top_k)
-    except ValueError as exc:  # KBUnknownError lists the existing knowledge bases
+        return await knowledge.retrieve(store, kb, query, strategy=strategy, top_k=top_k, reader=run_kb_reader(runtime))
+    except ValueError as exc:  # KBUnknownError lists the knowledge bases the run's user may read
         raise ToolInputError(str(exc)) from None
 
 
 async def list_knowledge_bases(runtime: ToolRuntime = None) -> list[dict]:  # type: ignore[assignment]
-    """List the knowledge bases that knowledge_base_search can search.
+    """List the knowledge bases that knowledge_base_search can search (the user's own and the shared ones).
 
     Returns:
         One item per knowledge base, sorted by name: {"name", "description", "documents"
@@ -67,7 +70,7 @@ async def list_knowledge_bases(runtime: ToolRuntime = None) -> list[dict]:  # ty
     store = _run_store(runtime)
     return [
         {key: kb.get(key) for key in ("name", "description", "documents", "chunks", "updated_at")}
-        for kb in await knowledge.list_kbs(store)
+        for kb in await knowledge.list_kbs(store, reader=run_user_id(runtime))
     ]
 
 

@@ -69,7 +69,10 @@ async def search_episodic_memory(query: str, top_k: int = 5, *, runtime: ToolRun
     store, user_id = _scope(runtime)
     _bounded(top_k, "top_k", MAX_TOP_K)
     results = await _call(memory.recall(store, user_id, query, "episodic", top_k=top_k))
-    return {"query": query, "results": results, "count": len(results)}
+    answer: dict[str, Any] = {"query": query, "results": results, "count": len(results)}
+    if not results:
+        return await _other_kind(store, user_id, query, top_k, "semantic", answer)
+    return answer
 
 
 async def search_semantic_memory(
@@ -85,19 +88,44 @@ async def search_semantic_memory(
 
     Args:
         query: What to look for, in natural language, e.g. "favourite food" or "sister's name".
-        category: Only this category: "preference", "fact", "skill", "relationship", "goal" or
-            "other". Omit to search all categories.
+        category: Prefer this category: "preference", "fact", "skill", "relationship", "goal"
+            or "other". It narrows the search only when the best match for the query is in
+            it; otherwise all categories are searched and `note` says so. Omit to search all.
         top_k: How many memories to return, 1 to 20 (default 5).
 
     Returns:
-        {"query", "category", "results": [{"id", "text", "kind", "category", "importance",
-        "created_at", "updated_at", "access_count", "score", "similarity", ...}], "count"},
-        best first. When facts contradict, prefer the one with the later `updated_at`.
+        {"query", "category" (the category searched, null for all), "results": [{"id", "text",
+        "kind", "category", "importance", "created_at", "updated_at", "access_count", "score",
+        "similarity", ...}], "count"}, best first, and a `note` when the search was widened.
+        When facts contradict, prefer the one with the later `updated_at`.
     """
     store, user_id = _scope(runtime)
     _bounded(top_k, "top_k", MAX_TOP_K)
-    results = await _call(memory.recall(store, user_id, query, "semantic", top_k=top_k, category=category))
-    return {"query": query, "category": category, "results": results, "count": len(results)}
+    answer: dict[str, Any] = {"query": query, "category": category}
+    if category is not None:
+        # A guessed category must not hide the memory asked for: look at the best match of all
+        # categories first, and narrow only when it is in the category asked for.
+        best = await _call(memory.recall(store, user_id, query, "semantic", top_k=1, record_access=False))
+        if best and best[0].get("category") != category:
+            answer["category"] = None
+            answer["note"] = f"The best match is not in category {category!r}, so all categories were searched."
+    results = await _call(memory.recall(store, user_id, query, "semantic", top_k=top_k, category=answer["category"]))
+    answer.update(results=results, count=len(results))
+    if not results:
+        return await _other_kind(store, user_id, query, top_k, "episodic", answer)
+    return answer
+
+
+async def _other_kind(store: BaseStore, user_id: str, query: str, top_k: int, kind: str, answer: dict) -> dict:
+    """`answer` (which found nothing) with the matches of the other kind of memory, if any, and a note."""
+    results = await _call(memory.recall(store, user_id, query, kind, top_k=top_k))
+    if results:
+        answer.update(
+            results=results,
+            count=len(results),
+            note=f"Nothing matched here, so {kind} memories were searched instead.",
+        )
+    return answer
 
 
 async def keyword_search(
@@ -115,18 +143,24 @@ async def keyword_search(
     Args:
         keywords: 1 to 20 words or phrases, e.g. ["Berlin", "dentist"].
         memory_type: "episodic", "semantic", "chat" (raw conversation messages) or "all"
-            (default: all three).
+            (default: all three). When nothing of that type matches, all types are searched
+            and `note` says so.
         limit: Most results to return, 1 to 50 (default 10).
 
     Returns:
-        {"keywords", "memory_type", "results": [{"id", "text", "kind", "created_at",
-        "updated_at", "score", "matched_keywords", ...}], "count"}: most keywords matched first,
-        then newest. `score` is the fraction of keywords matched.
+        {"keywords", "memory_type" (the type searched), "results": [{"id", "text", "kind",
+        "created_at", "updated_at", "score", "matched_keywords", ...}], "count"}: most keywords
+        matched first, then newest. `score` is the fraction of keywords matched.
     """
     store, user_id = _scope(runtime)
     _bounded(limit, "limit", MAX_LIMIT)
     results = await _call(memory.keyword_search(store, user_id, keywords, memory_type, limit))
-    return {"keywords": keywords, "memory_type": memory_type, "results": results, "count": len(results)}
+    answer: dict[str, Any] = {"keywords": keywords, "memory_type": memory_type}
+    if not results and memory_type != "all":
+        results = await _call(memory.keyword_search(store, user_id, keywords, "all", limit))
+        if results:
+            answer.update(memory_type="all", note=f"No {memory_type} memory matched, so all memories were searched.")
+    return answer | {"results": results, "count": len(results)}
 
 
 async def time_filter(
@@ -174,7 +208,8 @@ async def get_user_profile(categories: list[Category] | None = None, *, runtime:
 
     Args:
         categories: Which fact categories to include, any of "preference", "fact", "skill",
-            "relationship", "goal", "other". Omit for all.
+            "relationship", "goal", "other". Omit for all. When none of them holds a fact, all
+            categories are returned and `note` says so.
 
     Returns:
         {"fields": {name: text}, "created_at", "updated_at", "facts": {category: [{"id", "text",
@@ -182,7 +217,13 @@ async def get_user_profile(categories: list[Category] | None = None, *, runtime:
         category, most important first.
     """
     store, user_id = _scope(runtime)
-    return await _call(memory.get_profile(store, user_id, categories))
+    profile = await _call(memory.get_profile(store, user_id, categories))
+    if categories and not any(profile["facts"].values()):
+        everything = await _call(memory.get_profile(store, user_id, None))
+        if any(everything["facts"].values()):
+            wanted = ", ".join(categories)
+            return everything | {"note": f"No facts in {wanted}, so every category is shown."}
+    return profile
 
 
 async def get_recent_activity(limit: int = 10, *, runtime: ToolRuntime[Any, Any]) -> dict:

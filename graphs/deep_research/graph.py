@@ -35,6 +35,7 @@ from graphs.deep_research.state import InputState, ResearcherInput, State, SubQu
 from graphs.runtime.events import emit
 from graphs.runtime.memory_schedule import finish_turn
 from graphs.runtime.models import NOSTREAM_TAGS, ainvoke_with_retries, load_chat_model
+from graphs.runtime.readable import summarize_errors
 
 STRUCTURED_ATTEMPTS = 3
 REPORT_OUTPUT_RESERVE = 0.25
@@ -278,7 +279,11 @@ def _failure(state: State) -> dict:
     errors = [entry["error"] for entry in log if entry.get("error")]
     searches_failed = all(entry.get("sources_found", 0) == 0 for entry in log)
     reason = "every web search failed" if searches_failed else "every researcher failed"
-    detail = f"{reason}: {errors[0]}" if errors else reason
+    # Each search's own error (researchers' lists) when there are, else each researcher's: the
+    # first one and a count, never every error one after the other.
+    each = [error for entry in log for error in entry.get("errors") or []] if searches_failed else []
+    summary = summarize_errors(each or errors)
+    detail = f"{reason}: {summary}" if summary else reason
     emit("research_failed", error=detail, failures=len(errors))
     hint = SEARCH_FAILED_HINT if searches_failed else MODEL_FAILED_HINT
     return {"report": "", "messages": [AIMessage(REPORT_RESEARCH_FAILED.format(reason=detail, hint=hint))]}

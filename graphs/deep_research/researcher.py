@@ -25,6 +25,7 @@ from graphs.deep_research.prompts import COMPRESS_PROMPT
 from graphs.deep_research.state import ResearcherInput, ResearcherState
 from graphs.runtime.events import emit
 from graphs.runtime.models import NOSTREAM_TAGS, load_chat_model
+from graphs.runtime.readable import summarize_errors
 from graphs.runtime.retry import RetriesExhausted, call_with_retries
 from store import knowledge
 from tools.errors import TransientToolError
@@ -47,7 +48,8 @@ async def search_with_fallback(query: str, context: ResearchContext, runtime: An
     """web_search `query` (charged to the run user's web quota through `runtime`), retrying
     transient failures, then falling back to the next provider.
 
-    Raises RuntimeError naming every provider's error when all of them fail.
+    Raises RuntimeError with the first provider's error and a count of the others when all of
+    them fail.
     """
     errors = []
     for provider in search_providers():
@@ -65,7 +67,7 @@ async def search_with_fallback(query: str, context: ResearchContext, runtime: An
             )
         except RetriesExhausted as failed:
             errors.append(f"{provider}: {failed.error or 'timed out'}")
-    raise RuntimeError("; ".join(errors))
+    raise RuntimeError(summarize_errors(errors))
 
 
 def _kb_url(kb: str, source: str) -> str:
@@ -206,7 +208,7 @@ async def compress(state: ResearcherState, runtime: Runtime[ResearchContext], co
     context = runtime.context
     sources = _sources(state)
     if not sources:
-        reason = "; ".join(state.get("errors", [])) or "the searches found nothing"
+        reason = summarize_errors(state.get("errors", [])) or "the searches found nothing"
         return _finish(state, "error", reason)
     texts = [f"URL: {s['url']}\nTitle: {s['title']}\n{s['content']}" for s in sources]
     template = COMPRESS_PROMPT.format(question=state["question"], brief=state.get("brief", ""), sources="")

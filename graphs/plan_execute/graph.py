@@ -7,6 +7,7 @@ planner --> [approve] --> run_step x N (Send, one wave) --> replanner --> run_st
 from __future__ import annotations
 
 import json
+import textwrap
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import NamedTuple, TypeVar
@@ -31,6 +32,7 @@ from graphs.plan_execute.plan import (
     validate_steps,
 )
 from graphs.plan_execute.prompts import (
+    ANSWER_FALLBACK_MESSAGE,
     PLAN_FAILED_MESSAGE,
     PLAN_REJECTED_MESSAGE,
     PLAN_RETRY_PROMPT,
@@ -42,7 +44,8 @@ from graphs.plan_execute.state import InputState, State
 from graphs.plan_execute.steps import log_entry, run_step
 from graphs.runtime.events import emit
 from graphs.runtime.memory_schedule import finish_turn
-from graphs.runtime.models import NOSTREAM_TAGS, ainvoke_with_retries, load_chat_model
+from graphs.runtime.models import NOSTREAM_TAGS, ModelCallError, ainvoke_with_retries, load_chat_model
+from graphs.runtime.readable import readable
 from tools.registry import select_tools
 
 PLAN_ATTEMPTS = 3
@@ -79,9 +82,24 @@ def _log_text(log: list[dict]) -> str:
         how = f", tool {entry['tool']}" if entry.get("tool") else ""
         if entry.get("recovery"):
             how += f", recovered by {entry['recovery']}"
-        outcome = entry.get("result") if entry["status"] in OK_STATUSES else entry.get("error", "")
-        lines.append(f"- {entry['step_id']} [{entry['status']}{how}] {entry['description']}\n  {outcome}")
+        # Results as people read them: a model copies what it is shown, raw JSON included.
+        outcome = readable(entry.get("result", "")) if entry["status"] in OK_STATUSES else entry.get("error", "")
+        shown = textwrap.indent(outcome, "  ")
+        lines.append(f"- {entry['step_id']} [{entry['status']}{how}] {entry['description']}\n{shown}")
     return "\n".join(lines)
+
+
+def _fallback_answer(log: list[dict], reason: str) -> str:
+    """The answer when the model wrote none: each step's result (rendered for people) or failure."""
+    lines = []
+    for entry in log:
+        if entry["status"] in OK_STATUSES:
+            found = readable(entry.get("result", ""), limit=1500)
+        else:
+            found = f"{entry['status']}: {readable(entry.get('error', ''), limit=300)}"
+        found = textwrap.indent(found, "  ").lstrip() if "\n" in found else found
+        lines.append(f"- {entry['description']}: {found}")
+    return ANSWER_FALLBACK_MESSAGE.format(reason=reason, results="\n".join(lines) or "(no steps were run)")
 
 
 SchemaT = TypeVar("SchemaT", bound=BaseModel)
@@ -330,15 +348,27 @@ async def synthesizer(state: State, runtime: Runtime[PlanExecuteContext], config
     )
     model = load_chat_model(context.model, temperature=context.temperature, timeout=context.model_timeout)
     prompt = SYNTHESIZER_PROMPT.format(status=status, log=_log_text(log), now=_now())
-    response = await ainvoke_with_retries(
-        model,
-        [SystemMessage(prompt), *state["messages"]],
-        config,
-        retries=context.model_retries,
-        timeout=context.model_timeout,
-        step=state.get("waves", 0) + 1,
-    )
+    try:
+        response = await ainvoke_with_retries(
+            model,
+            [SystemMessage(prompt), *state["messages"]],
+            config,
+            retries=context.model_retries,
+            timeout=context.model_timeout,
+            step=state.get("waves", 0) + 1,
+        )
+    except ModelCallError as exc:
+        return _unsynthesized(log, str(exc))
+    if not response.text.strip():
+        return _unsynthesized(log, "the model answered with no text")
     return {"messages": [response], "final_answer": response.text, "status": status}
+
+
+def _unsynthesized(log: list[dict], error: str) -> dict:
+    """End the turn with the steps' results when the model could not write the answer (a failed
+    call was reported as `model_error`)."""
+    answer = _fallback_answer(log, error)
+    return {"messages": [AIMessage(answer)], "final_answer": answer, "status": "partial"}
 
 
 # Nodes take (state, runtime, config), which LangGraph runs but add_node's overloads do not type

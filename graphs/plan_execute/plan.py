@@ -2,10 +2,18 @@
 
 A plan is a DAG: each step names the earlier steps whose results it needs (`depends_on`). The
 executor runs every step whose dependencies succeeded, in waves.
+
+A step's `args` (and description) may use an earlier step's result by writing its id in braces,
+`{s1}`: the reference is a dependency (added to `depends_on` when the planner left it out), and
+when the step runs it is replaced by that step's result text (`resolve_references`; the tool's
+argument validation turns "42" into a number where the parameter is one). A reference to a step
+that does not exist, to the step itself or to a step that failed, and a step id written as plain
+text in a tool's arguments ("s1 + 12"), are refused at validation so the planner is asked again.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -24,11 +32,16 @@ class PlanStep(BaseModel):
     tool: str | None = Field(
         default=None,
         description="Name of the one tool to call directly with `args`; omit when the step needs "
-        "reasoning, several tool calls, or the results of earlier steps.",
+        "reasoning or several tool calls.",
     )
-    args: dict[str, Any] = Field(default_factory=dict, description="Arguments of `tool`.")
+    args: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Arguments of `tool`. Write {id} to use an earlier step's result, e.g. "
+        '{"expression": "{s1} + 12"}; it is replaced by that result before the call.',
+    )
     depends_on: list[str] = Field(
-        default_factory=list, description="Ids of the earlier steps whose results this step needs."
+        default_factory=list,
+        description="Ids of the earlier steps whose results this step needs (every {id} it uses).",
     )
 
 
@@ -78,7 +91,8 @@ def validate_steps(
     found: over-long plans, duplicate ids, unknown tools, dangling dependencies and cycles.
     """
     finished = finished or {}
-    problems = []
+    problems: list[str] = []
+    steps = [_with_referenced(step, steps, finished, problems) for step in steps]
     if len(steps) > max_steps:
         problems.append(f"the plan has {len(steps)} steps; at most {max_steps} are allowed")
     ids = [step.id.strip() for step in steps]
@@ -103,6 +117,77 @@ def validate_steps(
     if problems:
         raise PlanError("; ".join(problems))
     return [step.model_dump() | {"id": step.id.strip()} for step in steps]
+
+
+_REFERENCE = re.compile(r"\$?\{\{?\s*([A-Za-z0-9_][\w-]*)\s*\}?\}")
+"""`{s1}` (also `{{s1}}`, `${s1}`): the result of step s1."""
+_STEP_LIKE = re.compile(r"[A-Za-z_-]*\d+")
+"""Ids that look like step ids (s1, step_2, 3): `{x}` with such an unknown id is an error, not text."""
+_NAMED_STEP = re.compile(r"[A-Za-z_-]+\d+")
+"""Step ids (s1, step_2; not bare numbers) that, written as plain text in a tool's args, were meant
+as references."""
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string inside a JSON-like value."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [text for item in value.values() for text in _strings(item)]
+    if isinstance(value, (list, tuple)):
+        return [text for item in value for text in _strings(item)]
+    return []
+
+
+def references(value: Any) -> list[str]:
+    """The step ids referenced as `{id}` in the strings of `value`, in order, once each."""
+    return list(dict.fromkeys(m.group(1) for text in _strings(value) for m in _REFERENCE.finditer(text)))
+
+
+def _with_referenced(step: PlanStep, steps: list[PlanStep], finished: dict[str, str], problems: list[str]) -> PlanStep:
+    """`step` with every step its args or description reference added to `depends_on`; the
+    references that cannot be used are added to `problems`."""
+    known = {other.id.strip() for other in steps} | set(finished)
+    own = step.id.strip()
+    deps = list(step.depends_on)
+    for ref in references([step.args, step.description]):
+        if ref == own:
+            problems.append(f"step {own!r} refers to its own result {{{ref}}}")
+        elif ref in known:
+            if ref not in deps:
+                deps.append(ref)
+        elif _STEP_LIKE.fullmatch(ref):
+            problems.append(f"step {own!r} refers to {{{ref}}}, but there is no step {ref!r}")
+    if step.tool is not None:
+        for text in _strings(step.args):
+            bare = _REFERENCE.sub(" ", text)
+            for other in sorted(known - {own}):
+                if _NAMED_STEP.fullmatch(other) and re.search(rf"(?<![\w.]){re.escape(other)}(?![\w])", bare):
+                    problems.append(
+                        f"step {own!r} has {other!r} as plain text in its args; write {{{other}}} "
+                        f"to use the result of step {other!r}"
+                    )
+    return step.model_copy(update={"depends_on": deps}) if deps != step.depends_on else step
+
+
+def resolve_references(args: dict[str, Any], results: dict[str, str]) -> dict[str, Any]:
+    """`args` with each `{id}` replaced by that step's result text (ids not in `results` stay as
+    written). A value that is only a reference becomes the result without surrounding blanks; the
+    tool's argument validation reads "42" as a number where the parameter is one."""
+
+    def resolve(value: Any) -> Any:
+        if isinstance(value, str):
+            whole = _REFERENCE.fullmatch(value.strip())
+            if whole and whole.group(1) in results:
+                return results[whole.group(1)].strip()
+            return _REFERENCE.sub(lambda m: results.get(m.group(1), m.group(0)), value)
+        if isinstance(value, dict):
+            return {key: resolve(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [resolve(item) for item in value]
+        return value
+
+    return {key: resolve(value) for key, value in args.items()}
 
 
 def _cycle(steps: list[PlanStep]) -> list[str]:

@@ -6,10 +6,13 @@ calling the `Plan` function.
 Rules:
 - Break the request into the fewest steps that solve it (at most {max_steps}).
 - A step with `tool` calls that one tool directly with `args`: use it when the arguments are known
-  now. A step without `tool` is done by an assistant that can reason and call tools itself: use it
-  when the step needs the results of earlier steps, several tool calls, or judgement.
-- `depends_on` lists the ids of earlier steps whose results the step needs. Steps that do not
-  depend on each other run in parallel, so only add real dependencies.
+  now or are earlier steps' results. A step without `tool` is done by an assistant that can reason
+  and call tools itself: use it when the step needs several tool calls or judgement.
+- To use an earlier step's result in `args`, write its id in braces: `{{s1}}`, e.g.
+  {{"expression": "{{s1}} + 12"}}. It is replaced by that step's result before the tool is called.
+  Never write a bare step id (s1 + 12) in `args`.
+- `depends_on` lists the ids of earlier steps whose results the step needs (every `{{id}}` it
+  uses). Steps that do not depend on each other run in parallel, so only add real dependencies.
 - Do not add a final "answer the user" step: the answer is written from the steps' results.
 - If the request needs no tools at all, return an empty list of steps.
 
@@ -25,8 +28,8 @@ REPLANNER_PROMPT = """You supervise the execution of a plan for the user's reque
 steps you decide what to do with the steps that have not run yet, by calling the `Replan` function:
 - "continue": the remaining steps are still right;
 - "revise": replace the remaining steps with `steps` (new ids; they may depend on steps that
-  completed or were recovered, never on failed ones); do this when a step failed or a result
-  changes what should be done;
+  completed or were recovered, never on failed ones, and use their results in `args` as `{{id}}`);
+  do this when a step failed or a result changes what should be done;
 - "finish": the results so far answer the request; the remaining steps are dropped.
 A revision has at most {max_steps} steps; revisions left in this request: {replans_left}.
 
@@ -87,3 +90,6 @@ PLAN_FAILED_MESSAGE = """I could not make a valid plan for this request after {a
 nothing was run. The last problem: {error}"""
 
 PLAN_REJECTED_MESSAGE = "The plan was rejected, so nothing was run."
+
+ANSWER_FALLBACK_MESSAGE = """I could not write a full answer ({reason}). Here is what the steps found:
+{results}"""

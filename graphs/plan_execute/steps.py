@@ -16,6 +16,7 @@ from langgraph.errors import GraphBubbleUp
 from langgraph.runtime import Runtime
 
 from graphs.plan_execute.context import PlanExecuteContext
+from graphs.plan_execute.plan import resolve_references
 from graphs.plan_execute.prompts import (
     CANNOT_COMPLETE,
     DEPENDENCIES_SECTION,
@@ -144,7 +145,10 @@ async def run_step(payload: StepInput, runtime: Runtime[PlanExecuteContext], con
     raises except cancellation and interrupts.
     """
     context = runtime.context
-    step, wave = payload["step"], payload["wave"]
+    results = {dep["step_id"]: dep.get("result", "") for dep in payload["dependencies"]}
+    step = payload["step"] | {"args": resolve_references(payload["step"]["args"], results)}
+    payload = StepInput(step=step, task=payload["task"], dependencies=payload["dependencies"], wave=payload["wave"])
+    wave = payload["wave"]
     emit("plan_step_started", step_id=step["id"], description=step["description"], tool=step["tool"], wave=wave)
     started = time.perf_counter()
     entry = log_entry(step, wave)

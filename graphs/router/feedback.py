@@ -5,6 +5,11 @@ With a LangSmith key configured (`LANGSMITH_API_KEY`), feedback goes to LangSmit
 written to the store under `("memories", <user>, "feedback")`, keyed by run id, where the user
 reads it back (`client.store.search_items(["memories", user, "feedback"])`). Either way it is
 also appended to the thread's `feedback_log`.
+
+Which runs feedback may name: the thread's state is its owner's to write (`threads.update_state`),
+so its `answered_runs` only helps say what went wrong; on a server, the server's own run records
+decide (`check_thread_run`): the run must be one of this thread's, so nobody reaches another
+thread's run, whoever owns it.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from datetime import UTC, datetime
 from langgraph.store.base import BaseStore
 
 from store import memory
+from tools.server_api import thread_run
 
 SCORES = {"up": 1, "down": 0}
 FEEDBACK_KEY = "user_score"
@@ -54,6 +60,13 @@ def validate(feedback: object, answered_runs: list[dict]) -> dict:
     if run_id not in known:
         raise ValueError(f"run {run_id!r} answered nothing on this thread; answered runs: {', '.join(known) or 'none'}")
     return {"run_id": run_id, "score": score, "comment": comment}
+
+
+async def check_thread_run(thread_id: str | None, run_id: str) -> None:
+    """Refuse feedback on a run the server does not record on this thread (ValueError); for
+    graphs running on a LangGraph server, before anything is recorded or sent."""
+    if not thread_id or await thread_run(thread_id, run_id) is None:
+        raise ValueError(f"run {run_id!r} is not a run of this thread; feedback is refused")
 
 
 async def record_feedback(store: BaseStore | None, user_id: str, thread_id: str | None, request: dict) -> dict:

@@ -58,7 +58,7 @@ from graphs.runtime.events import emit
 from graphs.runtime.memory_schedule import remember_turn
 from graphs.runtime.models import NOSTREAM_TAGS, ModelConfigError, ainvoke_with_retries, load_chat_model
 from store import knowledge
-from tools.identity import run_user_id
+from tools.identity import run_kb_reader, run_user_id
 from tools.memory import MEMORY_TOOLS
 
 # Sub-agent graphs the router can hand a message to; each joins with one line.
@@ -123,6 +123,8 @@ async def prepare(state: State, runtime: Runtime[RouterContext], config: Runnabl
         thread_id = (config.get("configurable") or {}).get("thread_id")
         try:
             checked = feedback_sink.validate(request, state.get("answered_runs", []))
+            if runtime.server_info is not None:  # the state is the user's to write: the server decides
+                await feedback_sink.check_thread_run(thread_id, checked["run_id"])
             record = await feedback_sink.record_feedback(runtime.store, run_user_id(runtime), thread_id, checked)
         except Exception as exc:
             emit("router_error", stage="feedback", error=str(exc) or type(exc).__name__)
@@ -185,11 +187,14 @@ async def classify(message: str, kbs: list[dict], context: RouterContext, config
 
 
 async def intent_detect(state: State, runtime: Runtime[RouterContext], config: RunnableConfig) -> dict:
-    """Heuristics first (KB names/descriptions, cue words); the model classifies when unsure."""
+    """Heuristics first (KB names/descriptions, cue words); the model classifies when unsure.
+    The candidates are the knowledge bases of the user the run acts for and the shared ones:
+    nobody else's knowledge base can catch this user's questions."""
     context = runtime.context
     emit("progress", stage="routing", completed=0, total=0, agent_type="", retrieval_count=None, error=None)
     message = _question(state["messages"])
-    kbs = await knowledge.list_kbs(runtime.store) if runtime.store is not None else []
+    store = runtime.store
+    kbs = await knowledge.list_kbs(store, reader=run_user_id(runtime)) if store is not None else []
     guess = guess_route(message, kbs)
     method = "heuristic"
     unsure = guess.confidence < context.route_confidence
@@ -234,7 +239,7 @@ async def apply_override_policy(state: State, runtime: Runtime[RouterContext]) -
         try:
             if runtime.store is None:
                 raise ValueError("knowledge bases need a store; this graph runs without one")
-            await knowledge.get_kb(runtime.store, context.kb)
+            await knowledge.get_kb(runtime.store, context.kb, reader=run_kb_reader(runtime))
         except ValueError as exc:
             decision.update(route="error", kb_prefix=context.kb, method="requested", reason=str(exc))
             return {"decision": decision}
@@ -324,6 +329,8 @@ async def retrieve(task: WorkerTask, runtime: Runtime[RouterContext], config: Ru
         if runtime.store is None:
             raise RuntimeError("retrieval needs a store; this graph runs without one")
         worker = get_worker(task["worker_name"])
+        # The decision checked the knowledge base; a client-sent `Send` to this node did not.
+        await knowledge.get_kb(runtime.store, worker.kb_prefix, reader=run_kb_reader(runtime))
         result = await worker.retrieve_with_trace(
             runtime.store, task["query"], thread_id=thread_id, top_k=runtime.context.retrieval_top_k
         )

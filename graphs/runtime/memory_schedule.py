@@ -82,10 +82,10 @@ async def schedule_extraction(
     key = memory_thread_id(user_id, thread_id)
     delay = extraction_delay()
     if runtime.server_info is not None:
-        from langgraph_sdk import get_client
+        from tools.server_api import server_client
 
         run_input: dict[str, Any] = {"messages": turn, "thread_id": thread_id}
-        await get_client().runs.create(
+        await server_client().runs.create(
             key,
             MEMORY_WRITER_GRAPH,
             input=run_input,

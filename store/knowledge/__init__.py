@@ -4,7 +4,8 @@ dense (vectors), keyword (BM25) or hybrid (reciprocal rank fusion of the two).
 Layout in the store (any `BaseStore`; the `store.postgres.store()` Postgres store in production):
 
 - `("kb_registry",)` / `<name>`: one item per knowledge base (description, created_at,
-  updated_at, document/chunk/character counts, embeddings model). Not embedded.
+  updated_at, document/chunk/character counts, embeddings model; `owner` and `shared`, see
+  `registry.readable_by`: who may read it). Not embedded.
 - `("kb_docs", <name>)` / `sha256(source)`: one record per ingested document (source, title,
   format, chunk count, fingerprint of its chunks). Not embedded.
 - `("kb", <name>)` / `chunk id`: one item per chunk, `content` embedded for dense search.
@@ -61,7 +62,10 @@ from store.knowledge.registry import (
     document_key,
     document_namespace,
     get_kb,
+    is_shared,
     list_kbs,
+    readable_by,
+    set_shared,
     validate_kb_name,
 )
 from store.knowledge.search import (
@@ -113,14 +117,17 @@ __all__ = [
     "ingest_path",
     "ingest_text",
     "ingest_texts",
+    "is_shared",
     "keyword_search",
     "knowledge_config",
     "list_kbs",
     "pdf_pages",
     "prepare_bytes",
     "prepare_text",
+    "readable_by",
     "reciprocal_rank_fusion",
     "retrieve",
+    "set_shared",
     "tokenize",
     "validate_kb_name",
 ]

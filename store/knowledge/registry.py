@@ -80,19 +80,54 @@ async def search_all(store: BaseStore, namespace: tuple[str, ...]) -> list:
         offset += PAGE_SIZE
 
 
-async def list_kbs(store: BaseStore) -> list[dict]:
-    """Every knowledge base's registry entry, sorted by name."""
+def is_shared(entry: dict) -> bool:
+    """Whether a knowledge base is offered to every user: one without an owner (made by the
+    operator: the CLI, an administrator, a batch import) unless an administrator made it private,
+    and one an administrator shared (`shared` in its entry)."""
+    return bool(entry.get("shared", entry.get("owner") is None))
+
+
+def readable_by(entry: dict, reader: str | None) -> bool:
+    """Whether the user `reader` may read the knowledge base `entry`: their own and the shared
+    ones. `reader=None` reads every knowledge base (administrators, the operator's CLI and
+    scripts, runs without an authenticated user)."""
+    if reader is None:
+        return True
+    owner = entry.get("owner")
+    return is_shared(entry) or (owner is not None and owner == reader)
+
+
+def _entry(value: dict) -> dict:
+    return {**value, "shared": is_shared(value)}
+
+
+async def list_kbs(store: BaseStore, *, reader: str | None = None) -> list[dict]:
+    """The registry entries (with `shared`) of the knowledge bases `reader` may read (every one
+    for `reader=None`, see `readable_by`), sorted by name."""
     items = await search_all(store, REGISTRY_NAMESPACE)
-    return sorted((dict(item.value) for item in items), key=lambda kb: kb["name"])
+    entries = (_entry(item.value) for item in items if readable_by(item.value, reader))
+    return sorted(entries, key=lambda kb: kb["name"])
 
 
-async def get_kb(store: BaseStore, name: str) -> dict:
-    """The registry entry of `name`; KBUnknownError (listing the existing ones) if there is none."""
+async def get_kb(store: BaseStore, name: str, *, reader: str | None = None) -> dict:
+    """The registry entry of `name` (with `shared`); KBUnknownError listing the ones `reader`
+    may read when there is none or `reader` may not read it (the two are told apart to nobody:
+    a user learns nothing of another user's knowledge bases)."""
     validate_kb_name(name)
     item = await store.aget(REGISTRY_NAMESPACE, name)
-    if item is None:
-        raise KBUnknownError(name, [kb["name"] for kb in await list_kbs(store)])
-    return dict(item.value)
+    if item is None or not readable_by(item.value, reader):
+        raise KBUnknownError(name, [kb["name"] for kb in await list_kbs(store, reader=reader)])
+    return _entry(item.value)
+
+
+async def set_shared(store: BaseStore, name: str, shared: bool) -> dict:
+    """Share a knowledge base with every user, or stop sharing it (an administrator's choice);
+    the updated entry."""
+    await get_kb(store, name)
+    item = await store.aget(REGISTRY_NAMESPACE, name)
+    entry = {**(item.value if item else {}), "shared": shared, "updated_at": now_stamp()}
+    await store.aput(REGISTRY_NAMESPACE, name, entry, index=False)
+    return _entry(entry)
 
 
 # Creation without the Postgres store's atomic insert (in-process stores: unit tests, scripts).

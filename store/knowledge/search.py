@@ -314,13 +314,23 @@ SEARCHES = {"dense": dense_search, "keyword": keyword_search, "hybrid": hybrid_s
 
 
 async def retrieve(
-    store: BaseStore, kb: str, query: str, *, strategy: str = "hybrid", top_k: int = 5
+    store: BaseStore,
+    kb: str,
+    query: str,
+    *,
+    strategy: str = "hybrid",
+    top_k: int = 5,
+    reader: str | None = None,
 ) -> dict[str, Any]:
     """Search `kb` with one strategy ("dense", "keyword" or "hybrid") and return the retrieve-only
-    contract {"context", "retrieval_results", "reference"} (plus "kb", "query", "strategy").
+    contract {"context", "retrieval_results", "reference"} (plus "kb", "query", "strategy"), for
+    the user `reader` (their own and the shared knowledge bases; None: any, see `readable_by`).
 
     Raises ValueError for an empty query, top_k outside 1..50 or an unknown strategy, and
-    KBUnknownError (a ValueError listing the existing knowledge bases) for an unknown kb.
+    KBUnknownError (a ValueError listing the knowledge bases `reader` may read) for a kb that
+    does not exist or that `reader` may not read.
     """
     _check_query(query, top_k, strategy)
+    if reader is not None:
+        await get_kb(store, kb, reader=reader)
     return await SEARCHES[strategy](store, kb, query, top_k)

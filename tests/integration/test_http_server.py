@@ -267,13 +267,24 @@ async def test_knowledge_base_lifecycle_and_owner_rule(http_server, web):
         assert by_url.json()["documents"][0]["title"] == "Lantern notes" and len(by_url.json()["failed"]) == 1
         unreachable = await alice.post(f"/api/v1/kb/{name}/urls", json={"urls": [web.url("/missing")]})
         assert unreachable.status_code == 400 and unreachable.json()["error"] == "URL_NOT_ACCESSIBLE"
-        # every user may search; only the owner (or an administrator) may change it
+        # private to its owner: unknown to bob until an administrator shares it
+        hidden = await bob.post(f"/api/v1/kb/{name}/search", json={"query": "ZX-4471", "strategy": "keyword"})
+        assert hidden.status_code == 404 and hidden.json()["error"] == "KB_NOT_FOUND"
+        assert name not in hidden.json()["details"]["existing"]
+        assert (await bob.delete(f"/api/v1/kb/{name}")).status_code == 404
+        assert name not in [kb["name"] for kb in (await bob.get("/api/v1/kb")).json()["items"]]
+        async with api(http_server, "ops") as admin:
+            shared = await admin.patch(f"/api/v1/kb/{name}", json={"shared": True})
+            assert shared.status_code == 200 and shared.json()["shared"] is True
+        # shared: every user may search it; only the owner (or an administrator) may change it
         hits = await bob.post(f"/api/v1/kb/{name}/search", json={"query": "ZX-4471", "strategy": "keyword"})
         assert hits.status_code == 200 and hits.json()["retrieval_results"][0]["source"] == "lighthouse.txt"
         strategy = await bob.post(f"/api/v1/kb/{name}/search", json={"query": "x", "strategy": "fuzzy"})
         assert strategy.status_code == 422 and "strategy" in strategy.json()["message"]
         forbidden = await bob.delete(f"/api/v1/kb/{name}")
         assert forbidden.status_code == 403 and forbidden.json()["error"] == "KB_FORBIDDEN"
+        unshare = await alice.patch(f"/api/v1/kb/{name}", json={"shared": False})
+        assert unshare.status_code == 403 and unshare.json()["error"] == "KB_FORBIDDEN"  # administrators only
         sources = (await alice.get(f"/api/v1/kb/{name}/sources")).json()["items"]
         assert [s["source"] for s in sources] == sorted(["garden.md", "lighthouse.txt", web.url("/notes.md")])
         removed = await alice.delete(f"/api/v1/kb/{name}/sources", params={"source": "lighthouse.txt"})
@@ -314,6 +325,19 @@ async def test_tools_over_mcp_with_a_real_client(http_server):
     assert "Result 1 for otters" in str(searched)
     found = await tools["knowledge_base_search"].ainvoke({"kb": name, "query": "favourite rock", "strategy": "keyword"})
     assert "skin pouch" in str(found)
+    # another user's private knowledge base is neither listed nor searched
+    private = f"mcp-private-{key()}"
+    async with api(http_server, "alice") as alice:
+        assert (await alice.post("/api/v1/kb", json={"name": private})).status_code == 201
+        files = [("files", ("diary.txt", b"Alice hides the spare key under the blue flowerpot.", "text/plain"))]
+        assert (await alice.post(f"/api/v1/kb/{private}/documents", files=files)).status_code == 200
+    listed = await tools["list_knowledge_bases"].ainvoke({})
+    assert name in str(listed) and private not in str(listed)
+    try:  # an MCP tool error: raised or returned as the tool's text, depending on the adapter
+        answer = str(await tools["knowledge_base_search"].ainvoke({"kb": private, "query": "spare key"}))
+    except Exception as exc:
+        answer = str(exc)
+    assert "Unknown knowledge base" in answer and "flowerpot" not in answer
     # without credentials the MCP endpoint is refused like every route
     anonymous = MultiServerMCPClient(
         {"engine": {"transport": "streamable_http", "url": f"{http_server.url}/api/v1/mcp"}}

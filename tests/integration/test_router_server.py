@@ -258,3 +258,36 @@ async def test_messages_land_when_the_client_disconnects_mid_stream(dev_server, 
     messages = (await alice.threads.get_state(thread["thread_id"]))["values"]["messages"]
     assert [m["type"] for m in messages] == ["human", "ai"] and messages[-1]["content"] == answer
     assert (await alice.runs.get(thread["thread_id"], run_id))["status"] == "success"
+
+
+async def test_feedback_names_only_runs_of_its_own_thread(dev_server, openai_server):
+    """The thread's state is the user's to write: bob copies alice's run id into his thread's
+    `answered_runs`, but feedback is checked against the server's own run records."""
+    alice, bob = dev_server.client("alice"), dev_server.client("bob")
+    k_alice, k_bob = key(), key()
+    openai_server.script(k_alice, ["Hello Alice!"])
+    openai_server.script(k_bob, ["Hello Bob!"])
+    alice_thread = await alice.threads.create()
+    alice_run, _ = await stream(
+        alice, alice_thread["thread_id"], user(f"{k_alice} Hello!"), context={"route": "general"}
+    )
+    bob_thread = await bob.threads.create()
+    tid = bob_thread["thread_id"]
+    await stream(bob, tid, user(f"{k_bob} Hello!"), context={"route": "general"})
+    forged = {"run_id": alice_run, "route": "general", "message_id": "forged"}
+    await bob.threads.update_state(tid, {"answered_runs": [forged]}, as_node="finish_turn")
+    assert forged in (await bob.threads.get_state(tid))["values"]["answered_runs"]
+
+    _, parts = await stream(bob, tid, {"feedback": {"run_id": alice_run, "score": "down", "comment": "forged"}})
+    assert custom(parts, "feedback_recorded") == []
+    [error] = custom(parts, "router_error")
+    assert error["stage"] == "feedback" and alice_run in error["error"] and "not a run of this thread" in error["error"]
+    assert await bob.store.get_item(["memories", "bob", "feedback"], alice_run) is None
+    assert await alice.store.get_item(["memories", "alice", "feedback"], alice_run) is None
+    assert not (await bob.threads.get_state(tid))["values"].get("feedback_log")
+
+    # alice's feedback on her own run is recorded
+    _, parts = await stream(alice, alice_thread["thread_id"], {"feedback": {"run_id": alice_run, "score": "up"}})
+    [recorded] = custom(parts, "feedback_recorded")
+    assert recorded["run_id"] == alice_run and recorded["sink"] == "store"
+    assert (await alice.store.get_item(["memories", "alice", "feedback"], alice_run))["value"]["score"] == "up"

@@ -76,16 +76,24 @@ async def test_without_keys_langgraph_dev_is_open_and_other_servers_refuse(monke
 
 
 async def test_creation_stamps_the_owner_and_reads_are_filtered_to_it():
-    value = {"metadata": {"owner": "bob", "topic": "x"}}
+    value = {"metadata": {"topic": "x"}}
     assert await server_auth.on_create(ctx(ALICE, "threads", "create"), value) == {"owner": "alice"}
     assert value["metadata"] == {"owner": "alice", "topic": "x"}
+    own = {"metadata": {"owner": "alice"}}
+    assert await server_auth.on_create(ctx(ALICE, "threads", "create"), own) == {"owner": "alice"}
+    # naming someone else is refused, not silently re-labelled
+    for action, handler in (("create", server_auth.on_create), ("create_run", server_auth.on_run)):
+        foreign = {"metadata": {"owner": "bob", "topic": "x"}}
+        with pytest.raises(Auth.exceptions.HTTPException) as refused:
+            await handler(ctx(ALICE, "threads", action), foreign)
+        assert refused.value.status_code == 403 and "metadata.owner" in refused.value.detail
     empty = {"metadata": None}
     await server_auth.on_create(ctx(ALICE, "threads", "create"), empty)
     assert empty["metadata"] == {"owner": "alice"}
     for action in ("read", "search", "update", "delete", "create_run"):
         assert await server_auth.owner_only(ctx(BOB, "threads", action), {}) == {"owner": "bob"}
     # a run is stamped too (the server copies it onto a thread the run creates)
-    run = {"metadata": {"owner": "alice"}}
+    run = {"metadata": {}}
     assert await server_auth.on_run(ctx(BOB, "threads", "create_run"), run) == {"owner": "bob"}
     assert run["metadata"]["owner"] == "bob"
     admin_run = {"metadata": {}}
@@ -103,43 +111,79 @@ async def test_assistants_are_readable_by_all_and_changeable_by_their_owner():
     assert await server_auth.assistant_changes(ctx(BOB, "assistants", "update"), {}) == {"owner": "bob"}
 
 
+@pytest.fixture
+async def kb_store(monkeypatch):
+    """The server's store, holding an operator's knowledge base `edu`, alice's private `diary`
+    and alice's `recipes`, which an administrator shared."""
+    from langgraph.store.memory import InMemoryStore
+
+    from store import knowledge
+
+    store = InMemoryStore()
+    await store.aput(knowledge.REGISTRY_NAMESPACE, "edu", {"name": "edu"})
+    await store.aput(knowledge.REGISTRY_NAMESPACE, "diary", {"name": "diary", "owner": "alice"})
+    await store.aput(knowledge.REGISTRY_NAMESPACE, "recipes", {"name": "recipes", "owner": "alice", "shared": True})
+
+    async def server_store():
+        return store
+
+    monkeypatch.setattr("server.kb.server_store", server_store)
+    return store
+
+
 @pytest.mark.parametrize(
-    "user, action, namespace",
+    "user, action, namespace, key",
     [
-        (ALICE, "put", ("memories", "alice", "semantic")),
-        (ALICE, "search", ("memories", "alice")),
-        (ALICE, "list_namespaces", ("memories", "alice")),
-        (ALICE, "delete", ("memories", "alice", "chat")),
-        (BOB, "search", ("kb", "edu")),
-        (BOB, "get", ("kb_registry",)),
-        (BOB, "list_namespaces", ("kb",)),
-        (OPS, "put", ("kb", "edu")),
-        (OPS, "search", ("memories", "alice")),
-        (StudioUser("langgraph-studio-user"), "list_namespaces", None),
+        (ALICE, "put", ("memories", "alice", "semantic"), None),
+        (ALICE, "search", ("memories", "alice"), None),
+        (ALICE, "list_namespaces", ("memories", "alice"), None),
+        (ALICE, "delete", ("memories", "alice", "chat"), None),
+        (BOB, "search", ("kb", "edu"), None),
+        (BOB, "get", ("kb_docs", "edu"), "some-document"),
+        (BOB, "list_namespaces", ("kb", "recipes"), None),
+        (BOB, "get", ("kb_registry",), "recipes"),
+        (ALICE, "search", ("kb", "diary"), None),
+        (ALICE, "get", ("kb_registry",), "diary"),
+        (OPS, "put", ("kb", "edu"), None),
+        (OPS, "search", ("kb", "diary"), None),
+        (OPS, "search", ("kb_registry",), None),
+        (OPS, "search", ("memories", "alice"), None),
+        (StudioUser("langgraph-studio-user"), "list_namespaces", None, None),
     ],
 )
-async def test_store_allows_own_memories_and_reading_knowledge_bases(user, action, namespace):
-    assert await server_auth.store_scope(ctx(user, "store", action), {"namespace": namespace}) is None
+async def test_store_allows_own_memories_and_reading_knowledge_bases(kb_store, user, action, namespace, key):
+    assert await server_auth.store_scope(ctx(user, "store", action), {"namespace": namespace, "key": key}) is None
 
 
 @pytest.mark.parametrize(
-    "user, action, namespace, detail",
+    "user, action, namespace, key, detail",
     [
-        (BOB, "get", ("memories", "alice", "semantic"), "is not yours"),
-        (BOB, "search", ("memories",), "is not yours"),
-        (BOB, "search", (), "is not yours"),
-        (BOB, "list_namespaces", None, "is not yours"),
-        (BOB, "put", ("scratch",), "is not yours"),
-        (BOB, "put", ("kb", "edu"), "read-only"),
-        (BOB, "delete", ("kb_docs", "edu"), "read-only"),
+        (BOB, "get", ("memories", "alice", "semantic"), "k", "is not yours"),
+        (BOB, "search", ("memories",), None, "is not yours"),
+        (BOB, "search", (), None, "is not yours"),
+        (BOB, "list_namespaces", None, None, "is not yours"),
+        (BOB, "put", ("scratch",), "k", "is not yours"),
+        (BOB, "put", ("kb", "edu"), "k", "read-only"),
+        (BOB, "delete", ("kb_docs", "edu"), "k", "read-only"),
+        # another user's private knowledge base is unknown to bob, whichever way he asks
+        (BOB, "search", ("kb", "diary"), None, "Unknown knowledge base 'diary'"),
+        (BOB, "get", ("kb_docs", "diary"), "k", "Unknown knowledge base 'diary'"),
+        (BOB, "list_namespaces", ("kb", "diary"), None, "Unknown knowledge base 'diary'"),
+        (BOB, "get", ("kb_registry",), "diary", "Unknown knowledge base 'diary'"),
+        (BOB, "search", ("kb",), None, "Name one knowledge base"),
+        (BOB, "list_namespaces", ("kb_docs",), None, "Name one knowledge base"),
+        (BOB, "search", ("kb_registry",), None, "GET /api/v1/kb"),
+        (BOB, "list_namespaces", ("kb_registry",), None, "GET /api/v1/kb"),
+        (BOB, "search", ("kb", "Not A Name"), None, "Invalid knowledge base name"),
         # labels are escaped: 'a.b' cannot reach the namespace of 'a%2Eb' or the other way round
-        (User("a%2Eb"), "get", ("memories", "a%2Eb", "semantic"), "is not yours"),
+        (User("a%2Eb"), "get", ("memories", "a%2Eb", "semantic"), "k", "is not yours"),
     ],
 )
-async def test_store_refuses_everything_else(user, action, namespace, detail):
+async def test_store_refuses_everything_else(kb_store, user, action, namespace, key, detail):
     with pytest.raises(Auth.exceptions.HTTPException) as refused:
-        await server_auth.store_scope(ctx(user, "store", action), {"namespace": namespace})
+        await server_auth.store_scope(ctx(user, "store", action), {"namespace": namespace, "key": key})
     assert refused.value.status_code == 403 and detail in refused.value.detail
+    assert "diary" not in refused.value.detail.partition("Existing")[2]  # never listed to bob
 
 
 def runtime(user, context_user: str = "from-context"):

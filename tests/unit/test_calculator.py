@@ -135,6 +135,57 @@ def test_normal_expressions(expression, expected):
     assert calculator(expression) == expected
 
 
+PERCENT = [
+    # the forms people write; a percentage is a hundredth
+    ("17% of 2340", "397.8"),
+    ("17 % of 2340", "397.8"),
+    ("17% * 2340", "397.8"),
+    ("2340 * 17%", "397.8"),
+    ("17%", "0.17"),
+    ("2340 / 50%", "4680"),
+    ("(100 + 50)%", "1.5"),
+    ("sqrt(16)%", "0.04"),
+    ("-5%", "-0.05"),
+    # adding or subtracting a percentage scales the number before it
+    ("2340 + 10%", "2574"),
+    ("2340 - 10%", "2106"),
+    ("(2340 * 17%) + 10%", "437.58"),
+    ("50% - 10", "-9.5"),
+    ("max(1, 2%) + 10%", "1.1"),
+    # a result of the calculator pasted back in reads as its exact value
+    ("0.3333333333333333 (exact: 1/3) * 3", "1"),
+    ("-0.6666666666666667 (exact: -2/3) + 1", "0.3333333333333333 (exact: 1/3)"),
+    ("5-0.6666666666666667 (exact: -2/3)", "4.333333333333333 (exact: 13/3)"),
+    ("1.233840596906173e+176 (rounded to 16 significant digits) / 1e176", "1.233840596906173"),
+    # between two operands % stays the remainder
+    ("7 % 3", "1"),
+    ("7%3", "1"),
+    ("7 % (-3)", "-2"),
+    ("7.5 % 2", "1.5"),
+]
+
+
+@pytest.mark.parametrize(("expression", "expected"), PERCENT)
+def test_percent_forms(expression, expected):
+    assert calculator(expression) == expected
+
+
+def test_percentages_keep_the_size_limits():
+    with pytest.raises(ToolInputError, match="too large"):
+        calculator("2**10000000%")
+    with pytest.raises(ToolInputError, match="too large"):
+        calculator("9**9**9 * 17%")
+    with pytest.raises(ToolInputError, match="nested too deeply"):
+        calculator("+".join(["1%"] * (MAX_DEPTH + 1)))
+    with pytest.raises(ToolInputError, match="parse"):
+        calculator("17% of")
+
+
+def test_percent_rewrite_is_not_a_name_users_can_call():
+    with pytest.raises(ToolInputError, match="unknown name"):
+        calculator("_percent(5)")
+
+
 def test_implicit_multiplication_is_a_parse_error():
     with pytest.raises(ToolInputError, match="parse"):
         calculator("2π")

@@ -372,6 +372,9 @@ async def test_every_provider_failing_ends_with_a_clear_error(engine, models):
     answer = state["messages"][-1]
     assert isinstance(answer, AIMessage) and answer.content.startswith("I could not research this")
     assert "HTTP 500" in answer.content and state["report"] == ""
+    # the first error and a count of the others, not all four one after the other
+    assert answer.content.count("HTTP 500") == 1 and "(and 3 more errors)" in answer.content
+    assert failure["error"].endswith("(and 3 more errors)")
     assert models["report"].calls == [] and models["compress"].calls == []
     assert len(engine.timings) == 8  # 2 researchers x 2 queries x (1 try + 1 retry)
 

@@ -589,3 +589,71 @@ def test_hybrid_rank_adds_the_name_bonus_to_chunks_holding_a_common_name():
     assert [hit.id for hit, _ in rank(signals, 0.0, 1.0)] == ["t", "m", "o"]
     assert [hit.id for hit, _ in boosted] == ["m", "t", "o"]
     assert {hit.id: hit.score - plain[hit.id] for hit, _ in boosted} == pytest.approx({"m": 0.5, "t": 0.0, "o": 0.0})
+
+
+# --- who reads a knowledge base ------------------------------------------------------------------
+
+
+async def test_a_users_private_knowledge_base_is_unknown_to_other_users():
+    store = new_store()
+    await knowledge.create_kb(store, "handbook", "the operator's")
+    await knowledge.create_kb(store, "diary", "alice's private notes")
+    await knowledge.create_kb(store, "recipes", "alice's recipes")
+    for name in ("diary", "recipes"):
+        entry = (await store.aget(knowledge.REGISTRY_NAMESPACE, name)).value
+        await store.aput(knowledge.REGISTRY_NAMESPACE, name, {**entry, "owner": "alice"}, index=False)
+    await knowledge.ingest_text(store, "diary", "The spare key hides under the blue flowerpot.", "diary.txt")
+    assert (await knowledge.set_shared(store, "recipes", True))["shared"] is True
+
+    def names(kbs):
+        return [kb["name"] for kb in kbs]
+
+    assert names(await knowledge.list_kbs(store)) == ["diary", "handbook", "recipes"]  # no reader: every one
+    assert names(await knowledge.list_kbs(store, reader="alice")) == ["diary", "handbook", "recipes"]
+    assert names(await knowledge.list_kbs(store, reader="bob")) == ["handbook", "recipes"]
+    assert [kb["shared"] for kb in await knowledge.list_kbs(store)] == [False, True, True]
+    assert (await knowledge.get_kb(store, "diary", reader="alice"))["owner"] == "alice"
+    with pytest.raises(KBUnknownError) as unknown:
+        await knowledge.get_kb(store, "diary", reader="bob")
+    assert unknown.value.existing == ["handbook", "recipes"]  # told apart from nothing: no 'diary'
+    with pytest.raises(KBUnknownError):
+        await knowledge.retrieve(store, "diary", "spare key", strategy="keyword", reader="bob")
+    found = await knowledge.retrieve(store, "diary", "spare key", strategy="keyword", reader="alice")
+    assert "flowerpot" in found["context"]
+    # an operator's knowledge base made private is for administrators only
+    await knowledge.set_shared(store, "handbook", False)
+    assert names(await knowledge.list_kbs(store, reader="bob")) == ["recipes"]
+
+
+async def test_tools_read_the_knowledge_bases_of_the_runs_user():
+    from langgraph.runtime import ServerInfo
+
+    from tools.identity import ADMIN
+
+    store = new_store()
+    await knowledge.create_kb(store, "diary", "private")
+    entry = (await store.aget(knowledge.REGISTRY_NAMESPACE, "diary")).value
+    await store.aput(knowledge.REGISTRY_NAMESPACE, "diary", {**entry, "owner": "alice"}, index=False)
+    await knowledge.ingest_text(store, "diary", "The spare key hides under the blue flowerpot.", "diary.txt")
+
+    def runtime(identity: str, permissions=(), context_user: str = "anonymous"):
+        user = SimpleNamespace(identity=identity, permissions=list(permissions))
+        info = ServerInfo(assistant_id="a", graph_id="react", user=user)
+        return SimpleNamespace(store=store, server_info=info, context=SimpleNamespace(user_id=context_user))
+
+    bob = runtime("bob", context_user="alice")  # naming alice in the context changes nothing
+    assert await list_knowledge_bases(runtime=bob) == []
+    with pytest.raises(ToolInputError, match="Unknown knowledge base 'diary'"):
+        await knowledge_base_search("spare key", "diary", strategy="keyword", runtime=bob)
+    alice = runtime("alice")
+    assert [kb["name"] for kb in await list_knowledge_bases(runtime=alice)] == ["diary"]
+    assert (
+        "flowerpot" in (await knowledge_base_search("spare key", "diary", strategy="keyword", runtime=alice))["context"]
+    )
+    # an administrator's run searches any by name, but lists (and is routed to) only the shared
+    # ones and those of the user it acts for
+    ops = runtime("ops", [ADMIN], context_user="carol")
+    assert await list_knowledge_bases(runtime=ops) == []
+    assert (
+        "flowerpot" in (await knowledge_base_search("spare key", "diary", strategy="keyword", runtime=ops))["context"]
+    )

@@ -572,3 +572,82 @@ async def test_tools_refuse_to_run_without_a_user(store):
         await call_tools(graph, None, ("get_recent_activity", {}))
     with pytest.raises(ToolError, match="user_id"):
         await call_tools(graph, "  ", ("get_recent_activity", {}))
+
+
+async def test_a_wrong_category_does_not_hide_the_memory_asked_for(store):
+    graph = tool_graph(store)
+    await call_tools(
+        graph,
+        "alice",
+        ("save_memory", {"text": "The user's favourite colour is teal"}),  # category "other"
+        ("save_memory", {"text": "The user lives in Berlin", "category": "fact"}),
+    )
+    found, narrowed, empty_category = map(
+        payload,
+        await call_tools(
+            graph,
+            "alice",
+            ("search_semantic_memory", {"query": "favourite colour", "category": "fact", "top_k": 1}),
+            ("search_semantic_memory", {"query": "where does the user live", "category": "fact", "top_k": 5}),
+            ("search_semantic_memory", {"query": "favourite colour", "category": "goal", "top_k": 1}),
+        ),
+    )
+    assert [r["text"] for r in found["results"]] == ["The user's favourite colour is teal"]
+    assert found["category"] is None and "'fact'" in found["note"]
+    # the category narrows when the best match is in it
+    assert [r["text"] for r in narrowed["results"]] == ["The user lives in Berlin"]
+    assert narrowed["category"] == "fact" and "note" not in narrowed
+    assert empty_category["results"][0]["text"] == "The user's favourite colour is teal"
+    # another user's search finds nothing, whatever the category
+    (bob,) = map(payload, await call_tools(graph, "bob", ("search_semantic_memory", {"query": "colour"})))
+    assert bob["count"] == 0
+
+
+async def test_a_search_of_the_wrong_kind_falls_back_to_the_other_kind(store):
+    graph = tool_graph(store)
+    await call_tools(
+        graph,
+        "alice",
+        ("save_memory", {"text": "The user ran a marathon in Rome", "kind": "episodic"}),
+    )
+    semantic, category = map(
+        payload,
+        await call_tools(
+            graph,
+            "alice",
+            ("search_semantic_memory", {"query": "marathon"}),
+            ("search_semantic_memory", {"query": "marathon", "category": "skill"}),
+        ),
+    )
+    for answer in (semantic, category):
+        assert [r["text"] for r in answer["results"]] == ["The user ran a marathon in Rome"]
+        assert "episodic" in answer["note"]
+    await call_tools(graph, "alice", ("save_memory", {"text": "The user is allergic to peanuts", "category": "fact"}))
+    (episodic,) = map(payload, await call_tools(graph, "bob", ("search_episodic_memory", {"query": "peanuts"})))
+    assert episodic["count"] == 0  # bob has no memories of either kind
+    await call_tools(graph, "bob", ("save_memory", {"text": "The user is allergic to cats", "category": "fact"}))
+    (episodic,) = map(payload, await call_tools(graph, "bob", ("search_episodic_memory", {"query": "allergy"})))
+    assert [r["text"] for r in episodic["results"]] == ["The user is allergic to cats"]
+    assert "semantic" in episodic["note"]
+
+
+async def test_a_wrong_memory_type_or_profile_category_widens_instead_of_coming_back_empty(store):
+    graph = tool_graph(store)
+    await call_tools(graph, "alice", ("save_memory", {"text": "The user's favourite colour is teal"}))
+    keyword, profile, exact = map(
+        payload,
+        await call_tools(
+            graph,
+            "alice",
+            ("keyword_search", {"keywords": ["teal"], "memory_type": "episodic"}),
+            ("get_user_profile", {"categories": ["fact", "preference"]}),
+            ("get_user_profile", {"categories": ["other"]}),
+        ),
+    )
+    assert [r["text"] for r in keyword["results"]] == ["The user's favourite colour is teal"]
+    assert keyword["memory_type"] == "all" and "episodic" in keyword["note"]
+    assert [f["text"] for f in profile["facts"]["other"]] == ["The user's favourite colour is teal"]
+    assert "fact, preference" in profile["note"]
+    assert list(exact["facts"]) == ["other"] and "note" not in exact
+    (nothing,) = map(payload, await call_tools(graph, "bob", ("keyword_search", {"keywords": ["teal"]})))
+    assert nothing["count"] == 0

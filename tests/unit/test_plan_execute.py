@@ -15,7 +15,7 @@ from langgraph.types import Command
 import tools.registry as registry
 from graphs.plan_execute.context import PlanExecuteContext, plan_context_fields
 from graphs.plan_execute.graph import builder
-from graphs.plan_execute.plan import PlanError, PlanStep, validate_steps
+from graphs.plan_execute.plan import PlanError, PlanStep, resolve_references, validate_steps
 from tests.fakes import ScriptedChatModel
 from tools.errors import TransientToolError
 
@@ -74,6 +74,12 @@ async def flaky(key: str, fail_times: int) -> str:
     return f"ok after {attempts[key]} attempts"
 
 
+@tool
+def clock(zone: str) -> dict:
+    """The time in a zone, as a JSON object (like current_time)."""
+    return {"timezone": zone, "time": "2025-07-01T20:15:03+02:00", "weekday": "Tuesday", "dst": True}
+
+
 @pytest.fixture(autouse=True)
 def test_tools(monkeypatch):
     """The registry serves the calculator plus the test tools above; retries back off fast."""
@@ -82,7 +88,7 @@ def test_tools(monkeypatch):
         state.clear()
     arrived.clear()
     met.clear()
-    extra = {t.name: t for t in (meet, record, explode, flaky, hang)}
+    extra = {t.name: t for t in (meet, record, explode, flaky, hang, clock)}
 
     async def available_tools():
         return {"calculator": registry.builtin_tools()["calculator"], **extra}, []
@@ -509,3 +515,141 @@ async def test_the_answered_turn_is_recorded_in_the_users_chat_history(model_slo
     chat = await store.asearch(memory.namespace("carol", "chat"), limit=10)
     assert sorted(item.value["text"] for item in chat) == ["Two plus two is 4.", "what is 2+2?"]
     assert model.remaining == 0  # the extraction ran on the recorded turn
+
+
+async def test_a_step_uses_an_earlier_result_through_a_reference(model_slot):
+    run = Run(
+        model_slot,
+        [
+            plan(
+                step("s1", "the share", "calculator", {"expression": "17% of 2340"}),
+                # the reference alone makes s1 a dependency, even with depends_on left empty
+                step("s2", "add 12", "calculator", {"expression": "{s1} + 12"}),
+            ),
+            replan("continue"),
+            "17% of 2340 is 397.8; plus 12 that is 409.8.",
+        ],
+    )
+    state = await run.ask("What is 17% of 2340, plus 12?")
+    log = run.log(state)
+    assert [s["depends_on"] for s in state["plan"]] == [[], ["s1"]]
+    assert (log["s1"]["wave"], log["s2"]["wave"]) == (1, 2)
+    assert log["s2"]["args"] == {"expression": "397.8 + 12"}
+    assert log["s2"]["status"] == "completed" and log["s2"]["result"] == "409.8"
+    assert state["status"] == "completed"
+
+
+async def test_a_bare_or_unknown_step_reference_is_sent_back_to_the_planner(model_slot):
+    run = Run(
+        model_slot,
+        [
+            plan(
+                step("s1", "a number", "calculator", {"expression": "6*7"}),
+                step("s2", "add 12", "calculator", {"expression": "s1 + 12"}),
+            ),
+            plan(
+                step("s1", "a number", "calculator", {"expression": "6*7"}),
+                step("s2", "add 12", "calculator", {"expression": "{s3} + 12"}),
+            ),
+            plan(
+                step("s1", "a number", "calculator", {"expression": "6*7"}),
+                step("s2", "add 12", "calculator", {"expression": "{s1} + 12"}, depends_on=["s1"]),
+            ),
+            replan("continue"),
+            "54",
+        ],
+    )
+    state = await run.ask()
+    errors = [e["error"] for e in run.kinds("plan_invalid")]
+    assert len(errors) == 2
+    assert "'s1' as plain text" in errors[0] and "{s1}" in errors[0]
+    assert "there is no step 's3'" in errors[1]
+    # the planner is re-asked with the error
+    assert "write {s1}" in run.model.calls[1].messages[-1].text
+    assert run.log(state)["s2"]["result"] == "54" and state["status"] == "completed"
+
+
+def test_reference_validation_and_substitution():
+    done = {"a1": "completed", "f1": "failed"}
+    steps = validate_steps(
+        [
+            PlanStep(id="n1", description="wait {a1} seconds", tool="hang", args={"seconds": "{a1}"}),
+            PlanStep(id="n2", description="d", tool="calculator", args={"expression": "{{n1}} * 2"}),
+            PlanStep(id="n3", description="d", tool="calculator", args={"expression": "1 + 2", "note": "{the}"}),
+            PlanStep(id="4", description="d", tool="calculator", args={"expression": "4 * 4"}),
+        ],
+        {"hang", "calculator"},
+        5,
+        done,
+    )
+    assert [s["depends_on"] for s in steps] == [["a1"], ["n1"], [], []]
+    for bad, problem in [
+        (PlanStep(id="n", description="d", args={"x": "{f1}"}), "which failed"),
+        (PlanStep(id="n", description="use {n}"), "its own result"),
+        (PlanStep(id="n", description="d", tool="calculator", args={"expression": "a1 * 2"}), "write {a1}"),
+    ]:
+        with pytest.raises(PlanError, match=problem):
+            validate_steps([bad], {"calculator"}, 5, done)
+    with pytest.raises(PlanError, match="cycle"):
+        validate_steps([PlanStep(id="x1", description="{y1}"), PlanStep(id="y1", description="{x1}")], set(), 5)
+    resolved = resolve_references(
+        {"seconds": "{a1}", "text": "it was {a1} and {zz}", "nested": ["${a1}"], "n": 3},
+        {"a1": "2.5"},
+    )
+    assert resolved == {"seconds": "2.5", "text": "it was 2.5 and {zz}", "nested": ["2.5"], "n": 3}
+    assert resolve_references({"q": "{a1}"}, {"a1": "Paris, 21 °C"}) == {"q": "Paris, 21 °C"}
+
+
+async def test_json_results_reach_the_answer_rendered_for_people(model_slot):
+    run = Run(
+        model_slot,
+        [
+            plan(step("t", "time in Berlin", "clock", {"zone": "Europe/Berlin"})),
+            "It is 20:15 in Berlin.",
+        ],
+    )
+    state = await run.ask("What time is it in Berlin?")
+    assert '"timezone"' in run.log(state)["t"]["result"]  # the state keeps the tool's own result
+    synth_prompt = run.model.calls[-1].messages[0].text
+    assert "timezone: Europe/Berlin" in synth_prompt and "dst: yes" in synth_prompt
+    assert '{"' not in synth_prompt
+
+
+@pytest.mark.parametrize("failure", [ValueError("model server exploded"), ""])
+async def test_without_a_written_answer_the_steps_results_are_the_answer(model_slot, failure):
+    run = Run(
+        model_slot,
+        [
+            plan(
+                step("t", "time in Berlin", "clock", {"zone": "Europe/Berlin"}),
+                step("c", "the sum", "calculator", {"expression": "2+2"}),
+            ),
+            failure,
+        ],
+        model_retries=0,
+    )
+    state = await run.ask("What time is it in Berlin, and 2+2?")
+    answer = state["final_answer"]
+    assert state["messages"][-1].content == answer and state["status"] == "partial"
+    assert "could not write a full answer" in answer
+    assert "- time in Berlin: timezone: Europe/Berlin" in answer and "- the sum: 4" in answer
+    assert "{" not in answer
+    assert bool(run.kinds("model_error")) == bool(failure)
+
+
+async def test_a_reference_feeds_a_numeric_parameter(model_slot):
+    run = Run(
+        model_slot,
+        [
+            plan(
+                step("z1", "no wait", "calculator", {"expression": "1 - 1"}),
+                step("w1", "wait that long", "hang", {"seconds": "{z1}"}),
+            ),
+            replan("continue"),
+            "Waited 0 seconds.",
+        ],
+    )
+    state = await run.ask()
+    entry = run.log(state)["w1"]
+    assert entry["args"] == {"seconds": "0"} and entry["depends_on"] == ["z1"]
+    assert (entry["status"], entry["result"]) == ("completed", "woke up")

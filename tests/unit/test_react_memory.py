@@ -43,7 +43,7 @@ async def turn(graph, text, user="alice", thread="t1", **context):
     return await graph.ainvoke(
         {"messages": [HumanMessage(text)]},
         {"configurable": {"thread_id": thread}},
-        context=Context(model="scripted:x", user_id=user, tools=["calculator"], **context),
+        context=Context(model="scripted:x", user_id=user, **{"tools": ["calculator"], **context}),
     )
 
 
@@ -80,3 +80,28 @@ async def test_remember_off_writes_nothing(setup):
     await turn(graph, "secret", remember=False)
     await wait_for_local_extractions(now=True)
     assert await store.alist_namespaces(prefix=("memories",)) == []
+
+
+async def test_a_memory_saved_in_one_thread_is_found_from_another_despite_a_wrong_category(setup):
+    graph, store, slot = setup
+    tools = ["save_memory", "search_semantic_memory"]
+    slot["model"] = model = ScriptedChatModel(
+        responses=[
+            {"tool_calls": [{"name": "save_memory", "args": {"text": "The user's favourite colour is teal"}}]},
+            "Saved.",
+            {
+                "tool_calls": [
+                    {
+                        "name": "search_semantic_memory",
+                        "args": {"query": "favourite colour", "category": "fact", "top_k": 1},
+                    }
+                ]
+            },
+            "Teal.",
+        ]
+    )
+    await turn(graph, "My favourite colour is teal, remember it.", thread="a", tools=tools, remember=False)
+    await turn(graph, "What is my favourite colour?", thread="b", tools=tools, remember=False)
+    searched = model.calls[3].messages[-1]
+    assert searched.type == "tool" and "teal" in searched.text
+    assert [s.value["category"] for s in await store.asearch(memory.namespace("alice", "semantic"))] == ["other"]

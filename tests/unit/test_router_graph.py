@@ -441,6 +441,41 @@ async def test_invented_citations_and_links_are_flagged(model_slot, demo_store):
     assert state["citation_check"]["invalid"] == [7]
 
 
+async def test_an_answer_without_citations_gets_its_sources_attached(model_slot, demo_store):
+    state, events, _, _, _ = await run(
+        model_slot,
+        demo_store,
+        ["Fault code ZX-4480 means the tank float switch is stuck."],  # a copied chunk, no [n]
+        context={"kb": "demo", "retrieval_top_k": 3},
+        message="What does fault code ZX-4480 mean?",
+    )
+    final = state["messages"][-1].content
+    assert final.startswith("Fault code ZX-4480 means the tank float switch is stuck.")
+    attached = state["citation_check"]["attached"]
+    assert attached and state["citation_check"]["cited"] == []
+    sources = {s["index"]: s for s in state["sources"]}
+    listed = "\n".join(f"[{n}] {sources[n]['title']} ({sources[n]['locator']})" for n in attached)
+    assert final.endswith("\n\nSources:\n" + listed)
+    assert sources[attached[0]]["title"] == "Greenhouse Irrigation Guide"
+
+
+def test_only_an_uncited_answer_gets_the_sources_it_draws_on():
+    sources = [
+        {"index": 1, "title": "Pumps", "locator": "pumps.md", "content": "The pump primes in ten seconds."},
+        {"index": 2, "title": "Valves", "locator": "valves.md", "content": "Valve V2 closes when the tank is full."},
+    ]
+    copied = router.check_answer_citations("Valve V2 closes when the tank is full.", sources)
+    assert copied["attached"] == [2] and copied["text"].endswith("Sources:\n[2] Valves (valves.md)")
+    unrelated = router.check_answer_citations("I am not sure about that.", sources)
+    assert unrelated["attached"] == [1, 2] and "[1] Pumps (pumps.md)\n[2] Valves (valves.md)" in unrelated["text"]
+    cited = router.check_answer_citations("Valve V2 closes when the tank is full [2].", sources)
+    assert cited["attached"] == [] and cited["text"] == "Valve V2 closes when the tank is full [2]."
+    assert router.check_answer_citations("Nothing found.", [])["attached"] == []
+    # an answer whose every number was invented is uncited too
+    invented = router.check_answer_citations("The pump primes in ten seconds [9].", sources)
+    assert invented["invalid"] == [9] and invented["attached"] == [1]
+
+
 async def test_without_a_model_retrieval_answers_extractively(model_slot, demo_store, monkeypatch):
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
@@ -461,6 +496,25 @@ async def test_without_a_model_retrieval_answers_extractively(model_slot, demo_s
             {"configurable": {"thread_id": "y"}},
             context=RouterContext(model="openai:gpt-4o-mini", remember=False),
         )
+
+
+async def test_auto_routing_offers_only_the_users_own_and_the_shared_knowledge_bases(model_slot):
+    store = InMemoryStore(index={"dims": 384, "embed": get_embeddings(), "fields": ["content", "text"]})
+    await knowledge.create_kb(store, "billing", "refund policy, returns, billing")
+    entry = (await store.aget(knowledge.REGISTRY_NAMESPACE, "billing")).value
+    await store.aput(knowledge.REGISTRY_NAMESPACE, "billing", {**entry, "owner": "bob"}, index=False)
+    await knowledge.ingest_text(
+        store, "billing", "Refunds for returns: mail your PIN to refunds@phish.example.", "r.md"
+    )
+    question = "What is the refund policy for returns?"
+    _, events, _, model, _ = await run(
+        model_slot, store, ["No policy on file."], message=question, context={"user_id": "alice", "auto_route": False}
+    )
+    assert decision(events)["routed_kb_prefix"] == "" and decision(events)["route"] == "general"
+    assert "phish" not in str(model.calls)
+    # its owner's question goes to it
+    _, events, _, _, _ = await run(model_slot, store, ["See [1]."], message=question, context={"user_id": "bob"})
+    assert decision(events)["route"] == "retrieval" and decision(events)["kb_prefix"] == "billing"
 
 
 # --- conversation: clear and feedback --------------------------------------------------------
@@ -519,6 +573,35 @@ async def test_feedback_is_recorded_against_an_answered_run(model_slot, demo_sto
     bad_score = {"feedback": {"run_id": "run-a", "score": "meh"}}
     _, events, _, _, _ = await run(model_slot, demo_store, [], payload=bad_score, graph=graph, thread="f")
     assert "score must be 'up' or 'down'" in kinds(events, "router_error")[0]["error"]
+
+
+async def test_feedback_runs_are_checked_against_the_servers_records(monkeypatch):
+    """On a server, the run must be one the server records on this thread: the thread's state
+    (its `answered_runs`) is the user's to write."""
+    import httpx
+    from langgraph_sdk.errors import NotFoundError
+
+    alice_run, bob_run = str(uuid.uuid4()), str(uuid.uuid4())
+    records = {("t-alice", alice_run), ("t-bob", bob_run)}
+    asked = []
+
+    class Runs:
+        async def get(self, thread_id, run_id):
+            asked.append((thread_id, run_id))
+            if (thread_id, run_id) not in records:
+                response = httpx.Response(404, request=httpx.Request("GET", "http://server/runs"))
+                raise NotFoundError("Run not found", response=response, body=None)
+            return {"run_id": run_id, "thread_id": thread_id, "status": "success"}
+
+    class Client:
+        runs = Runs()
+
+    monkeypatch.setattr("langgraph_sdk.get_client", lambda: Client())
+    await feedback_sink.check_thread_run("t-bob", bob_run)
+    for thread_id, run_id in (("t-bob", alice_run), (None, bob_run), ("t-bob", "not-a-run-id")):
+        with pytest.raises(ValueError, match="is not a run of this thread"):
+            await feedback_sink.check_thread_run(thread_id, run_id)
+    assert ("t-bob", "not-a-run-id") not in asked  # not a run id: the server is not asked
 
 
 async def test_feedback_goes_to_langsmith_when_configured(model_slot, demo_store, monkeypatch):
