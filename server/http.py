@@ -20,17 +20,22 @@ from graphs.utilities.tasks import conversation_title, daily_tip, related_questi
 from server import kb as kb_service
 from server import utilities, web
 from server.errors import ApiError, api_error_handler, validation_error_handler
+from server.limits import BodyLimitMiddleware
 from server.mcp_tools import mcp
+from settings.redact import install_log_redaction
 from store import knowledge
 from store.knowledge.config import KB_NAME
 from tools.identity import kb_reader
+from tools.quota import QuotaExceeded, charge
 
 KB_NAME_PATTERN = f"^{KB_NAME.pattern}$"
 
 
 @contextlib.asynccontextmanager
 async def lifespan(app: FastAPI):
-    """Run the MCP endpoint's session manager while the server runs."""
+    """Run the MCP endpoint's session manager while the server runs; configured secrets are
+    kept out of the log from the start (settings/redact.py)."""
+    install_log_redaction()
     async with mcp.session_manager.run():
         yield
 
@@ -46,12 +51,15 @@ app = FastAPI(
 )
 app.add_exception_handler(ApiError, api_error_handler)
 app.add_exception_handler(RequestValidationError, validation_error_handler)
+# Request body limits (server/limits.py): 413 PAYLOAD_TOO_LARGE, 400 JSON_TOO_DEEP.
+app.add_middleware(BodyLimitMiddleware)
 
 ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"description": description}
     for status, description in (
         (400, "Bad request: `{error, message, details}`"),
         (401, "Missing or invalid credentials"),
+        (413, "PAYLOAD_TOO_LARGE: the body is over the route's limit"),
         (422, "VALIDATION_ERROR naming the field"),
         (429, "QUOTA_EXCEEDED with details.retry_after"),
     )
@@ -86,27 +94,39 @@ async def web_read(body: web.WebReadRequest, request: Request) -> dict:
 # --- model utilities (seed 000) -------------------------------------------------------------------
 
 
+async def _charge_utility(request: Request) -> None:
+    """One call of a model utility route against the user's quota (UTILITY_QUOTA_*)."""
+    try:
+        await charge(await kb_service.server_store(), _user(request), "utility")
+    except QuotaExceeded as exc:
+        raise web.quota_error(exc) from None
+
+
 @app.post("/api/v1/title", tags=["utilities"], responses=ERRORS)
-async def title(body: utilities.TitleRequest) -> dict:
+async def title(body: utilities.TitleRequest, request: Request) -> dict:
     """A short title for a conversation."""
+    await _charge_utility(request)
     async with utilities.model_errors(body.model) as context:
         messages = convert_to_messages([m.model_dump() for m in body.messages])
         return {"title": await conversation_title(messages, context)}
 
 
 @app.post("/api/v1/related-questions", tags=["utilities"], responses=ERRORS)
-async def related(body: utilities.RelatedRequest) -> dict:
+async def related(body: utilities.RelatedRequest, request: Request) -> dict:
     """Follow-up questions a user is likely to ask after an answer."""
+    await _charge_utility(request)
     async with utilities.model_errors(body.model) as context:
         return {"questions": await related_questions(body.question, body.answer, context, body.count)}
 
 
 @app.get("/api/v1/daily-tip", tags=["utilities"], responses=ERRORS)
 async def tip(
+    request: Request,
     topic: Annotated[str | None, Query(max_length=200)] = None,
     model: Annotated[str | None, Query(description="'provider:model'; default AGENT_MODEL.")] = None,
 ) -> dict:
     """One practical tip for today (optionally on a topic)."""
+    await _charge_utility(request)
     async with utilities.model_errors(model) as context:
         return await daily_tip(context, topic)
 
@@ -164,6 +184,8 @@ def _kb_errors():
         raise ApiError("KB_FORBIDDEN", str(exc)) from None
     except kb_service.SourceUnknown as exc:
         raise ApiError("SOURCE_NOT_FOUND", str(exc)) from None
+    except QuotaExceeded as exc:
+        raise web.quota_error(exc) from None
     except ValueError as exc:
         raise ApiError("INVALID_REQUEST", str(exc)) from None
 
@@ -234,22 +256,36 @@ async def upload_documents(
                     "UNSUPPORTED_FILE_TYPE", f"{filename}: upload .txt, .md, .html or .pdf files.", {"file": filename}
                 )
             documents.append(
-                await kb_service.ingest_upload(store, name, filename, data, upload.content_type, date=date)
+                await kb_service.ingest_upload(
+                    store, name, filename, data, upload.content_type, date=date, user=_user(request)
+                )
             )
         return {"kb": await knowledge.get_kb(store, name), "documents": documents}
 
 
 @app.post("/api/v1/kb/{name}/urls", tags=["knowledge bases"], responses=ERRORS)
 async def ingest_urls(name: str, body: KBUrls, request: Request) -> dict:
-    """Fetch public URLs through the SSRF-safe reader and ingest them. URLs that fail are listed
-    in `failed`; when all fail, 400 URL_NOT_ACCESSIBLE."""
+    """Fetch public URLs through the SSRF-safe reader and ingest them. Each URL counts as one web
+    read of the user's web quota and its bytes against the ingest quota. URLs that fail are
+    listed in `failed`; when all fail, 400 URL_NOT_ACCESSIBLE (429 QUOTA_EXCEEDED when a quota
+    stopped the first one)."""
     store = await kb_service.server_store()
+    user = _user(request)
     with _kb_errors():
-        await kb_service.writable_kb(store, _user(request), _kb_path(name))
-    documents, failed = [], []
-    for url in body.urls:
+        await kb_service.writable_kb(store, user, _kb_path(name))
+    documents: list[dict] = []
+    failed: list[dict] = []
+    for position, url in enumerate(body.urls):
         try:
-            documents.append(await kb_service.ingest_url(store, name, url, date=body.date))
+            await charge(store, user, "web_read")
+            documents.append(await kb_service.ingest_url(store, name, url, date=body.date, user=user))
+        except QuotaExceeded as exc:
+            if not documents and not failed:
+                raise web.quota_error(exc) from None
+            failed.extend(
+                {"url": left, "error": str(exc), "error_code": "QUOTA_EXCEEDED"} for left in body.urls[position:]
+            )
+            break
         except ValueError as exc:
             failed.append({"url": url, "error": str(exc)})
     if failed and not documents:

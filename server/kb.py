@@ -23,6 +23,7 @@ from store import knowledge
 from store.knowledge.registry import refresh_stats
 from store.sql import adapter_for
 from tools.identity import acts_for_any_user, kb_reader
+from tools.quota import charge_bytes
 
 URL_MAX_BYTES = 20 * 1024 * 1024
 URL_TIMEOUT_SECONDS = 30.0
@@ -45,9 +46,10 @@ class SourceUnknown(LookupError):
     """The knowledge base has no document with this source."""
 
 
-async def ingest_url(store: BaseStore, kb: str, url: str, *, date: str | None = None) -> dict:
+async def ingest_url(store: BaseStore, kb: str, url: str, *, date: str | None = None, user: Any = None) -> dict:
     """Fetch a public URL with the SSRF-safe fetch of tools.net and ingest it (source: the final
-    URL): HTML, markdown, plain text or PDF. ValueError with the reason when it cannot."""
+    URL): HTML, markdown, plain text or PDF. ValueError with the reason when it cannot; the
+    fetched bytes are taken from `user`'s ingest quota first (QuotaExceeded)."""
     from tools.errors import ToolError
     from tools.net import safe_get
 
@@ -65,19 +67,29 @@ async def ingest_url(store: BaseStore, kb: str, url: str, *, date: str | None = 
         fmt = "markdown" if knowledge.format_for(fetched.url.split("#")[0]) == "markdown" else "text"
     # HTML and PDF go in as bytes (trafilatura honours the page's declared encoding).
     data = fetched.content if fmt in ("html", "pdf") else fetched.text().encode()
+    await charge_bytes(store, user, len(data))
     return await knowledge.ingest_bytes(store, kb, data, fetched.url, fmt, date=date)
 
 
 async def ingest_upload(
-    store: BaseStore, kb: str, filename: str, data: bytes, media_type: str | None = None, *, date: str | None = None
+    store: BaseStore,
+    kb: str,
+    filename: str,
+    data: bytes,
+    media_type: str | None = None,
+    *,
+    date: str | None = None,
+    user: Any = None,
 ) -> dict:
     """Ingest an uploaded file (txt, md, html or pdf, by extension, else by media type); the
-    source is the file name. ValueError when the type is not supported or the file is too big."""
+    source is the file name. ValueError when the type is not supported or the file is too big;
+    QuotaExceeded when it does not fit in `user`'s ingest quota."""
     if len(data) > UPLOAD_MAX_BYTES:
         raise ValueError(f"{filename} is larger than {UPLOAD_MAX_BYTES // (1024 * 1024)} MB.")
     fmt = knowledge.format_for(filename) or knowledge.format_for(media_type=media_type)
     if fmt is None:
         raise ValueError(f"{filename}: unsupported file type; upload .txt, .md, .html or .pdf files.")
+    await charge_bytes(store, user, len(data))
     return await knowledge.ingest_bytes(store, kb, data, filename, fmt, date=date)
 
 
@@ -101,11 +113,8 @@ async def writable_kb(store: BaseStore, user: Any, name: str) -> dict:
 
 async def create_owned_kb(store: BaseStore, user: Any, name: str, description: str = "") -> dict:
     """Create a knowledge base; a regular user becomes its owner. KBExistsError if it exists."""
-    entry = await knowledge.create_kb(store, name, description)
-    if user is not None and not acts_for_any_user(user):
-        entry = {**entry, "owner": user.identity}
-        await store.aput(knowledge.REGISTRY_NAMESPACE, name, entry, index=False)
-    return entry
+    owner = user.identity if user is not None and not acts_for_any_user(user) else None
+    return await knowledge.create_kb(store, name, description, owner=owner)
 
 
 async def share_kb(store: BaseStore, user: Any, name: str, shared: bool) -> dict:

@@ -1,7 +1,7 @@
 """Web search and web read for callers outside runs (HTTP routes, MCP): seed 002's request and
 response bodies around the same functions the `web_search` / `web_read` tools run, with the
-same per-user quota (tools/quota.py) and the same caches (search results and pages are public
-data, cached by query and URL, never with anything of the user's)."""
+same per-user quota (tools/quota.py) and the same caches, kept per user (a shared cache would
+tell one user what another searched for or read)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from server.errors import ApiError
+from settings.redact import redact
 from tools import web_read as web_read_module
 from tools import web_search as web_search_module
 from tools.errors import ToolError, ToolInputError, TransientToolError
@@ -25,7 +26,9 @@ class WebSearchRequest(BaseModel):
     query: str = Field(..., min_length=1, max_length=2000, description="What to search for.")
     max_results: int = Field(5, ge=1, le=web_search_module.MAX_RESULTS_LIMIT, description="Results to return (1-20).")
     search_engine: Literal["tavily", "searxng", "jina", "duckduckgo"] | None = Field(
-        None, description="Provider to use; unset: the configured one (WEB_SEARCH_PROVIDER or the first with a key)."
+        None,
+        description="Provider to use (it must be set up on the server); unset: WEB_SEARCH_PROVIDER, else the "
+        "first configured, else DuckDuckGo.",
     )
     timeout: float = Field(30, gt=0, le=120, description="Seconds the whole search may take.")
     locale: str | None = Field(
@@ -52,6 +55,11 @@ class WebReadRequest(BaseModel):
     max_concurrent: int = Field(3, ge=1, le=web_read_module.MAX_URLS_PER_CALL, description="URLs fetched at once.")
 
 
+def cache_scope(user: Any) -> str:
+    """The web caches' key part for a route's caller (see tools.cache.cache_scope)."""
+    return str(getattr(user, "identity", None) or "")
+
+
 def quota_error(exc: QuotaExceeded) -> ApiError:
     """429 QUOTA_EXCEEDED with `retry_after` in seconds."""
     return ApiError(
@@ -65,11 +73,13 @@ async def search(store: Any, user: Any, request: WebSearchRequest) -> dict:
     """Run a web search for `user`: seed 002's response body, or ApiError."""
     started = time.perf_counter()
     config = web_search_module.search_config()
+    provider: str | None = request.search_engine
     try:
         provider = web_search_module.choose_provider(request.search_engine, config)
         await charge(store, user, "web_search")
         results = await asyncio.wait_for(
-            web_search_module.web_search(request.query, request.max_results, provider), request.timeout
+            web_search_module.web_search(request.query, request.max_results, provider, scope=cache_scope(user)),
+            request.timeout,
         )
     except QuotaExceeded as exc:
         raise quota_error(exc) from None
@@ -79,12 +89,14 @@ async def search(store: Any, user: Any, request: WebSearchRequest) -> dict:
         ) from None
     except ToolInputError as exc:
         raise ApiError("INVALID_REQUEST", str(exc)) from None
-    except TransientToolError as exc:
+    except TransientToolError as exc:  # unreachable, timed out, rate limited, 5xx
         raise ApiError(
-            "WEB_SEARCH_FAILED", str(exc), {"search_engine": request.search_engine, "retry_after": 30}
+            "WEB_SEARCH_UNAVAILABLE",
+            f"The search provider could not be reached or is busy; try again later. ({redact(str(exc))})",
+            {"search_engine": provider, "retry_after": 30},
         ) from None
     except ToolError as exc:
-        raise ApiError("WEB_SEARCH_FAILED", str(exc), {"search_engine": request.search_engine}) from None
+        raise ApiError("WEB_SEARCH_FAILED", redact(str(exc)), {"search_engine": request.search_engine}) from None
     return {
         "query": request.query,
         "results": results,
@@ -112,13 +124,14 @@ async def read(store: Any, user: Any, request: WebReadRequest) -> dict:
     started = time.perf_counter()
     try:
         await charge(store, user, "web_read")
-        results = await web_read_module.web_read(
+        results = await web_read_module.read_pages(
             request.urls,
             timeout=request.timeout,
             css_selector=request.css_selector,
             exclude_selector=request.exclude_selector,
             bypass_cache=request.bypass_cache,
             max_concurrent=request.max_concurrent,
+            scope=cache_scope(user),
         )
     except QuotaExceeded as exc:
         raise quota_error(exc) from None

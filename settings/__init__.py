@@ -280,6 +280,31 @@ class SettingsValues(BaseModel):
         description="Set by the LangGraph server itself (`local_dev` under `langgraph dev`); not for operators.",
     )
 
+    # HTTP routes (server/http.py)
+    HTTP_MAX_BODY_BYTES: int = Field(
+        4 * 1024 * 1024,
+        ge=1024,
+        le=1_000_000_000,
+        description="Largest request body the `/api/v1/` routes accept (bytes); larger ones get 413 before "
+        "the body is read.",
+    )
+    HTTP_UPLOAD_MAX_BYTES: int = Field(
+        64 * 1024 * 1024,
+        ge=1024,
+        le=10_000_000_000,
+        description="Largest body of a document upload (`POST /api/v1/kb/{name}/documents`, all files together).",
+    )
+    UTILITY_QUOTA_REQUESTS: int = Field(
+        30,
+        ge=0,
+        le=1_000_000,
+        description="Calls of the model utility routes (title, related questions, daily tip) one user may make "
+        "per quota window (administrators are not limited); 0 = unlimited.",
+    )
+    UTILITY_QUOTA_WINDOW: float = Field(
+        60, ge=1, le=86400, description="Length of the model utility quota window in seconds."
+    )
+
     # Tools (tools/)
     CALCULATOR_MAX_CHARS: int = Field(1000, ge=1, le=1_000_000, description="Longest calculator expression.")
     CALCULATOR_MAX_DIGITS: int = Field(
@@ -337,6 +362,16 @@ class SettingsValues(BaseModel):
     )
 
     # Knowledge bases (store/knowledge/)
+    KB_INGEST_QUOTA_BYTES: int = Field(
+        20 * 1024 * 1024,
+        ge=0,
+        le=2_000_000_000,
+        description="Bytes of documents (uploads and fetched URLs) one user may ingest per ingest window "
+        "(administrators, the CLI and batch imports are not limited); 0 = unlimited.",
+    )
+    KB_INGEST_QUOTA_WINDOW: float = Field(
+        3600, ge=1, le=604800, description="Length of the ingest quota window in seconds."
+    )
     KB_CHUNK_SIZE: int = Field(800, ge=50, le=100_000, description="Characters per chunk.")
     KB_CHUNK_OVERLAP: int = Field(
         120, ge=0, le=50_000, description="Characters shared by neighbouring chunks (less than the chunk size)."
@@ -476,8 +511,9 @@ SECTIONS = {
     "EMBEDDINGS_MODEL": "Embeddings (store/embeddings.py)",
     "POSTGRES_URI": "Postgres (store/postgres.py)",
     "AGENT_API_KEYS": "Authentication (server/auth.py)",
+    "HTTP_MAX_BODY_BYTES": "HTTP routes (server/http.py)",
     "CALCULATOR_MAX_CHARS": "Tools (tools/)",
-    "KB_CHUNK_SIZE": "Knowledge bases (store/knowledge/)",
+    "KB_INGEST_QUOTA_BYTES": "Knowledge bases (store/knowledge/)",
     "MEMORY_DEDUPE_THRESHOLD": "Long-term memory (store/memory/)",
 }
 

@@ -41,7 +41,7 @@ LIBRARY = "langgraph-checkpoint-postgres"
 
 # The library's tables and the columns the statements below read or write.
 STORE_COLUMNS = {
-    "store": {"prefix", "key", "value", "created_at", "updated_at", "expires_at"},
+    "store": {"prefix", "key", "value", "created_at", "updated_at", "expires_at", "ttl_minutes"},
     "store_vectors": {"prefix", "key", "field_name", "embedding"},
 }
 CHECKPOINT_COLUMNS = {
@@ -223,6 +223,23 @@ class StoreSQL:
             await cur.execute("SELECT value FROM agent_store_meta WHERE key = 'embeddings_model'")
             row = await cur.fetchone()
             return str(row["value"]) if row else model, False
+
+    # --- items ----------------------------------------------------------------------------------
+
+    async def insert_if_absent(self, namespace: Sequence[str], key: str, value: dict) -> bool:
+        """Put an item (not indexed for search) only when `namespace`/`key` holds no live item, in
+        one statement: of concurrent calls for one key exactly one returns True (the store's `put`
+        always overwrites). An expired item counts as absent."""
+        rows = await self._fetch(
+            "INSERT INTO store (prefix, key, value, created_at, updated_at) "
+            "VALUES (%s, %s, %s, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP) "
+            "ON CONFLICT (prefix, key) DO UPDATE SET value = EXCLUDED.value, created_at = EXCLUDED.created_at,"
+            " updated_at = EXCLUDED.updated_at, expires_at = NULL, ttl_minutes = NULL "
+            "WHERE store.expires_at IS NOT NULL AND store.expires_at <= NOW() "
+            "RETURNING key",
+            (".".join(namespace), key, Jsonb(strip_nul(value))),
+        )
+        return bool(rows)
 
     # --- memories -------------------------------------------------------------------------------
 
@@ -562,11 +579,7 @@ class StoreSQL:
 
     # --- web quotas (tools/quota.py) ------------------------------------------------------------
 
-    async def charge_quota(self, user_id: str, kind: str, window_seconds: float) -> tuple[int, float]:
-        """Count one use of `kind` by `user_id` in the current fixed window of `window_seconds`
-        (windows aligned on the epoch, shared by every server process on this database) in the
-        project's table `web_quota` (created on first use); returns (uses in this window, this
-        one included; seconds until the window ends)."""
+    async def _ensure_quota_table(self) -> None:
         if not self._quota_ready:
             async with self.pool.connection() as conn:
                 await conn.execute(
@@ -575,6 +588,13 @@ class StoreSQL:
                     " used integer NOT NULL, PRIMARY KEY (user_id, kind))"
                 )
             self._quota_ready = True
+
+    async def charge_quota(self, user_id: str, kind: str, window_seconds: float) -> tuple[int, float]:
+        """Count one use of `kind` by `user_id` in the current fixed window of `window_seconds`
+        (windows aligned on the epoch, shared by every server process on this database) in the
+        project's table `web_quota` (created on first use); returns (uses in this window, this
+        one included; seconds until the window ends)."""
+        await self._ensure_quota_table()
         rows = await self._fetch(
             "WITH w AS (SELECT to_timestamp(floor(extract(epoch FROM clock_timestamp()) / %(window)s) "
             " * %(window)s) AS start) "
@@ -588,6 +608,46 @@ class StoreSQL:
             {"user": user_id, "kind": kind, "window": window_seconds},
         )
         return int(rows[0]["used"]), max(0.0, float(rows[0]["retry_after"]))
+
+    async def charge_budget(
+        self, user_id: str, kind: str, window_seconds: float, amount: int, limit: int
+    ) -> tuple[bool, int, float]:
+        """Take `amount` from `user_id`'s budget of `limit` for `kind` in the current fixed window
+        (table `web_quota`, like `charge_quota`), only if it fits: an amount that does not fit is
+        not counted. Returns (granted, used in this window after the call, seconds until the
+        window ends). The row is locked for the check, so concurrent charges never overdraw."""
+        await self._ensure_quota_table()
+        async with (
+            self.pool.connection() as conn,
+            conn.transaction(),
+            conn.cursor(row_factory=dict_row) as cur,
+        ):
+            params = {"user": user_id, "kind": kind, "window": window_seconds}
+            await cur.execute(
+                "INSERT INTO web_quota (user_id, kind, window_start, used) "
+                "VALUES (%(user)s, %(kind)s, to_timestamp(0), 0) ON CONFLICT (user_id, kind) DO NOTHING",
+                params,
+            )
+            await cur.execute(
+                "SELECT used, window_start = w.start AS current, w.start,"
+                " extract(epoch FROM (w.start + make_interval(secs => %(window)s) - clock_timestamp()))::float8"
+                " AS retry_after "
+                "FROM web_quota, (SELECT to_timestamp(floor(extract(epoch FROM clock_timestamp()) / %(window)s)"
+                " * %(window)s) AS start) AS w "
+                "WHERE user_id = %(user)s AND kind = %(kind)s FOR UPDATE OF web_quota",
+                params,
+            )
+            row = await cur.fetchone()
+            assert row is not None
+            used = int(row["used"]) if row["current"] else 0
+            retry_after = max(0.0, float(row["retry_after"]))
+            if used + amount > limit:
+                return False, used, retry_after
+            await cur.execute(
+                "UPDATE web_quota SET used = %(used)s, window_start = %(start)s WHERE user_id = %(user)s AND kind = %(kind)s",
+                {**params, "used": used + amount, "start": row["start"]},
+            )
+            return True, used + amount, retry_after
 
     # --- checkpoints ------------------------------------------------------------------------------
 

@@ -12,9 +12,20 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 V = TypeVar("V")
+
+
+def cache_scope(runtime: Any) -> str:
+    """The part of a web cache key that keeps users apart: the user a run acts for ("" outside
+    runs). A cache shared across users would tell one user, by a hit and its speed, what another
+    searched for or read."""
+    if runtime is None:
+        return ""
+    from tools.identity import run_user_id
+
+    return run_user_id(runtime)
 
 
 @dataclass(frozen=True)

@@ -7,12 +7,15 @@ through the SSRF policy of tools.net. Timeouts, unreachable services, HTTP 408, 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
 import httpx
 
 from tools.errors import ToolError, TransientToolError, is_transient_http_status
+
+logger = logging.getLogger(__name__)
 
 _REASON_FIELDS = ("reason", "error", "message", "detail")
 
@@ -55,8 +58,10 @@ async def get_json(
             message += f" Reason: {reason}"
         if is_transient_http_status(status):
             raise TransientToolError(message)
-        if status in (401, 403):
-            message += " Check the API key or access settings."
+        if status in (401, 403):  # the operator's to fix: logged, not told to the model or the user
+            logger.warning(
+                "%s refused the server's credentials: %s Check its API key or access settings.", service, message
+            )
         raise ToolError(message)
     try:
         body = response.json()

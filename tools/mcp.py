@@ -10,6 +10,11 @@ Sessions: the adapter's tools are stateless. Listing tools opens one session, an
 call opens a fresh session (for stdio: spawns the server process again) and closes it after the
 call. So nothing stays connected between calls, and server-side session state does not persist.
 
+Secrets: connections carry URLs (tokens in query strings, userinfo), headers and environment
+variables. Every value of a connection is registered with settings.redact when the configuration
+is read, so error messages (the tool list's `unavailable`, tool errors) and log lines show `***`
+in their place.
+
 Names: an MCP tool keeps the name its server gives it, unless that name is also used by another
 server's tool or is in `reserved_names` (the built-in tools); then every MCP tool with that name
 becomes `<server>__<name>`.
@@ -35,6 +40,7 @@ from mcp.shared.exceptions import McpError
 from mcp.types import CONNECTION_CLOSED
 
 from settings import settings
+from settings.redact import install_log_redaction, redact, register_secrets, secrets_in
 from tools.errors import ToolError, TransientToolError
 
 logger = logging.getLogger(__name__)
@@ -87,10 +93,24 @@ def mcp_servers_config() -> dict[str, dict]:
     try:
         servers = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"{source} is not valid JSON: {exc}") from exc
+        raise ValueError(f"{source} is not valid JSON: {redact(str(exc))}") from None
     if not isinstance(servers, dict) or not all(isinstance(c, dict) for c in servers.values()):
         raise ValueError(f"{source} must be a JSON object mapping server names to connections.")
+    protect(servers)
     return servers
+
+
+_protected: set[str] = set()
+
+
+def protect(servers: dict[str, dict]) -> None:
+    """Hide every value of these connections from error messages and logs (settings.redact)."""
+    fingerprint = json.dumps(servers, sort_keys=True, default=str)
+    if fingerprint in _protected:
+        return
+    register_secrets(secret for connection in servers.values() for secret in secrets_in(connection))
+    install_log_redaction()
+    _protected.add(fingerprint)
 
 
 async def load_mcp_tools(
@@ -117,6 +137,8 @@ async def load_mcp_tools(
             return [], []  # the common case, checked on every agent step: no thread hop
         # Off the event loop: MCP_SERVERS_FILE is a file read (the server flags blocking I/O).
         servers = await asyncio.to_thread(mcp_servers_config)
+    else:
+        protect(servers)
     config = MCPConfig.from_env()
     loads = await asyncio.gather(*(_load_server(name, connection, config) for name, connection in servers.items()))
     tools_by_server: dict[str, list[BaseTool]] = {}
@@ -204,4 +226,6 @@ def _leaves(exc: BaseException) -> list[BaseException]:
 
 
 def _describe(exc: BaseException) -> str:
-    return "; ".join(f"{type(leaf).__name__}: {leaf}" if str(leaf) else type(leaf).__name__ for leaf in _leaves(exc))
+    """What went wrong, for users and logs: configured secrets replaced by `***`."""
+    text = "; ".join(f"{type(leaf).__name__}: {leaf}" if str(leaf) else type(leaf).__name__ for leaf in _leaves(exc))
+    return redact(text)

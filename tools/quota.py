@@ -1,5 +1,9 @@
-"""Per-user rate limit of the web tools (`WEB_QUOTA_REQUESTS` per `WEB_QUOTA_WINDOW` seconds),
-shared by the tools inside runs and the HTTP routes (server/http.py).
+"""Per-user rate limits: the web tools (`WEB_QUOTA_REQUESTS` per `WEB_QUOTA_WINDOW` seconds),
+shared by the tools inside runs and the HTTP routes (server/http.py), which also count the URLs a
+knowledge-base ingest fetches as web reads; the model utility routes (`UTILITY_QUOTA_REQUESTS` per
+`UTILITY_QUOTA_WINDOW`); and the bytes of documents a user may ingest (`KB_INGEST_QUOTA_BYTES`
+per `KB_INGEST_QUOTA_WINDOW`, `charge_bytes`: a request that does not fit is refused and not
+counted).
 
 Counters live in Postgres (store/sql.py `charge_quota`, table `web_quota`) when the store is the
 project's Postgres store, so every server process counts the same uses; on any other store (the
@@ -20,20 +24,22 @@ from store.sql import adapter_for
 from tools.errors import ToolError
 from tools.identity import acts_for_any_user
 
-KINDS = ("web_search", "web_read")
+KINDS = ("web_search", "web_read", "utility")
+INGEST_BYTES = "ingest_bytes"
 
 
 class QuotaExceeded(ToolError):
     """A user has used up a web quota for the current window."""
 
-    def __init__(self, kind: str, limit: int, window: float, retry_after: float) -> None:
+    def __init__(self, kind: str, limit: int, window: float, retry_after: float, message: str | None = None) -> None:
         self.kind = kind
         self.limit = limit
         self.window = window
         self.retry_after = max(1, math.ceil(retry_after))
         super().__init__(
-            f"Quota exceeded: at most {limit} {kind} calls per {window:g} seconds for this user. "
-            f"Try again in {self.retry_after} seconds."
+            message
+            or f"Quota exceeded: at most {limit} {kind} calls per {window:g} seconds for this user."
+            f" Try again in {self.retry_after} seconds."
         )
 
 
@@ -41,14 +47,21 @@ _local: dict[tuple[str, str], tuple[float, int]] = {}
 _local_lock = threading.Lock()
 
 
-def _charge_locally(user_id: str, kind: str, window: float) -> tuple[int, float]:
+def _charge_locally(
+    user_id: str, kind: str, window: float, amount: int = 1, limit: int | None = None
+) -> tuple[bool, int, float]:
+    """(granted, uses in this window after the call, seconds left); with `limit`, an amount
+    that does not fit is not granted and not counted."""
     now = time.time()
     start = math.floor(now / window) * window
     with _local_lock:
         previous_start, used = _local.get((user_id, kind), (start, 0))
-        used = used + 1 if previous_start == start else 1
+        used = used if previous_start == start else 0
+        granted = limit is None or used + amount <= limit
+        if granted:
+            used += amount
         _local[(user_id, kind)] = (start, used)
-    return used, start + window - now
+    return granted, used, start + window - now
 
 
 def limited_user(user: Any) -> str | None:
@@ -63,16 +76,46 @@ async def charge(store: Any, user: Any, kind: str) -> None:
     if kind not in KINDS:
         raise ValueError(f"unknown quota kind {kind!r}")
     config = settings()
+    if kind == "utility":
+        limit, window = config.UTILITY_QUOTA_REQUESTS, config.UTILITY_QUOTA_WINDOW
+    else:
+        limit, window = config.WEB_QUOTA_REQUESTS, config.WEB_QUOTA_WINDOW
     user_id = limited_user(user)
-    if user_id is None or config.WEB_QUOTA_REQUESTS == 0:
+    if user_id is None or limit == 0:
         return
     adapter = adapter_for(store) if store is not None else None
     if adapter is not None:
-        used, retry_after = await adapter.charge_quota(user_id, kind, config.WEB_QUOTA_WINDOW)
+        used, retry_after = await adapter.charge_quota(user_id, kind, window)
     else:
-        used, retry_after = _charge_locally(user_id, kind, config.WEB_QUOTA_WINDOW)
-    if used > config.WEB_QUOTA_REQUESTS:
-        raise QuotaExceeded(kind, config.WEB_QUOTA_REQUESTS, config.WEB_QUOTA_WINDOW, retry_after)
+        _granted, used, retry_after = _charge_locally(user_id, kind, window)
+    if used > limit:
+        raise QuotaExceeded(kind, limit, window, retry_after)
+
+
+async def charge_bytes(store: Any, user: Any, amount: int) -> None:
+    """Take `amount` bytes from `user`'s ingest budget; QuotaExceeded (not counted) when they do
+    not fit in what is left of the current window."""
+    config = settings()
+    limit, window = config.KB_INGEST_QUOTA_BYTES, config.KB_INGEST_QUOTA_WINDOW
+    user_id = limited_user(user)
+    if user_id is None or limit == 0:
+        return
+    adapter = adapter_for(store) if store is not None else None
+    if adapter is not None:
+        granted, used, retry_after = await adapter.charge_budget(user_id, INGEST_BYTES, window, amount, limit)
+    else:
+        granted, used, retry_after = _charge_locally(user_id, INGEST_BYTES, window, amount, limit)
+    if not granted:
+        left = max(0, limit - used)
+        budget = f"at most {limit:,} bytes of documents per {window:g} seconds for this user"
+        if amount > limit:
+            message = f"Ingest quota: {budget}, and this document has {amount:,} bytes; split it or ingest it as an administrator."
+        else:
+            message = (
+                f"Ingest quota exceeded: {budget}; {left:,} left in this window and this document has "
+                f"{amount:,}. Try again in {max(1, math.ceil(retry_after))} seconds."
+            )
+        raise QuotaExceeded(INGEST_BYTES, limit, window, retry_after, message)
 
 
 async def charge_run(runtime: Any, kind: str) -> None:

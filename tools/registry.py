@@ -20,13 +20,13 @@ from tools.mcp import load_mcp_tools, mcp_configured
 from tools.memory import MEMORY_TOOLS
 from tools.weather import weather
 from tools.web_read import web_read
-from tools.web_search import web_search
+from tools.web_search import web_search_tool
 
 BUILTIN_FUNCTIONS: tuple[Callable, ...] = (
     calculator,
     current_time,
     weather,
-    web_search,
+    web_search_tool,
     web_read,
     *KNOWLEDGE_TOOLS,
     *MEMORY_TOOLS,

@@ -16,7 +16,7 @@ from langgraph.prebuilt import ToolRuntime
 
 from settings import settings
 from store.markdown import html_to_markdown
-from tools.cache import TTLCache
+from tools.cache import TTLCache, cache_scope
 from tools.errors import ToolError, ToolInputError
 from tools.net import (
     DEFAULT_MAX_BYTES,
@@ -158,12 +158,14 @@ def _error_result(url: str, error: str, code: str, *, retryable: bool = False) -
     return {"url": url, "status": "error", "error": error, "error_code": code, "retryable": retryable}
 
 
-async def _read_one(url: str, *, timeout: float, selectors: tuple, keep, drop, bypass_cache: bool) -> dict[str, Any]:
+async def _read_one(
+    url: str, *, timeout: float, selectors: tuple, keep, drop, bypass_cache: bool, scope: str
+) -> dict[str, Any]:
     config = web_read_config()
     try:
-        key = (str(httpx.URL(url.strip())), *selectors)
+        key = (scope, str(httpx.URL(url.strip())), *selectors)
     except (httpx.InvalidURL, ValueError, TypeError):
-        key = (url, *selectors)
+        key = (scope, url, *selectors)
     try:
         hit = None if bypass_cache else READ_CACHE.lookup(key)
         if hit is not None and hit.fresh:
@@ -229,6 +231,31 @@ async def web_read(
     Returns:
         One result dict per URL, in the order of `urls`.
     """
+    return await read_pages(
+        urls,
+        timeout=timeout,
+        css_selector=css_selector,
+        exclude_selector=exclude_selector,
+        bypass_cache=bypass_cache,
+        max_concurrent=max_concurrent,
+        runtime=runtime,
+    )
+
+
+async def read_pages(
+    urls: list[str] | str,
+    *,
+    timeout: float = DEFAULT_TIMEOUT_SECONDS,
+    css_selector: str | None = None,
+    exclude_selector: str | None = None,
+    bypass_cache: bool = False,
+    max_concurrent: int = 5,
+    runtime: Any = None,
+    scope: str | None = None,
+) -> list[dict]:
+    """`web_read` for any caller: a call with `runtime` is charged to the run user's web quota;
+    pages are cached per `scope` (default: the run's user, see tools.cache.cache_scope), so no
+    user learns from a cache hit what another read; callers outside runs pass their user's."""
     if isinstance(urls, str):
         urls = [urls]
     if not isinstance(urls, list) or not urls or not all(isinstance(u, str) for u in urls):
@@ -243,12 +270,13 @@ async def web_read(
     drop = _css(exclude_selector, "exclude_selector")
     await charge_run(runtime, "web_read")  # the run user's quota (tools/quota.py)
     selectors = (css_selector or None, exclude_selector or None)
+    scope = cache_scope(runtime) if scope is None else scope
     gate = asyncio.Semaphore(min(max(int(max_concurrent), 1), MAX_URLS_PER_CALL))
 
     async def read(url: str) -> dict[str, Any]:
         async with gate:
             return await _read_one(
-                url, timeout=timeout, selectors=selectors, keep=keep, drop=drop, bypass_cache=bypass_cache
+                url, timeout=timeout, selectors=selectors, keep=keep, drop=drop, bypass_cache=bypass_cache, scope=scope
             )
 
     unique = list(dict.fromkeys(urls))

@@ -3,11 +3,19 @@
 Provider endpoints are configured by the operator, so their requests go through
 `tools.json_api.get_json` (timeouts; timeouts, HTTP 429 and 5xx become `TransientToolError`),
 not through the SSRF policy of tools.net.
+
+The provider: the one asked for (HTTP routes, deep research), else `WEB_SEARCH_PROVIDER`, else
+the first configured of Tavily, SearXNG and Jina, else the keyless DuckDuckGo. The `web_search`
+tool offered to models has no provider argument: a model cannot pick one the operator did not
+set up. Errors a user or model may see never name settings; what the operator should set is
+logged instead. Results are cached per user (`cache_scope`), so no user can tell from the cache
+what another searched for.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import re
 from collections.abc import Awaitable, Callable
@@ -19,10 +27,12 @@ from langgraph.prebuilt import ToolRuntime
 from pydantic import SecretStr
 
 from settings import settings
-from tools.cache import TTLCache
+from tools.cache import TTLCache, cache_scope
 from tools.errors import ToolError, ToolInputError, TransientToolError, is_transient_http_status
 from tools.json_api import get_json
 from tools.quota import charge_run
+
+logger = logging.getLogger(__name__)
 
 MAX_RESULTS_LIMIT = 20
 SNIPPET_MAX_CHARS = 500
@@ -170,7 +180,7 @@ SEARCH_PROVIDERS: dict[str, SearchProvider] = {
     "tavily": SearchProvider(search_tavily, lambda c: bool(c.tavily_api_key), "TAVILY_API_KEY"),
     "searxng": SearchProvider(search_searxng, lambda c: bool(c.searxng_url), "SEARXNG_URL"),
     "jina": SearchProvider(search_jina, lambda c: bool(c.jina_api_key), "JINA_API_KEY"),
-    # A scraper: used only when chosen explicitly.
+    # A keyless scraper: chosen explicitly, or the fallback when no other provider is configured.
     "duckduckgo": SearchProvider(
         search_duckduckgo, lambda c: True, "WEB_SEARCH_PROVIDER=duckduckgo", auto_select=False
     ),
@@ -179,29 +189,39 @@ SEARCH_PROVIDERS: dict[str, SearchProvider] = {
 SEARCH_CACHE: TTLCache[list[dict[str, Any]]] = TTLCache(max_entries=512)
 
 
-def _no_provider_message() -> str:
-    keyed = ", ".join(p.required_env for p in SEARCH_PROVIDERS.values() if p.auto_select)
-    return (
-        "No web search provider is configured. Set one of "
-        f"{keyed} (optionally WEB_SEARCH_PROVIDER to choose among them), "
-        "or WEB_SEARCH_PROVIDER=duckduckgo for the keyless DuckDuckGo scraper."
-    )
+FALLBACK_PROVIDER = "duckduckgo"
+
+
+def configured_providers(config: SearchConfig) -> list[str]:
+    """The providers usable with `config`, in the order they are chosen (DuckDuckGo last)."""
+    keyed = [name for name, p in SEARCH_PROVIDERS.items() if p.auto_select and p.configured(config)]
+    return [*keyed, FALLBACK_PROVIDER]
 
 
 def choose_provider(name: str | None, config: SearchConfig) -> str:
-    """The provider to use: `name`, else WEB_SEARCH_PROVIDER, else the first configured one."""
-    chosen = (name or "").strip().lower() or config.provider
-    if chosen:
-        provider = SEARCH_PROVIDERS.get(chosen)
-        if provider is None:
-            raise ToolInputError(f"Unknown search provider {chosen!r}; choose one of {', '.join(SEARCH_PROVIDERS)}.")
+    """The provider to use: `name`, else WEB_SEARCH_PROVIDER, else the first configured one,
+    else DuckDuckGo. An unknown or unconfigured `name` is a ToolInputError naming the usable
+    ones; an unconfigured WEB_SEARCH_PROVIDER a ToolError (the setting to fix is logged)."""
+    asked = (name or "").strip().lower()
+    if asked:
+        provider = SEARCH_PROVIDERS.get(asked)
+        if provider is None or not provider.configured(config):
+            usable = ", ".join(configured_providers(config))
+            what = "Unknown search provider" if provider is None else "Search provider"
+            state = "" if provider is None else " is not set up on this server"
+            raise ToolInputError(f"{what} {asked!r}{state}; use one of: {usable}.")
+        return asked
+    if config.provider:
+        provider = SEARCH_PROVIDERS[config.provider]
         if not provider.configured(config):
-            raise ToolError(f"Search provider {chosen!r} is not configured: set {provider.required_env}.")
-        return chosen
-    for candidate, provider in SEARCH_PROVIDERS.items():
-        if provider.auto_select and provider.configured(config):
-            return candidate
-    raise ToolError(_no_provider_message())
+            logger.warning(
+                "WEB_SEARCH_PROVIDER=%s but %s is not set: web searches fail until it is.",
+                config.provider,
+                provider.required_env,
+            )
+            raise ToolError("Web search is not available: the server's search provider is not set up.")
+        return config.provider
+    return configured_providers(config)[0]
 
 
 def _clean(text: object) -> str:
@@ -234,6 +254,36 @@ async def web_search(
     max_results: int = 5,
     provider: str | None = None,
     runtime: ToolRuntime = None,  # type: ignore[assignment]
+    *,
+    scope: str | None = None,
+) -> list[dict]:
+    """Search the web: up to `max_results` ranked results ({"rank", "title", "url", "snippet",
+    "domain"}) from `provider` (see `choose_provider`). A call with `runtime` is charged to the
+    run user's web quota. Results are cached per `scope` (default: the run's user, see
+    tools.cache.cache_scope); callers outside runs pass their user's scope."""
+    query = _clean(query)
+    if not query:
+        raise ToolInputError("query must not be empty.")
+    if max_results < 1:
+        raise ToolInputError("max_results must be at least 1.")
+    max_results = min(int(max_results), MAX_RESULTS_LIMIT)
+    config = search_config()
+    name = choose_provider(provider, config)
+    await charge_run(runtime, "web_search")  # the run user's quota (tools/quota.py)
+    key = (cache_scope(runtime) if scope is None else scope, name, query.casefold(), max_results)
+    cached = SEARCH_CACHE.get(key)
+    if cached is not None:
+        return [dict(result) for result in cached]
+    hits = await SEARCH_PROVIDERS[name].search(query, max_results, config)
+    results = normalise_results(hits, max_results)
+    SEARCH_CACHE.set(key, results, ttl=config.cache_ttl)
+    return [dict(result) for result in results]
+
+
+async def web_search_tool(
+    query: str,
+    max_results: int = 5,
+    runtime: ToolRuntime = None,  # type: ignore[assignment]
 ) -> list[dict]:
     """Search the web and return the top results, best first.
 
@@ -245,26 +295,12 @@ async def web_search(
     Args:
         query: what to search for, as you would type it into a search engine.
         max_results: how many results to return, 1-20 (larger values are capped at 20).
-        provider: leave unset to use the configured provider; otherwise one of "tavily",
-            "searxng", "jina", "duckduckgo" (it must be configured by the operator).
 
     Returns:
         Up to `max_results` result dicts, ranked.
     """
-    query = _clean(query)
-    if not query:
-        raise ToolInputError("query must not be empty.")
-    if max_results < 1:
-        raise ToolInputError("max_results must be at least 1.")
-    max_results = min(int(max_results), MAX_RESULTS_LIMIT)
-    config = search_config()
-    name = choose_provider(provider, config)
-    await charge_run(runtime, "web_search")  # the run user's quota (tools/quota.py)
-    key = (name, query.casefold(), max_results)
-    cached = SEARCH_CACHE.get(key)
-    if cached is not None:
-        return [dict(result) for result in cached]
-    hits = await SEARCH_PROVIDERS[name].search(query, max_results, config)
-    results = normalise_results(hits, max_results)
-    SEARCH_CACHE.set(key, results, ttl=config.cache_ttl)
-    return [dict(result) for result in results]
+    return await web_search(query, max_results, runtime=runtime)
+
+
+# The tool's name (tools/registry.py builds the tool from this function).
+web_search_tool.__name__ = "web_search"

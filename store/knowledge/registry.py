@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import weakref
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -128,37 +130,60 @@ async def set_shared(store: BaseStore, name: str, shared: bool) -> dict:
     return _entry(entry)
 
 
-async def create_kb(store: BaseStore, name: str, description: str = "", *, exist_ok: bool = False) -> dict:
-    """Register a knowledge base and return its entry.
+# Creation without the Postgres store's atomic insert (in-process stores: unit tests, scripts).
+_create_locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
 
-    With `exist_ok`, an existing entry is returned (its description replaced when a non-empty
-    one is given); otherwise an existing name raises KBExistsError.
+
+def _create_lock() -> asyncio.Lock:
+    loop = asyncio.get_running_loop()
+    lock = _create_locks.get(loop)
+    if lock is None:
+        lock = _create_locks[loop] = asyncio.Lock()
+    return lock
+
+
+async def create_kb(
+    store: BaseStore, name: str, description: str = "", *, exist_ok: bool = False, owner: str | None = None
+) -> dict:
+    """Register a knowledge base and return its entry (with `owner` when one is given).
+
+    Creation is atomic: of concurrent calls for one name exactly one creates it, the others see
+    it exist. With `exist_ok`, an existing entry is returned (its description replaced when a
+    non-empty one is given); otherwise an existing name raises KBExistsError.
     """
     validate_kb_name(name)
-    item = await store.aget(REGISTRY_NAMESPACE, name)
-    if item is not None:
-        if not exist_ok:
-            raise KBExistsError(f"Knowledge base {name!r} already exists.")
-        entry = dict(item.value)
-        if description and description != entry.get("description"):
-            entry.update(description=description, updated_at=now_stamp())
-            await store.aput(REGISTRY_NAMESPACE, name, entry, index=False)
-    else:
-        from store.embeddings import embeddings_spec
+    from store.embeddings import embeddings_spec
 
-        now = now_stamp()
-        entry = {
-            "name": name,
-            "description": description,
-            "created_at": now,
-            "updated_at": now,
-            "documents": 0,
-            "chunks": 0,
-            "characters": 0,
-            "embeddings_model": embeddings_spec().model,
-        }
-        await store.aput(REGISTRY_NAMESPACE, name, entry, index=False)
-    return entry
+    now = now_stamp()
+    entry: dict[str, Any] = {
+        "name": name,
+        "description": description,
+        "created_at": now,
+        "updated_at": now,
+        "documents": 0,
+        "chunks": 0,
+        "characters": 0,
+        "embeddings_model": embeddings_spec().model,
+    }
+    if owner is not None:
+        entry["owner"] = owner
+    adapter = adapter_for(store)
+    if adapter is not None:
+        if await adapter.insert_if_absent(REGISTRY_NAMESPACE, name, entry):
+            return entry
+    else:
+        async with _create_lock():
+            if await store.aget(REGISTRY_NAMESPACE, name) is None:
+                await store.aput(REGISTRY_NAMESPACE, name, entry, index=False)
+                return entry
+    if not exist_ok:
+        raise KBExistsError(f"Knowledge base {name!r} already exists.")
+    item = await store.aget(REGISTRY_NAMESPACE, name)
+    existing = dict(item.value) if item is not None else entry
+    if description and description != existing.get("description"):
+        existing.update(description=description, updated_at=now_stamp())
+        await store.aput(REGISTRY_NAMESPACE, name, existing, index=False)
+    return existing
 
 
 async def _delete_namespace(store: BaseStore, namespace: tuple[str, ...]) -> int:

@@ -56,7 +56,7 @@ async def test_a_changed_schema_stops_start_up_naming_the_library_version(pg_sch
             await adapter.check_tables(STORE_COLUMNS)
     message = str(raised.value)
     assert f"langgraph-checkpoint-postgres {library_version()}" in message
-    assert "table store lacks column(s) created_at, expires_at, updated_at" in message
+    assert "table store lacks column(s) created_at, expires_at, ttl_minutes, updated_at" in message
     assert "table store_vectors is missing" in message
 
 

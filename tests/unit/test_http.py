@@ -138,6 +138,46 @@ async def test_quota_counts_per_user_and_kind_and_spares_administrators(monkeypa
     await quota.charge(None, who, "web_search")  # 0 = unlimited
 
 
+async def test_ingest_byte_budget_refuses_what_does_not_fit_without_counting_it(monkeypatch):
+    monkeypatch.setenv("KB_INGEST_QUOTA_BYTES", "1000")
+    monkeypatch.setenv("KB_INGEST_QUOTA_WINDOW", "86400")
+    who = User(f"u{time.time_ns()}")
+    await quota.charge_bytes(None, who, 600)
+    with pytest.raises(quota.QuotaExceeded) as over:
+        await quota.charge_bytes(None, who, 600)
+    assert over.value.kind == "ingest_bytes" and "400 left" in str(over.value) and over.value.retry_after >= 1
+    await quota.charge_bytes(None, who, 400)  # the refused 600 were not counted
+    with pytest.raises(quota.QuotaExceeded, match="cannot be ingested|split it"):
+        await quota.charge_bytes(None, User(f"v{time.time_ns()}"), 5000)
+    await quota.charge_bytes(None, User("ops", [ADMIN]), 10**6)
+
+
+async def test_model_utility_quota(monkeypatch):
+    monkeypatch.setenv("UTILITY_QUOTA_REQUESTS", "1")
+    who = User(f"u{time.time_ns()}")
+    await quota.charge(None, who, "utility")
+    with pytest.raises(quota.QuotaExceeded, match="utility"):
+        await quota.charge(None, who, "utility")
+
+
+async def test_concurrent_creates_of_one_knowledge_base_make_one_owner():
+    import asyncio
+
+    from langgraph.store.memory import InMemoryStore
+
+    from store import knowledge
+
+    store = InMemoryStore()
+    users = [User("alice"), User("bob")] * 5
+    outcomes = await asyncio.gather(
+        *(kb_service.create_owned_kb(store, u, "race", f"by {u.identity}") for u in users), return_exceptions=True
+    )
+    created = [o for o in outcomes if isinstance(o, dict)]
+    assert len(created) == 1
+    assert all(isinstance(o, knowledge.KBExistsError) for o in outcomes if not isinstance(o, dict))
+    assert (await knowledge.get_kb(store, "race"))["owner"] == created[0]["owner"]
+
+
 def test_owner_rule():
     shared, owned = {"name": "docs"}, {"name": "mine", "owner": "alice"}
     alice, bob, ops = User("alice"), User("bob"), User("ops", [ADMIN])
@@ -155,3 +195,12 @@ def test_errors_have_seed_002_shape_and_retry_after_header():
         "details": {"retry_after": 12},
     }
     assert ApiError("TIMEOUT_ERROR", "late").status == 408 and ApiError("INVALID_URL_FORMAT", "x").status == 400
+
+
+def test_json_depth_counts_brackets_outside_strings_only():
+    from server.limits import json_depth_exceeded
+
+    assert json_depth_exceeded(b"[" * 101 + b"]" * 101)
+    assert not json_depth_exceeded(b"[" * 100 + b"]" * 100)
+    assert not json_depth_exceeded(json.dumps({"text": "[{" * 500, "list": [[1], [2]]}).encode())
+    assert not json_depth_exceeded(b"[]" * 10_000)  # wide, not deep
