@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 from graphs.utilities.tasks import conversation_title, daily_tip, related_questions
 from server import kb as kb_service
 from server import utilities, web
-from server.errors import ApiError, api_error_handler, validation_error_handler
+from server.errors import ApiError, DatabaseUnavailableMiddleware, api_error_handler, validation_error_handler
 from server.mcp_tools import mcp
 from store import knowledge
 from store.knowledge.config import KB_NAME
@@ -45,6 +45,8 @@ app = FastAPI(
 )
 app.add_exception_handler(ApiError, api_error_handler)
 app.add_exception_handler(RequestValidationError, validation_error_handler)
+# Postgres down: 503 DATABASE_UNAVAILABLE on every route of the server, the LangGraph ones too.
+app.add_middleware(DatabaseUnavailableMiddleware)
 
 ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"description": description}
@@ -53,6 +55,7 @@ ERRORS: dict[int | str, dict[str, Any]] = {
         (401, "Missing or invalid credentials"),
         (422, "VALIDATION_ERROR naming the field"),
         (429, "QUOTA_EXCEEDED with details.retry_after"),
+        (503, "DATABASE_UNAVAILABLE with details.retry_after: Postgres cannot be reached"),
     )
 }
 
