@@ -77,7 +77,11 @@ class DatabaseUnavailable(psycopg.OperationalError, RuntimeError):
 
 
 def is_database_unavailable(exc: BaseException) -> bool:
-    """Whether `exc` (or an exception it wraps or groups) says Postgres cannot be reached."""
+    """Whether `exc` (or an exception it wraps or groups) says Postgres cannot be reached.
+
+    The LangGraph server loads this module once more per factory path in langgraph.json, so a
+    `DatabaseUnavailable` may be another copy's class: it is recognised all the same, as an
+    `OperationalError` without SQLSTATE."""
     seen: set[int] = set()
     pending: list[BaseException] = [exc]
     while pending:
