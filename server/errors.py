@@ -7,6 +7,9 @@ from typing import Any
 from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from store.postgres import DATABASE_UNAVAILABLE_MESSAGE, is_database_unavailable
 
 # code -> HTTP status (seed 002's table, plus the knowledge-base and validation codes)
 STATUS = {
@@ -29,7 +32,11 @@ STATUS = {
     "UNSUPPORTED_FILE_TYPE": 415,
     "PAYLOAD_TOO_LARGE": 413,
     "JSON_TOO_DEEP": 400,
+    "DATABASE_UNAVAILABLE": 503,
 }
+
+# Seconds a client is told to wait (Retry-After) while the database is unavailable.
+DATABASE_RETRY_AFTER_S = 2
 
 
 class ApiError(Exception):
@@ -74,3 +81,39 @@ async def validation_error_handler(request: Request, exc: Exception) -> JSONResp
     ]
     message = "; ".join(f"{p['field']}: {p['message']}" for p in problems) or "Invalid request."
     return error_response(ApiError("VALIDATION_ERROR", message, {"errors": problems}))
+
+
+class DatabaseUnavailableMiddleware:
+    """Answer 503 DATABASE_UNAVAILABLE whenever Postgres cannot be reached, on every route.
+
+    Added to the custom app (server/http.py), which the LangGraph server runs outside its own
+    routes too (`/threads`, `/runs`, `/store`, ...), so this is the one place that turns a lost
+    database into an answer. Without it the error escapes as a plain-text 500 and the server
+    closes the connection. A response already streaming (a run's events) cannot change its
+    status: the run itself ends with a `DatabaseUnavailable` error event.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracking_send)
+        except Exception as exc:
+            if started or not is_database_unavailable(exc):
+                raise
+            error = ApiError(
+                "DATABASE_UNAVAILABLE", DATABASE_UNAVAILABLE_MESSAGE, {"retry_after": DATABASE_RETRY_AFTER_S}
+            )
+            await error_response(error)(scope, receive, send)

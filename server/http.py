@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 from graphs.utilities.tasks import conversation_title, daily_tip, related_questions
 from server import kb as kb_service
 from server import utilities, web
-from server.errors import ApiError, api_error_handler, validation_error_handler
+from server.errors import ApiError, DatabaseUnavailableMiddleware, api_error_handler, validation_error_handler
 from server.limits import BodyLimitMiddleware
 from server.mcp_tools import mcp
 from settings.redact import install_log_redaction
@@ -53,6 +53,8 @@ app.add_exception_handler(ApiError, api_error_handler)
 app.add_exception_handler(RequestValidationError, validation_error_handler)
 # Request body limits (server/limits.py): 413 PAYLOAD_TOO_LARGE, 400 JSON_TOO_DEEP.
 app.add_middleware(BodyLimitMiddleware)
+# Postgres down: 503 DATABASE_UNAVAILABLE on every route of the server, the LangGraph ones too.
+app.add_middleware(DatabaseUnavailableMiddleware)
 
 ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"description": description}
@@ -62,6 +64,7 @@ ERRORS: dict[int | str, dict[str, Any]] = {
         (413, "PAYLOAD_TOO_LARGE: the body is over the route's limit"),
         (422, "VALIDATION_ERROR naming the field"),
         (429, "QUOTA_EXCEEDED with details.retry_after"),
+        (503, "DATABASE_UNAVAILABLE with details.retry_after: Postgres cannot be reached"),
     )
 }
 

@@ -230,9 +230,10 @@ class SettingsValues(BaseModel):
         5,
         gt=0,
         le=300,
-        description="Seconds a request waits for a database connection; also the connect timeout and how long the "
-        "pool backs off reconnecting, so with Postgres down requests fail after this long and the first request "
-        "after it is back connects at once (connections are checked before each use).",
+        description="Seconds a request waits for a database connection when every pooled one is busy; also the "
+        "connect timeout and how long the pool backs off reconnecting. With Postgres down, requests do not wait it: "
+        "they get DATABASE_UNAVAILABLE (503) within about half a second, and the server serves again as soon as "
+        "Postgres is back (connections are checked before each use).",
     )
     STORE_TTL_SWEEP_MINUTES: float = Field(
         60,

@@ -18,15 +18,18 @@ import asyncio
 import logging
 import os
 import sys
+import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import psycopg
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.store.postgres.aio import AsyncPostgresStore
 from psycopg.rows import dict_row
-from psycopg_pool import AsyncConnectionPool
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+from psycopg_pool.abc import ACT
 
 from settings import settings
 from store.embeddings import embeddings_spec, get_embeddings
@@ -44,6 +47,131 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 class StoreIndexMismatch(RuntimeError):
     """The store's vector index was built with another embeddings model or dimension than configured."""
+
+
+DATABASE_UNAVAILABLE_MESSAGE = (
+    "The database is unavailable (no connection to Postgres); nothing was read or written. "
+    "The server reconnects by itself when Postgres is back: retry shortly."
+)
+
+# SQLSTATEs that mean the connection, not the statement, failed: class 08 (connection
+# exception) and the server shutting down or starting up (57P01-57P03).
+_CONNECTION_SQLSTATES = ("08", "57P01", "57P02", "57P03")
+# A request waiting this long for a connection checks whether Postgres is reachable at all.
+_QUICK_WAIT_S = 0.5
+# While Postgres is down, how often a request may try a direct connection to see if it is back.
+_PROBE_EVERY_S = 0.25
+
+
+class DatabaseUnavailable(psycopg.OperationalError, RuntimeError):
+    """Postgres cannot be reached (down, restarting, or no connection free in time).
+
+    An `OperationalError`, so code that handles psycopg's errors still does; the HTTP server
+    answers it with 503 DATABASE_UNAVAILABLE (server/errors.py). A run ends with it as its error
+    event; as a `RuntimeError` its message reaches the client (the LangGraph server replaces the
+    message of other error types with "An internal error occurred").
+    """
+
+    def __init__(self, message: str = DATABASE_UNAVAILABLE_MESSAGE) -> None:
+        super().__init__(message)
+
+
+def is_database_unavailable(exc: BaseException) -> bool:
+    """Whether `exc` (or an exception it wraps or groups) says Postgres cannot be reached.
+
+    The LangGraph server loads this module once more per factory path in langgraph.json, so a
+    `DatabaseUnavailable` may be another copy's class: it is recognised all the same, as an
+    `OperationalError` without SQLSTATE."""
+    seen: set[int] = set()
+    pending: list[BaseException] = [exc]
+    while pending:
+        error = pending.pop()
+        if id(error) in seen:
+            continue
+        seen.add(id(error))
+        if isinstance(error, DatabaseUnavailable) or _is_connection_failure(error):
+            return True
+        if isinstance(error, BaseExceptionGroup):
+            pending.extend(error.exceptions)
+        pending.extend(e for e in (error.__cause__, error.__context__) if e is not None)
+    return False
+
+
+def _is_connection_failure(exc: BaseException) -> bool:
+    if isinstance(exc, PoolTimeout):
+        return True
+    if not isinstance(exc, psycopg.OperationalError):
+        return False
+    sqlstate = getattr(exc, "sqlstate", None)
+    # No SQLSTATE: the client library lost or could not open the connection.
+    return sqlstate is None or sqlstate.startswith(_CONNECTION_SQLSTATES)
+
+
+class DatabasePool(AsyncConnectionPool[ACT]):
+    """A psycopg pool whose connection failures are `DatabaseUnavailable`, answered quickly.
+
+    Every database access of the server (LangGraph's saver and store, store/sql.py) takes its
+    connection here. A failure to get one, or a connection lost mid-statement, raises
+    `DatabaseUnavailable`. A request that waits more than `_QUICK_WAIT_S` for a connection
+    tries one direct connection to Postgres: if that fails, Postgres is down and the request
+    fails at once (instead of after the pool timeout); if it works, the pool is only busy or
+    reconnecting, and the request waits the rest of its time. While Postgres is known to be
+    down, each request fails at once unless such an attempt (at most one every
+    `_PROBE_EVERY_S`) finds it back; the pool then reconnects by itself.
+    """
+
+    _down = False
+    _probed_at = 0.0
+
+    async def _reachable(self) -> bool | None:
+        """Whether a direct connection to Postgres works (None: one was tried just now)."""
+        now = time.monotonic()
+        if now - self._probed_at < _PROBE_EVERY_S:
+            return None
+        self._probed_at = now
+        conninfo, kwargs = self.conninfo, self.kwargs
+        if not isinstance(conninfo, str) or not isinstance(kwargs, dict):
+            return True  # computed per connection (not how open_pool builds it): the pool decides
+        try:
+            probe = await psycopg.AsyncConnection.connect(conninfo, **kwargs)
+        except psycopg.OperationalError:
+            return False
+        await probe.close()
+        return True
+
+    def _unavailable(self, reason: str) -> DatabaseUnavailable:
+        if not self._down:
+            logger.warning("Postgres is unavailable (%s): requests get DatabaseUnavailable", reason)
+        self._down = True
+        return DatabaseUnavailable()
+
+    async def getconn(self, timeout: float | None = None) -> ACT:
+        wait = self.timeout if timeout is None else timeout
+        if self._down:
+            if not await self._reachable():
+                raise DatabaseUnavailable()
+            logger.info("Postgres is reachable again; the pool reconnects")
+            self._down = False
+        started = time.monotonic()
+        try:
+            return await super().getconn(min(wait, _QUICK_WAIT_S))
+        except PoolTimeout as exc:
+            if wait <= _QUICK_WAIT_S or await self._reachable() is False:
+                raise self._unavailable(type(exc).__name__) from exc
+        try:
+            return await super().getconn(max(wait - (time.monotonic() - started), 0.01))
+        except PoolTimeout as exc:
+            raise self._unavailable(type(exc).__name__) from exc
+
+    @asynccontextmanager
+    async def connection(self, timeout: float | None = None) -> AsyncIterator[ACT]:
+        try:
+            async with super().connection(timeout) as conn:
+                yield conn
+        except psycopg.OperationalError as exc:
+            if isinstance(exc, DatabaseUnavailable) or not _is_connection_failure(exc):
+                raise
+            raise self._unavailable(type(exc).__name__) from exc
 
 
 def _embedded_dir() -> Path:
@@ -108,7 +236,7 @@ async def open_pool(
         await conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
     wait = pool_timeout()
     # Typed for the dict rows `row_factory` gives below.
-    pool: AsyncConnectionPool[AsyncConnection[DictRow]] = AsyncConnectionPool(
+    pool: AsyncConnectionPool[AsyncConnection[DictRow]] = DatabasePool(
         conninfo=conninfo,
         min_size=1,
         max_size=max_size,

@@ -1,6 +1,9 @@
 """The `react` graph: model <-> tools loop, bounded by `max_steps`.
 
 call_model --(tool calls)--> tools --> call_model ... --(answer: the turn is recorded)--> END
+
+A model message asking for tools waits in `pending_tool_calls` and joins `messages` with its
+results, so a run stopped between the two leaves no tool call without a result in the thread.
 """
 
 from __future__ import annotations
@@ -95,30 +98,39 @@ async def call_model(state: State, runtime: Runtime[Context], config: RunnableCo
                 or f"I reached the step limit ({context.max_steps} model calls) before finishing; "
                 f"I still wanted to call: {wanted}.",
             )
+    if response.tool_calls:
+        # Held aside until the tools answer: `messages` never commits a call without its result.
+        update["pending_tool_calls"] = response
+        return update
     update["messages"] = [*update.get("messages", []), response]
-    if not response.tool_calls:  # the answer: the turn is over
-        await remember_turn([*messages, response], runtime, config)
+    update["pending_tool_calls"] = None
+    await remember_turn([*messages, response], runtime, config)  # the answer: the turn is over
     return update
 
 
 async def call_tools(state: State, runtime: Runtime[Context], config: RunnableConfig) -> dict:
-    """Run every tool call of the last model message, concurrently."""
+    """Run every tool call of the model's pending message, concurrently; commit the message and
+    its results to `messages` together."""
     context = runtime.context
+    request = state.get("pending_tool_calls")
+    if request is None:
+        return {}
     tools = await select_tools(context.tools)
-    return await run_tool_calls(
-        state,
+    done = await run_tool_calls(
+        {**state, "messages": [*state["messages"], request]},
         config,
         tools,
         step=state.get("steps", 0),
         timeout_s=context.tool_timeout,
         retries=context.tool_retries,
     )
+    return {**done, "messages": [request, *done["messages"]], "pending_tool_calls": None}
 
 
 def route_after_model(state: State) -> str:
     """Tools if the model asked for them, else the turn is over."""
-    last = state["messages"][-1]
-    return "tools" if isinstance(last, AIMessage) and last.tool_calls else END
+    request = state.get("pending_tool_calls")
+    return "tools" if isinstance(request, AIMessage) and request.tool_calls else END
 
 
 # Nodes take (state, runtime, config), which LangGraph runs but add_node's overloads do not type

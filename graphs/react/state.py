@@ -5,6 +5,8 @@ from __future__ import annotations
 import operator
 from typing import Annotated
 
+from langchain_core.messages import AIMessage
+
 from graphs.runtime.state import MessagesInput
 
 InputState = MessagesInput
@@ -19,3 +21,8 @@ class State(InputState, total=False):
     """Summary of older turns removed from `messages` to stay inside the model's budget."""
     execution_log: Annotated[list[dict], operator.add]
     """One entry per tool call: tool, args, status, duration_ms, attempts, step, tool_call_id."""
+    pending_tool_calls: AIMessage | None
+    """The model's message asking for tools while they run (None otherwise). It joins `messages`
+    together with its results, so `messages` never holds a tool call without its result, however
+    the run stops (cancelled, recursion limit, a crash). After a stop here (`next` is `tools`),
+    a run with no input runs them; a new message drops them."""

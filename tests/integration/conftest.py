@@ -239,3 +239,17 @@ def dev_server(pg_uri, openai_server, tmp_path_factory):
     server.start()
     yield server
     server.stop()
+
+
+@pytest.fixture
+def restartable(tmp_path, openai_server, monkeypatch):
+    """A dev server on a Postgres of its own, which the test may stop and start."""
+    data_dir = tmp_path / "pg" / "data"
+    monkeypatch.setenv("EMBEDDED_POSTGRES_DIR", str(data_dir))
+    uri = ensure_embedded_postgres()
+    env = server_env(openai_server, POSTGRES_URI=uri, POSTGRES_SCHEMA="restart", EMBEDDED_POSTGRES_DIR=str(data_dir))
+    server = DevServer(tmp_path, env)
+    server.start()
+    yield server
+    server.stop()
+    stop_embedded_postgres()

@@ -17,8 +17,8 @@ import httpx
 import pytest
 from langgraph_sdk.errors import APIStatusError, PermissionDeniedError
 
-from store.postgres import ensure_embedded_postgres, stop_embedded_postgres
-from tests.integration.conftest import ROOT, DevServer, key, server_env, user
+from store.postgres import stop_embedded_postgres
+from tests.integration.conftest import ROOT, key, user
 
 pytestmark = pytest.mark.integration
 
@@ -188,20 +188,6 @@ async def test_a_model_error_reaches_the_client_with_its_message(dev_server, ope
     errors = [p.data for p in parts if p.event == "error"]
     assert errors and errors[0]["error"] == "ModelCallError"
     assert f"model refused {k}" in errors[0]["message"]
-
-
-@pytest.fixture
-def restartable(tmp_path, openai_server, monkeypatch):
-    """A dev server on a Postgres of its own, which the test may stop and start."""
-    data_dir = tmp_path / "pg" / "data"
-    monkeypatch.setenv("EMBEDDED_POSTGRES_DIR", str(data_dir))
-    uri = ensure_embedded_postgres()
-    env = server_env(openai_server, POSTGRES_URI=uri, POSTGRES_SCHEMA="restart", EMBEDDED_POSTGRES_DIR=str(data_dir))
-    server = DevServer(tmp_path, env)
-    server.start()
-    yield server
-    server.stop()
-    stop_embedded_postgres()
 
 
 async def test_postgres_restart_gives_quick_errors_then_serves_at_once(restartable, openai_server):

@@ -10,6 +10,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.errors import GraphRecursionError
 
 import tools.registry as registry
 from graphs.react.graph import builder
@@ -303,3 +304,55 @@ def test_every_event_kind_is_documented():
         section = doc.split(f"### `{kind}`", 1)[1].split("\n### ", 1)[0]
         for field in fields:
             assert f"`{field}`" in section, f"{kind}.{field} undocumented"
+
+
+def _unanswered(messages) -> set[str]:
+    called = {c["id"] for m in messages if isinstance(m, AIMessage) for c in m.tool_calls}
+    return called - {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+
+
+async def test_a_run_cancelled_during_its_tools_commits_no_call_without_its_result(model_slot):
+    slow = AIMessage("", id="a1", tool_calls=[{"name": "slow_echo", "args": {"text": "x", "delay": 0.5}, "id": "s1"}])
+    model_slot["model"] = ScriptedChatModel(responses=[slow, "echoed x"])
+    graph = builder.compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "stopped"}}
+    context = Context(model="scripted:test", remember=False)
+    started = asyncio.Event()
+
+    async def consume():
+        async for chunk in graph.astream(
+            {"messages": [HumanMessage("echo x")]}, config, context=context, stream_mode="custom"
+        ):
+            if chunk["event"] == "tool_call_started":
+                started.set()
+
+    task = asyncio.create_task(consume())
+    await asyncio.wait_for(started.wait(), 10)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    snapshot = await graph.aget_state(config)
+    assert _unanswered(snapshot.values["messages"]) == set()
+    assert snapshot.next == ("tools",) and snapshot.values["pending_tool_calls"].tool_calls[0]["id"] == "s1"
+    # Resumed with no input, the kept request runs and joins the messages with its result.
+    final = await graph.ainvoke(None, config, context=context)
+    assert [type(m).__name__ for m in final["messages"]] == ["HumanMessage", "AIMessage", "ToolMessage", "AIMessage"]
+    assert final["messages"][2].content == "echo:x" and final["pending_tool_calls"] is None
+
+
+async def test_the_recursion_limit_commits_no_call_without_its_result_and_a_new_message_goes_on(model_slot):
+    call = AIMessage("", id="a1", tool_calls=[{"name": "calculator", "args": {"expression": "1+1"}, "id": "k1"}])
+    model = ScriptedChatModel(responses=[call, "a fresh answer"])
+    model_slot["model"] = model
+    graph = builder.compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "limited"}, "recursion_limit": 1}
+    context = Context(model="scripted:test", remember=False)
+    with pytest.raises(GraphRecursionError):
+        await graph.ainvoke({"messages": [HumanMessage("add")]}, config, context=context)
+    snapshot = await graph.aget_state(config)
+    assert _unanswered(snapshot.values["messages"]) == set() and snapshot.next == ("tools",)
+    final = await graph.ainvoke(
+        {"messages": [HumanMessage("never mind")]}, {"configurable": {"thread_id": "limited"}}, context=context
+    )
+    assert final["messages"][-1].content == "a fresh answer" and _unanswered(final["messages"]) == set()
+    assert not any(isinstance(m, ToolMessage) for m in model.calls[-1].messages)  # nothing to repair

@@ -1,0 +1,207 @@
+"""Stops through a real `langgraph dev`: Postgres going down and coming back under the server,
+and runs stopped in the middle (cancelled during a slow tool, or by the recursion limit) that
+must leave the thread valid: no tool call without its result, and the next run works."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+
+from store.postgres import stop_embedded_postgres
+from tests.integration.conftest import ROOT, DevServer, key, server_env, user
+from tests.web_servers import LoopbackServer, Reply
+
+pytestmark = pytest.mark.integration
+
+
+def start_postgres(env: dict[str, str]) -> None:
+    """Start the test's embedded Postgres again (a process of its own, as an operator would)."""
+    started = subprocess.run(
+        [sys.executable, "-m", "store.postgres", "start"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert started.returncode == 0, started.stderr
+
+
+def assert_unavailable(reply: httpx.Response) -> None:
+    """A 503 in the routes' error shape, naming the database."""
+    assert reply.status_code == 503, (reply.status_code, reply.text)
+    body = reply.json()
+    assert body["error"] == "DATABASE_UNAVAILABLE" and "database" in body["message"].lower()
+    assert isinstance(body["details"], dict)
+
+
+async def test_postgres_down_answers_503_keeps_the_connection_and_recovers(restartable, openai_server):
+    client = restartable.client(None)
+    k = key()
+    openai_server.script(k, ["before", "after"])
+    thread = await client.threads.create()
+    tid = thread["thread_id"]
+    await client.runs.wait(tid, "react", input=user(f"{k} one"))
+
+    stop_embedded_postgres()
+    async with httpx.AsyncClient(base_url=restartable.url, timeout=60) as http:
+        # One client, one kept-alive connection: every answer arrives on it, none is dropped.
+        for method, path in [
+            ("GET", "/api/v1/kb"),
+            ("GET", f"/threads/{tid}/state"),
+            ("POST", "/store/items/search"),
+            ("GET", "/api/v1/kb"),
+        ]:
+            body = {"namespace_prefix": ["memories"]} if method == "POST" else None
+            started = time.monotonic()
+            reply = await http.request(method, path, json=body)
+            print(f"{method} {path}: {reply.status_code} in {time.monotonic() - started:.2f} s")
+            assert_unavailable(reply)
+        tools = await http.get("/api/v1/tools")
+        print(f"GET /api/v1/tools: {tools.status_code}")
+        assert tools.status_code in (200, 503), tools.text
+        if tools.status_code == 503:
+            assert_unavailable(tools)
+
+        await asyncio.to_thread(start_postgres, restartable.env)
+        back = time.monotonic()
+        # The server reconnects by itself: each route (checkpoints, store, knowledge bases) serves again.
+        for path in (f"/threads/{tid}/state", "/api/v1/kb"):
+            deadline = back + 60
+            while True:
+                reply = await http.get(path)
+                if reply.status_code != 503 or time.monotonic() > deadline:
+                    break
+                await asyncio.sleep(0.1)
+            print(f"{path} served {time.monotonic() - back:.2f} s after Postgres was back")
+            assert reply.status_code == 200, reply.text
+        state = (await http.get(f"/threads/{tid}/state")).json()
+        assert [m["content"] for m in state["values"]["messages"]][-1] == "before"
+    final = await client.runs.wait(tid, "react", input=user("two"))
+    assert final["messages"][-1]["content"] == "after"
+
+
+async def test_a_run_when_postgres_goes_down_ends_with_a_clear_error_after_its_streamed_text(
+    restartable, openai_server
+):
+    client = restartable.client(None)
+    k = key()
+    words = "the streamed answer keeps coming " * 12
+    openai_server.script(k, [{"content": words, "delay_per_token": 0.1}])
+    thread = await client.threads.create()
+    text = ""
+    events: list = []
+    stopped = False
+    stopped_at: list[float] = []
+
+    async def consume() -> None:
+        nonlocal text, stopped
+        async for part in client.runs.stream(
+            thread["thread_id"], "react", input=user(f"{k} talk"), stream_mode=["messages-tuple"]
+        ):
+            events.append(part)
+            if part.event == "messages":
+                chunk = part.data[0]
+                if chunk.get("type") == "AIMessageChunk" and isinstance(chunk.get("content"), str):
+                    text += chunk["content"]
+            if len(text) > 40 and not stopped:
+                stopped = True
+                await asyncio.to_thread(stop_embedded_postgres)
+                stopped_at.append(time.monotonic())
+
+    await asyncio.wait_for(consume(), 120)  # ends: no hang
+    print(f"the run ended {time.monotonic() - stopped_at[0]:.2f} s after Postgres stopped")
+    assert stopped and text.startswith("the streamed answer") and len(text) > 40
+    errors = [p.data for p in events if p.event == "error"]
+    assert errors, [p.event for p in events][-5:]
+    assert errors[-1]["error"] == "DatabaseUnavailable", errors[-1]
+    assert "database" in errors[-1]["message"].lower()
+
+
+@pytest.fixture(scope="module")
+def slow_pages():
+    """A loopback web server whose page takes long to answer."""
+    page = "<html><body><h1>Slow</h1><p>A page that takes its time.</p></body></html>"
+    with LoopbackServer({"/slow": Reply(body=page, delay=15)}) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def web_server(pg_uri, openai_server, slow_pages, tmp_path_factory):
+    """A dev server whose web tools may fetch loopback pages."""
+    env = server_env(openai_server, POSTGRES_URI=pg_uri, POSTGRES_SCHEMA="it_stops", WEB_ALLOW_LOOPBACK="1")
+    server = DevServer(tmp_path_factory.mktemp("stops-dev"), env)
+    server.start()
+    yield server
+    server.stop()
+
+
+def unanswered_calls(state: dict) -> set[str]:
+    """Ids of tool calls in the thread's messages that have no tool message with their result."""
+    messages = state["values"]["messages"]
+    called = {call["id"] for m in messages if m["type"] == "ai" for call in m.get("tool_calls") or []}
+    return called - {m["tool_call_id"] for m in messages if m["type"] == "tool"}
+
+
+def read_slow_page(slow_pages: LoopbackServer, call_id: str) -> dict:
+    """A scripted model answer asking web_read for the slow page."""
+    return {
+        "content": "",
+        "tool_calls": [{"name": "web_read", "args": {"urls": [slow_pages.url("/slow")]}, "id": call_id}],
+    }
+
+
+async def test_runs_cancelled_during_a_slow_tool_leave_no_unanswered_tool_call(web_server, openai_server, slow_pages):
+    client = web_server.client(None)
+    k = key()
+    after_stops = [0.0, 0.3, 1.0]  # seconds after the tool started fetching
+    openai_server.script(k, [*(read_slow_page(slow_pages, f"c{i}") for i in range(len(after_stops))), "recovered fine"])
+    thread = await client.threads.create()
+    tid = thread["thread_id"]
+    for i, wait in enumerate(after_stops):
+        fetched = len(slow_pages.requests_to("/slow"))
+        run = await client.runs.create(tid, "react", input=user(f"{k} read the slow page ({i})"))
+        deadline = time.monotonic() + 60
+        while len(slow_pages.requests_to("/slow")) == fetched and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        assert len(slow_pages.requests_to("/slow")) > fetched  # the tool is running
+        await asyncio.sleep(wait)
+        await client.runs.cancel(tid, run["run_id"], wait=True, action="interrupt")
+        assert (await client.runs.get(tid, run["run_id"]))["status"] == "interrupted"
+        state = await client.threads.get_state(tid)
+        assert unanswered_calls(state) == set(), state["values"]["messages"]
+
+    final = await client.runs.wait(tid, "react", input=user("are you still there?"))
+    assert final["messages"][-1]["content"] == "recovered fine"
+    state = await client.threads.get_state(tid)
+    assert unanswered_calls(state) == set() and state["next"] == []
+    # the model was sent a valid history: no call of the stopped runs, nothing to repair
+    sent = [r for r in openai_server.requests() if k in str(r.get("messages"))][-1]["messages"]
+    assert not any(m.get("tool_calls") for m in sent) and not any(m["role"] == "tool" for m in sent)
+
+
+async def test_a_run_stopped_by_the_recursion_limit_leaves_no_unanswered_tool_call(web_server, openai_server):
+    client = web_server.client(None)
+    k = key()
+    calculate = {"content": "", "tool_calls": [{"name": "calculator", "args": {"expression": "6*7"}, "id": "r1"}]}
+    openai_server.script(k, [calculate, "forty-two, after all"])
+    thread = await client.threads.create()
+    tid = thread["thread_id"]
+    run = await client.runs.create(tid, "react", input=user(f"{k} what is 6*7?"), config={"recursion_limit": 1})
+    await client.runs.join(tid, run["run_id"])
+    assert (await client.runs.get(tid, run["run_id"]))["status"] == "error"
+    state = await client.threads.get_state(tid)
+    assert unanswered_calls(state) == set(), state["values"]["messages"]
+    # What the stopped run wanted is kept aside, and a run with no input carries it out.
+    assert state["next"] == ["tools"]
+    assert [c["id"] for c in state["values"]["pending_tool_calls"]["tool_calls"]] == ["r1"]
+    final = await client.runs.wait(tid, "react", input=None)
+    assert final["messages"][-1]["content"] == "forty-two, after all"
+    state = await client.threads.get_state(tid)
+    assert unanswered_calls(state) == set() and state["next"] == []
+    assert "42" in [m for m in state["values"]["messages"] if m["type"] == "tool"][0]["content"]
