@@ -29,6 +29,7 @@ from graphs.runtime.readable import summarize_errors
 from graphs.runtime.retry import RetriesExhausted, call_with_retries
 from store import knowledge
 from tools.errors import TransientToolError
+from tools.identity import run_kb_reader
 from tools.web_read import web_read
 from tools.web_search import SEARCH_PROVIDERS, search_config, web_search
 
@@ -84,7 +85,9 @@ async def _kb_passages(runtime: Runtime[ResearchContext], question: str) -> tupl
         return passages, ["no store is configured, so knowledge bases cannot be searched"]
     for kb in context.knowledge_bases:
         try:
-            found = await knowledge.retrieve(runtime.store, kb, question, top_k=context.search_results)
+            found = await knowledge.retrieve(
+                runtime.store, kb, question, top_k=context.search_results, reader=run_kb_reader(runtime)
+            )
         except Exception as exc:
             errors.append(f"knowledge base {kb!r}: {exc}")
             continue

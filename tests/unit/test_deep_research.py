@@ -524,6 +524,27 @@ async def test_researchers_also_search_the_knowledge_bases(engine, models, store
     assert kinds(events, "researcher_finished")[0]["sources_found"] == 3  # two web pages + one passage
 
 
+async def test_researchers_read_only_the_knowledge_bases_their_user_may_read(models, store):
+    from types import SimpleNamespace
+
+    from langgraph.runtime import ServerInfo
+
+    from graphs.deep_research.researcher import _kb_passages
+
+    await knowledge.create_kb(store, "diary", "private notes", owner="bob")
+    await knowledge.ingest_text(store, "diary", "The spare key hides under the blue flowerpot.", "diary.txt")
+
+    def runtime(identity: str):
+        user = SimpleNamespace(identity=identity, permissions=[])
+        info = ServerInfo(assistant_id="a", graph_id="deep_research", user=user)
+        return SimpleNamespace(store=store, server_info=info, context=context(knowledge_bases=["diary"]))
+
+    passages, errors = await _kb_passages(runtime("alice"), "where is the spare key?")
+    assert passages == [] and any("Unknown knowledge base 'diary'" in e for e in errors)
+    passages, errors = await _kb_passages(runtime("bob"), "where is the spare key?")
+    assert errors == [] and any("flowerpot" in p["content"] for p in passages)
+
+
 async def test_search_falls_back_to_the_next_provider_and_defaults_to_duckduckgo(engine, models, monkeypatch):
     assert search_providers() == ["searxng"]
     monkeypatch.delenv("SEARXNG_URL")
