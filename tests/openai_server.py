@@ -287,6 +287,7 @@ class ScriptedOpenAIApp:
             "messages": messages,
             "tools": body.get("tools") or [],
             "tool_choice": body.get("tool_choice"),
+            "response_format": body.get("response_format"),
             "stream": bool(body.get("stream")),
             "script_key": None,
             "status": None,

@@ -224,7 +224,8 @@ async def ainvoke_with_retries(
 
     async def attempt() -> Any:
         # Each attempt is bounded by the run's deadline too (RunDeadlineExceeded once it passed).
-        return await asyncio.wait_for(model.ainvoke(messages, config), bounded(timeout, "model"))
+        limit = bounded(timeout, "model")
+        return await asyncio.wait_for(model.ainvoke(messages, config), limit)
 
     try:
         result = await call_with_retries(

@@ -130,7 +130,9 @@ def _parse(raw: AIMessage, schema: type[BaseModel]) -> BaseModel:
     except ValueError as exc:
         raise ValueError(f"the `{schema.__name__}` arguments are not valid JSON: {exc}") from None
     if args is None:
-        raise ValueError(f"no `{schema.__name__}` function call was made and the text held no `{schema.__name__}` JSON object")
+        raise ValueError(
+            f"no `{schema.__name__}` function call was made and the text held no `{schema.__name__}` JSON object"
+        )
     try:
         return schema.model_validate(args)
     except ValidationError as exc:
