@@ -96,7 +96,7 @@ async def call_model(state: State, runtime: Runtime[Context], config: RunnableCo
             update.update(summary=summary, messages=removals)
             emit("history_summarized", summarized_messages=len(removals), kept_messages=kept)
 
-    tools = [] if last_step else await _offered_tools(runtime)
+    tools = [] if last_step else await _offered_tools(runtime, messages)
     prompt = [SystemMessage(_system_prompt(context, summary, last_step)), *_with_time(messages)]
     try:
         response = await ainvoke_with_tools(
@@ -131,11 +131,12 @@ async def call_model(state: State, runtime: Runtime[Context], config: RunnableCo
     return update
 
 
-async def _offered_tools(runtime: Runtime[Context]) -> list[BaseTool]:
+async def _offered_tools(runtime: Runtime[Context], messages: list[AnyMessage]) -> list[BaseTool]:
     """The tools this turn can use (graphs/runtime/tool_offer.py)."""
     context = runtime.context
     tools = await select_tools(context.tools)
-    return await tools_for_turn(tools, runtime.store, run_user_id(runtime), named=bool(context.tools))
+    user = run_user_id(runtime)
+    return await tools_for_turn(tools, runtime.store, user, named=bool(context.tools), messages=messages)
 
 
 async def call_tools(state: State, runtime: Runtime[Context], config: RunnableConfig) -> dict:

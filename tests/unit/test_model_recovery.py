@@ -250,13 +250,16 @@ async def test_tools_offered_follow_what_the_user_and_the_deployment_have(store,
 
     offered = {t.name for t in await tools_for_turn(every, store, "dana", named=False)}
     assert "save_memory" in offered and not offered & MEMORY_LOOKUPS
-    assert not offered & {"knowledge_base_search", "list_knowledge_bases", "web_search"}
-    assert {"calculator", "weather", "current_time", "web_read"} <= offered
+    assert not offered & {"knowledge_base_search", "list_knowledge_bases", "web_search", "web_read"}
+    assert {"calculator", "weather", "current_time"} <= offered
+    with_url = [HumanMessage("Summarise https://example.org/post please")]
+    offered = {t.name for t in await tools_for_turn(every, store, "dana", named=False, messages=with_url)}
+    assert "web_read" in offered and "web_search" not in offered
 
     await memory.save_memory(store, "dana", "semantic", "The user likes teal", category="preference")
     monkeypatch.setenv("SEARXNG_URL", "http://127.0.0.1:8888")
     offered = {t.name for t in await tools_for_turn(every, store, "dana", named=False)}
-    assert offered >= MEMORY_LOOKUPS and "web_search" in offered
+    assert offered >= MEMORY_LOOKUPS and {"web_search", "web_read"} <= offered
     assert not {t.name for t in await tools_for_turn(every, store, "erin", named=False)} & MEMORY_LOOKUPS
     assert len(await tools_for_turn(every, store, "erin", named=True)) == len(every)  # named: as given
 
