@@ -123,6 +123,11 @@ class SettingsValues(BaseModel):
         True,
         description="When a model writes its tool calls as text (fenced or bare JSON, `<tool_call>` or `<function>` tags) instead of making them, turn the ones that match an offered tool's schema into real calls; invalid ones are never run, the model is asked once more (default true).",
     )
+    AGENT_STRUCTURED_OUTPUT: str = Field(
+        "auto",
+        pattern="^(auto|json_schema|function_calling)$",
+        description="How structured calls (route, plan, research brief, memory extraction) ask the model: `json_schema` (the server's constrained output, `response_format`), `function_calling` (a forced tool call) or `auto`: `json_schema` for `openai:*` models on an OPENAI_BASE_URL server (vLLM, llama.cpp, Ollama), else `function_calling` (default auto).",
+    )
     AGENT_RUN_TIMEOUT: float = Field(
         1800.0,
         ge=0,

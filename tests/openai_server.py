@@ -287,11 +287,12 @@ class ScriptedOpenAIApp:
             "messages": messages,
             "tools": body.get("tools") or [],
             "tool_choice": body.get("tool_choice"),
-            "response_format": body.get("response_format"),
             "stream": bool(body.get("stream")),
             "script_key": None,
             "status": None,
         }
+        if "response_format" in body:
+            record["response_format"] = body["response_format"]
         self.records.append(record)
         if not self._authorized(request):
             record["status"] = 401

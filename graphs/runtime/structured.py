@@ -3,10 +3,11 @@ every graph.
 
 `ainvoke_structured` asks the model for one object of a pydantic schema and validates it:
 
-- the request: on an OpenAI-compatible server (`openai:*` with OPENAI_BASE_URL: vLLM, llama.cpp,
-  Ollama) the server's JSON-schema constrained output (`response_format` `json_schema`), which
-  small models follow far better than tool calling; elsewhere a forced function call
-  (`tool_choice`). A server that refuses `response_format` is asked again by function call;
+- the request (AGENT_STRUCTURED_OUTPUT, `auto` by default): on an OpenAI-compatible server
+  (`openai:*` with OPENAI_BASE_URL: vLLM, llama.cpp, Ollama) the server's JSON-schema
+  constrained output (`response_format` `json_schema`), which small models follow far better
+  than tool calling; elsewhere a forced function call (`tool_choice`). A server that refuses
+  `response_format` (HTTP 400/422) is asked again by function call;
 - the answer is read from whatever the model produced: the function call's arguments, or a JSON
   object in the text (fenced or bare, or a `{"name": <schema>, "arguments": {...}}` call written
   as text), validated by the schema, then by the caller's `check` (a ValueError names what is
@@ -35,6 +36,7 @@ from graphs.runtime.events import emit
 from graphs.runtime.models import NOSTREAM_TAGS, ModelCallError, ainvoke_with_retries
 from graphs.runtime.prompts import STRUCTURED_RETRY
 from graphs.runtime.text_tool_calls import find_text_tool_calls
+from settings import settings
 
 logger = logging.getLogger(__name__)
 
@@ -67,9 +69,14 @@ class Structured:
 
 
 def structured_method(model: BaseChatModel) -> str:
-    """`json_schema` for an OpenAI-compatible server (ChatOpenAI with a base URL), else
-    `function_calling`."""
-    if isinstance(model, ChatOpenAI) and model.openai_api_base:
+    """AGENT_STRUCTURED_OUTPUT when set; `auto`: `json_schema` for an OpenAI-compatible server
+    (ChatOpenAI with a base URL), else `function_calling`. Only ChatOpenAI is asked by
+    `response_format`."""
+    chosen = settings().AGENT_STRUCTURED_OUTPUT
+    compatible = isinstance(model, ChatOpenAI)
+    if chosen == JSON_SCHEMA and compatible:
+        return JSON_SCHEMA
+    if chosen == "auto" and compatible and model.openai_api_base:
         return JSON_SCHEMA
     return FUNCTION_CALLING
 
