@@ -73,12 +73,9 @@ def structured_method(model: BaseChatModel) -> str:
     (ChatOpenAI with a base URL), else `function_calling`. Only ChatOpenAI is asked by
     `response_format`."""
     chosen = settings().AGENT_STRUCTURED_OUTPUT
-    compatible = isinstance(model, ChatOpenAI)
-    if chosen == JSON_SCHEMA and compatible:
-        return JSON_SCHEMA
-    if chosen == "auto" and compatible and model.openai_api_base:
-        return JSON_SCHEMA
-    return FUNCTION_CALLING
+    if not isinstance(model, ChatOpenAI) or chosen == FUNCTION_CALLING:
+        return FUNCTION_CALLING
+    return JSON_SCHEMA if chosen == JSON_SCHEMA or model.openai_api_base else FUNCTION_CALLING
 
 
 def _request(model: BaseChatModel, schema: type[BaseModel], method: str, tags: Sequence[str]) -> Runnable:

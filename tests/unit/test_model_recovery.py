@@ -189,6 +189,25 @@ async def test_an_openai_compatible_server_is_asked_for_json_schema_output(endpo
     assert request["tools"] == []
 
 
+async def test_a_server_refusing_json_schema_is_asked_by_function_call(endpoint, monkeypatch):
+    endpoint.script(
+        "default",
+        [
+            {"error": {"status": 400, "message": "response_format json_schema is not supported"}},
+            {"tool_calls": [{"name": "Verdict", "args": {"label": "no", "score": 0.1}}]},
+        ],
+    )
+    result = await ainvoke_structured(
+        load_chat_model("openai:local"), Verdict, [HumanMessage("Is it?")], None, retries=0, timeout=10
+    )
+    assert (result.value.label, result.attempts, result.method) == ("no", 1, FUNCTION_CALLING)
+    refused, asked = endpoint.requests()[-2:]
+    assert refused["response_format"]["type"] == "json_schema"
+    assert "response_format" not in asked and [t["function"]["name"] for t in asked["tools"]] == ["Verdict"]
+    monkeypatch.setenv("AGENT_STRUCTURED_OUTPUT", "function_calling")
+    assert structured_method(load_chat_model("openai:local")) == FUNCTION_CALLING
+
+
 async def test_a_structured_answer_is_validated_and_asked_again_with_the_problem(monkeypatch):
     events: list[dict] = []
     monkeypatch.setattr(graphs.runtime.events, "get_stream_writer", lambda: events.append)
