@@ -5,9 +5,9 @@ Every model call (`ainvoke_with_retries`) and every tool batch (`run_tool_calls`
 bounded by what is left, and once the deadline has passed the call raises `RunDeadlineExceeded`
 (after one `run_deadline_exceeded` event) instead of running on. A graph that can still answer
 turns it into a streamed message (`deadline_message`); elsewhere the error ends the run with the
-same text. A run is told apart by LangGraph's run id (`Runtime.execution_info.run_id`, set by the
-LangGraph server on every run); a run without one (a graph invoked in-process without
-`run_id` in its config) has no deadline.
+same text. A run is told apart by the LangGraph server's request id (which its subgraphs see
+too), or in-process by the run id in its config (`Runtime.execution_info.run_id`); a graph
+invoked in-process without `run_id` has no deadline.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from langgraph.config import get_config
 from langgraph.runtime import get_runtime
 
 from graphs.runtime.events import emit
@@ -48,16 +49,25 @@ def deadline_message(deadline_s: float) -> str:
 
 
 def _run() -> tuple[str, float] | None:
-    """(run id, deadline seconds) of the current run, or None when it has no deadline."""
+    """(run key, deadline seconds) of the current run, or None when it has no deadline.
+
+    The key is the same in a run's subgraphs: the LangGraph server's request id (in the
+    `configurable` every subgraph inherits) with the thread, else the run id of an in-process
+    run (which its subgraphs do not see)."""
     try:
+        config = get_config()
         runtime = get_runtime()
     except (RuntimeError, KeyError):  # outside a graph run
         return None
-    if runtime is None:
+    deadline = getattr(getattr(runtime, "context", None), "run_timeout", None)
+    if not deadline:
         return None
+    configurable = config.get("configurable") or {}
+    request = configurable.get("langgraph_request_id")
+    if request:
+        return f"{request}/{configurable.get('thread_id', '')}", float(deadline)
     info = runtime.execution_info
-    deadline = getattr(runtime.context, "run_timeout", None)
-    if info is None or not info.run_id or not deadline:
+    if info is None or not info.run_id:
         return None
     return str(info.run_id), float(deadline)
 

@@ -56,3 +56,28 @@ async def test_a_run_past_its_deadline_ends_with_a_streamed_message(dev_server, 
     answer = events["values"][-1]["messages"][-1]
     assert answer["type"] == "ai" and "ran out of time" in answer["content"]
     assert custom(events, "model_error") == []
+
+
+async def test_the_deadline_holds_inside_a_sub_agent(dev_server, openai_server):
+    """The router hands the message to react (a subgraph): the run's clock is the same there."""
+    client = dev_server.client()
+    k = key()
+    openai_server.script(k, [{"content": "too late", "delay": 5}, {"content": "too late", "delay": 5}])
+    thread = await client.threads.create()
+    custom_events, errors = [], []
+    async for part in client.runs.stream(
+        thread["thread_id"],
+        "router",
+        input=user(f"{k} hello"),
+        context={"route": "react", "run_timeout": 1, "model_retries": 2},
+        stream_mode=["custom"],
+        stream_subgraphs=True,
+    ):
+        if part.event.startswith("custom"):
+            custom_events.append(part.data)
+        elif part.event == "error":
+            errors.append(part.data)
+    assert errors == []
+    assert [e["stage"] for e in custom_events if e["event"] == "run_deadline_exceeded"] == ["model"]
+    state = await client.threads.get_state(thread["thread_id"])
+    assert "ran out of time" in state["values"]["messages"][-1]["content"]
