@@ -4,8 +4,10 @@ Every tool schema offered is prompt text the model reads on every call (16 built
 about 4,000 tokens, most of a small model's prompt). When a run leaves `tools` unset (every
 tool), a tool whose data or service is not there for this run is left out of the model call:
 
-- memory lookups (searches, profile, recent activity, chat history, delete) only when the run's
-  user has something stored; `save_memory` whenever there is a store;
+- a memory lookup only when the run's user has the data it reads: `search_episodic_memory`
+  episodic memories, `search_semantic_memory` semantic ones, `delete_memory` either,
+  `get_user_profile` a profile, `search_chat_history` recorded chat, `keyword_search`,
+  `time_filter` and `get_recent_activity` any of these; `save_memory` whenever there is a store;
 - knowledge-base tools only when a knowledge base exists;
 - `web_search` only when a search provider is configured (WEB_SEARCH_PROVIDER or a key/URL);
 - `web_read` only when it has a URL to read: with `web_search` offered, or when a user message
@@ -48,9 +50,22 @@ def web_search_configured() -> bool:
     return True
 
 
-async def has_memories(store: BaseStore, user_id: str) -> bool:
-    """True when anything is stored for `user_id` (memories, profile or chat history)."""
-    return bool(await store.asearch(memory.user_prefix(user_id), limit=1))
+# What each memory lookup reads (store/memory kinds); a lookup is offered when one is present.
+LOOKUP_KINDS: dict[str, frozenset[str]] = {
+    "search_episodic_memory": frozenset({"episodic"}),
+    "search_semantic_memory": frozenset({"semantic"}),
+    "delete_memory": frozenset(memory.MEMORY_KINDS),
+    "get_user_profile": frozenset({"profile"}),
+    "search_chat_history": frozenset({"chat"}),
+}
+_ANY_TEXT = frozenset(memory.TEXT_KINDS)
+
+
+async def stored_kinds(store: BaseStore, user_id: str) -> set[str]:
+    """The kinds of data stored for `user_id` (`episodic`, `semantic`, `profile`, `chat`)."""
+    prefix = memory.user_prefix(user_id)
+    namespaces = await store.alist_namespaces(prefix=prefix, max_depth=len(prefix) + 1)
+    return {ns[len(prefix)] for ns in namespaces if len(ns) > len(prefix)}
 
 
 def _user_gave_url(messages: Sequence[BaseMessage]) -> bool:
@@ -74,8 +89,9 @@ async def tools_for_turn(
     if store is None:
         dropped |= STORE_TOOLS
     else:
-        if names & MEMORY_LOOKUPS and not (user_id and await has_memories(store, user_id)):
-            dropped |= MEMORY_LOOKUPS
+        if names & MEMORY_LOOKUPS:
+            kinds = await stored_kinds(store, user_id) if user_id else set()
+            dropped |= {name for name in MEMORY_LOOKUPS if not kinds & LOOKUP_KINDS.get(name, _ANY_TEXT)}
         if names & KNOWLEDGE and not await list_kbs(store):
             dropped |= KNOWLEDGE
     searchable = web_search.__name__ in names and web_search_configured()

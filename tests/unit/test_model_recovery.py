@@ -278,7 +278,12 @@ async def test_tools_offered_follow_what_the_user_and_the_deployment_have(store,
     await memory.save_memory(store, "dana", "semantic", "The user likes teal", category="preference")
     monkeypatch.setenv("SEARXNG_URL", "http://127.0.0.1:8888")
     offered = {t.name for t in await tools_for_turn(every, store, "dana", named=False)}
-    assert offered >= MEMORY_LOOKUPS and {"web_search", "web_read"} <= offered
+    assert {"web_search", "web_read"} <= offered
+    reads_semantic = {"search_semantic_memory", "delete_memory", "keyword_search", "time_filter", "get_recent_activity"}
+    assert offered & MEMORY_LOOKUPS == reads_semantic  # no episodic memories, profile or chat yet
+    await memory.update_profile(store, "dana", {"city": "Lisbon"})
+    offered = {t.name for t in await tools_for_turn(every, store, "dana", named=False)}
+    assert offered & MEMORY_LOOKUPS == reads_semantic | {"get_user_profile"}
     assert not {t.name for t in await tools_for_turn(every, store, "erin", named=False)} & MEMORY_LOOKUPS
     assert len(await tools_for_turn(every, store, "erin", named=True)) == len(every)  # named: as given
 
