@@ -62,8 +62,9 @@ class SemanticItem(BaseModel):
 class MemoryExtraction(BaseModel):
     """Memories worth keeping from the latest conversation turn (empty lists when none)."""
 
-    episodic: list[EpisodicItem] = Field(default_factory=list, max_length=MAX_ITEMS)
+    # Facts first: the order a model fills them in when its output is constrained to the schema.
     semantic: list[SemanticItem] = Field(default_factory=list, max_length=MAX_ITEMS)
+    episodic: list[EpisodicItem] = Field(default_factory=list, max_length=MAX_ITEMS)
     profile_updates: dict[ProfileField, ProfileValue] = Field(
         default_factory=dict,
         description="Stable profile fields stated in this turn, e.g. {'name': 'Alice', "

@@ -13,6 +13,10 @@ TOOL_CALL_RETRY = """Your tool call could not be used: {errors}.
 Call the tool again through tool calling with arguments that match its schema, or answer in plain
 text without a tool call."""
 
+JSON_SCHEMA_PROMPT = """Answer with exactly one `{schema}` JSON object and nothing else. Its JSON schema
+(field meanings in "description"):
+{json_schema}"""
+
 STRUCTURED_RETRY = """Your previous answer could not be used: {error}.
 Answer again with exactly one `{schema}` JSON object that matches its schema, and nothing else."""
 

@@ -27,14 +27,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_openai import ChatOpenAI
 from pydantic import BaseModel, ValidationError
 
 from graphs.runtime.events import emit
 from graphs.runtime.models import NOSTREAM_TAGS, ModelCallError, ainvoke_with_retries
-from graphs.runtime.prompts import STRUCTURED_RETRY
+from graphs.runtime.prompts import JSON_SCHEMA_PROMPT, STRUCTURED_RETRY
 from graphs.runtime.text_tool_calls import find_text_tool_calls
 from settings import settings
 
@@ -93,6 +93,20 @@ def _request(model: BaseChatModel, schema: type[BaseModel], method: str, tags: S
     else:
         runnable = model.bind_tools([schema], tool_choice=name)
     return runnable.with_config(tags=[*NOSTREAM_TAGS, *tags], run_name=name)
+
+
+def _with_schema(messages: Sequence[AnyMessage], schema: type[BaseModel]) -> list[AnyMessage]:
+    """`messages` with the schema spelled out in the system message. A server's constrained
+    output only restricts which tokens may come next: the model itself never sees the schema
+    (OpenAI shows it to the model; llama.cpp and vLLM do not), so without this it does not know
+    what the fields mean and tends to fill in the least it may (empty lists)."""
+    text = JSON_SCHEMA_PROMPT.format(
+        schema=schema.__name__, json_schema=json.dumps(schema.model_json_schema(), ensure_ascii=False)
+    )
+    history = list(messages)
+    if history and isinstance(history[0], SystemMessage) and isinstance(history[0].content, str):
+        return [SystemMessage(f"{history[0].content}\n\n{text}"), *history[1:]]
+    return [SystemMessage(text), *history]
 
 
 def _json_objects(text: str) -> list[Any]:
@@ -172,7 +186,7 @@ async def ainvoke_structured(
     name = schema.__name__
     method = structured_method(model)
     runnable = _request(model, schema, method, tags)
-    history = list(messages)
+    history = _with_schema(messages, schema) if method == JSON_SCHEMA else list(messages)
     error = ""
     attempt = 0
     while attempt < attempts:
@@ -186,6 +200,7 @@ async def ainvoke_structured(
             logger.info("%s: the server refused response_format json_schema (%s); using function calling", name, exc)
             method = FUNCTION_CALLING
             runnable = _request(model, schema, method, tags)
+            history = list(messages)
             attempt -= 1
             continue
         try:

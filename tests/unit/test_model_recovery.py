@@ -187,6 +187,10 @@ async def test_an_openai_compatible_server_is_asked_for_json_schema_output(endpo
     assert request["response_format"]["json_schema"]["name"] == "Verdict"
     assert request["response_format"]["json_schema"]["schema"]["required"] == ["label", "score"]
     assert request["tools"] == []
+    # The server constrains the output; the model itself is shown the schema (field meanings).
+    system = request["messages"][0]
+    assert system["role"] == "system" and "`Verdict` JSON object" in system["content"]
+    assert "yes or no" in system["content"]
 
 
 async def test_a_server_refusing_json_schema_is_asked_by_function_call(endpoint, monkeypatch):
