@@ -81,7 +81,7 @@ async def structured(
     *,
     step: int = 0,
 ) -> Any:
-    """Ask the `role` model for `schema` through tool calling; retry a malformed answer, then fail clearly."""
+    """Ask the `role` model for `schema` (graphs/runtime/structured.py); retry a malformed answer, then fail clearly."""
     context = runtime.context
     model = load_chat_model(context.model_for(role), temperature=context.temperature, timeout=context.model_timeout)
     result = await ainvoke_structured(

@@ -97,7 +97,7 @@ async def _structured(
     config: RunnableConfig,
     step: int,
 ) -> tuple[CheckedT, int]:
-    """Ask for `schema` through tool calling, re-asking with the error until `check` passes.
+    """Ask for `schema` (graphs/runtime/structured.py), re-asking with the error until `check` passes.
 
     Returns (checked value, attempts); raises PlanError with the last problem after PLAN_ATTEMPTS.
     """

@@ -151,7 +151,7 @@ class RouteChoice(BaseModel):
 
 
 async def classify(message: str, kbs: list[dict], context: RouterContext, config: RunnableConfig) -> Guess:
-    """Ask the model for a route (structured output by tool calling, retried when malformed).
+    """Ask the model for a route (graphs/runtime/structured.py, retried when malformed).
 
     Raises ModelConfigError without a usable model and ValueError after repeated bad answers.
     """
