@@ -91,11 +91,17 @@ class SettingsValues(BaseModel):
         le=10,
         description="Retries of a tool call that failed transiently (timeout, 5xx, 429), with exponential backoff (default 2).",
     )
-    AGENT_MODEL_TIMEOUT: float = Field(
-        120.0,
+    AGENT_MODEL_TIMEOUT: float | None = Field(
+        None,
         ge=1,
         le=3600,
-        description="Seconds one model call may take in all (streaming included) before it counts as failed and is retried (default 120).",
+        description="Seconds one model call may take in all (streaming included) before it counts as failed and is retried; unset: 120, or AGENT_LOCAL_MODEL_TIMEOUT when `OPENAI_BASE_URL` is on this machine (loopback) and the model is `openai:*`.",
+    )
+    AGENT_LOCAL_MODEL_TIMEOUT: float = Field(
+        900.0,
+        ge=1,
+        le=3600,
+        description="Default seconds per model call for a model served on this machine (`OPENAI_BASE_URL` on localhost/127.0.0.1/::1), e.g. llama.cpp on a CPU, whose first call of a conversation reads the whole prompt (default 900).",
     )
     AGENT_MODEL_RETRIES: int = Field(
         2,
@@ -112,6 +118,21 @@ class SettingsValues(BaseModel):
     AGENT_REMEMBER: bool = Field(
         True,
         description="Record each turn in the user's chat history and extract long-term memories from it in the background (needs a store) (default true).",
+    )
+    AGENT_RECOVER_TOOL_CALLS: bool = Field(
+        True,
+        description="When a model writes its tool calls as text (fenced or bare JSON, `<tool_call>` or `<function>` tags) instead of making them, turn the ones that match an offered tool's schema into real calls; invalid ones are never run, the model is asked once more (default true).",
+    )
+    AGENT_STRUCTURED_OUTPUT: str = Field(
+        "auto",
+        pattern="^(auto|json_schema|function_calling)$",
+        description="How structured calls (route, plan, research brief, memory extraction) ask the model: `json_schema` (the server's constrained output, `response_format`), `function_calling` (a forced tool call) or `auto`: `json_schema` for `openai:*` models on an OPENAI_BASE_URL server (vLLM, llama.cpp, Ollama), else `function_calling` (default auto).",
+    )
+    AGENT_RUN_TIMEOUT: float = Field(
+        1800.0,
+        ge=0,
+        le=86400,
+        description="Seconds a run may take, counted from its first model or tool call; when exceeded the run ends with a message saying so (a `run_deadline_exceeded` event); 0 = no deadline (default 1800).",
     )
 
     # Run context defaults: graphs/plan_execute/context.py

@@ -291,6 +291,8 @@ class ScriptedOpenAIApp:
             "script_key": None,
             "status": None,
         }
+        if "response_format" in body:
+            record["response_format"] = body["response_format"]
         self.records.append(record)
         if not self._authorized(request):
             record["status"] = 401

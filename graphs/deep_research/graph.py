@@ -34,8 +34,9 @@ from graphs.deep_research.researcher import research
 from graphs.deep_research.state import InputState, ResearcherInput, State, SubQuestion
 from graphs.runtime.events import emit
 from graphs.runtime.memory_schedule import finish_turn
-from graphs.runtime.models import NOSTREAM_TAGS, ainvoke_with_retries, load_chat_model
+from graphs.runtime.models import load_chat_model
 from graphs.runtime.readable import summarize_errors
+from graphs.runtime.structured import ainvoke_structured
 
 STRUCTURED_ATTEMPTS = 3
 REPORT_OUTPUT_RESERVE = 0.25
@@ -68,10 +69,6 @@ class Reflection(BaseModel):
     gaps: list[PlannedQuestion] = Field(default_factory=list, description="New sub-questions; empty when done.")
 
 
-class StructuredOutputError(RuntimeError):
-    """The model did not return the structured answer asked for, even after retries."""
-
-
 def _today() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%d")
 
@@ -85,33 +82,21 @@ async def structured(
     *,
     step: int = 0,
 ) -> Any:
-    """Ask the `role` model for `schema` through tool calling; retry a malformed answer, then fail clearly."""
+    """Ask the `role` model for `schema` (graphs/runtime/structured.py); retry a malformed answer, then fail clearly."""
     context = runtime.context
     model = load_chat_model(context.model_for(role), temperature=context.temperature, timeout=context.model_timeout)
-    runnable = model.with_structured_output(schema, method="function_calling", include_raw=True).with_config(
-        tags=NOSTREAM_TAGS, run_name=schema.__name__
+    result = await ainvoke_structured(
+        model,
+        schema,
+        [HumanMessage(prompt)],
+        config,
+        retries=context.model_retries,
+        timeout=context.model_timeout,
+        step=step,
+        attempts=STRUCTURED_ATTEMPTS,
+        model_name=context.model_for(role),
     )
-    text, problem = prompt, ""
-    for _ in range(STRUCTURED_ATTEMPTS):
-        result = await ainvoke_with_retries(
-            runnable,
-            [HumanMessage(text)],
-            config,
-            retries=context.model_retries,
-            timeout=context.model_timeout,
-            step=step,
-        )
-        if result.get("parsed") is not None:
-            return result["parsed"]
-        problem = str(result.get("parsing_error") or "the answer did not call the tool")
-        text = (
-            f"{prompt}\n\nYour previous answer could not be used ({problem}). Call the "
-            f"{schema.__name__} tool once, with arguments that match its schema."
-        )
-    raise StructuredOutputError(
-        f"The model {context.model_for(role)!r} did not return a valid {schema.__name__} after "
-        f"{STRUCTURED_ATTEMPTS} attempts: {problem}"
-    )
+    return result.value
 
 
 async def clarify(state: State, runtime: Runtime[ResearchContext], config: RunnableConfig) -> dict:

@@ -1,10 +1,11 @@
 """Turn a conversation turn into long-term memory: the episodic memories, semantic facts and
 profile fields an LLM extracts from it.
 
-Extraction asks for `MemoryExtraction` through tool calling (works on OpenAI-compatible servers
-without `json_schema`), through the runtime's model call (timeout, retries); saving goes through
-store/memory.py, so near-duplicates update existing memories instead of piling up. Nothing is
-written when the model call or its output validation fails.
+Extraction asks for `MemoryExtraction` through the runtime's structured call
+(graphs/runtime/structured.py: JSON-schema constrained output on OpenAI-compatible servers,
+function calling elsewhere, validated, re-asked once); saving goes through store/memory.py, so
+near-duplicates update existing memories instead of piling up. Nothing is written when the model
+call or its output validation fails, and the failure says so (event, log, the run's error).
 """
 
 from __future__ import annotations
@@ -19,12 +20,13 @@ from pydantic import BaseModel, Field, StringConstraints
 
 from graphs.memory_writer.prompts import EXTRACTION_PROMPT
 from graphs.runtime.history import last_turn
-from graphs.runtime.models import NOSTREAM_TAGS, ainvoke_with_retries
+from graphs.runtime.structured import ainvoke_structured
 from store import memory
 
 MAX_ITEMS = 10
 MAX_EXISTING = 20
 MAX_TURN_CHARS = 12000
+EXTRACTION_ATTEMPTS = 2
 
 CategoryName = Literal[memory.CATEGORIES]  # type: ignore[valid-type]
 ProfileField = Annotated[
@@ -60,8 +62,9 @@ class SemanticItem(BaseModel):
 class MemoryExtraction(BaseModel):
     """Memories worth keeping from the latest conversation turn (empty lists when none)."""
 
-    episodic: list[EpisodicItem] = Field(default_factory=list, max_length=MAX_ITEMS)
+    # Facts first: the order a model fills them in when its output is constrained to the schema.
     semantic: list[SemanticItem] = Field(default_factory=list, max_length=MAX_ITEMS)
+    episodic: list[EpisodicItem] = Field(default_factory=list, max_length=MAX_ITEMS)
     profile_updates: dict[ProfileField, ProfileValue] = Field(
         default_factory=dict,
         description="Stable profile fields stated in this turn, e.g. {'name': 'Alice', "
@@ -96,8 +99,9 @@ async def extract_memories(
     """Ask the model which memories the latest turn of `messages` holds.
 
     `existing` are memories already known (dicts with "text", "kind", "category"), shown to the
-    model so it does not repeat them. A model that answers without the structured call yields an
-    empty extraction.
+    model so it does not repeat them. An answer that is not a valid extraction is asked again
+    once; then `StructuredOutputError` (with a `structured_output_failed` event and a log line):
+    a model that cannot extract is never taken for a turn with nothing to remember.
     """
     conversation = _render_turn(last_turn(messages))
     if not conversation:
@@ -106,11 +110,10 @@ async def extract_memories(
         SystemMessage(EXTRACTION_PROMPT),
         HumanMessage(f"Known memories:\n{_render_existing(existing)}\n\nLatest conversation turn:\n{conversation}"),
     ]
-    structured = model.with_structured_output(MemoryExtraction, method="function_calling")
-    result = await ainvoke_with_retries(
-        structured.with_config(tags=NOSTREAM_TAGS), prompt, None, retries=retries, step=0, timeout=timeout
+    result = await ainvoke_structured(
+        model, MemoryExtraction, prompt, None, retries=retries, timeout=timeout, attempts=EXTRACTION_ATTEMPTS
     )
-    return result or MemoryExtraction()
+    return result.value
 
 
 async def extract_and_save(

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import NamedTuple, TypeVar
 
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
@@ -44,8 +44,9 @@ from graphs.plan_execute.state import InputState, State
 from graphs.plan_execute.steps import log_entry, run_step
 from graphs.runtime.events import emit
 from graphs.runtime.memory_schedule import finish_turn
-from graphs.runtime.models import NOSTREAM_TAGS, ModelCallError, ainvoke_with_retries, load_chat_model
+from graphs.runtime.models import ModelCallError, ainvoke_with_retries, load_chat_model
 from graphs.runtime.readable import readable
+from graphs.runtime.structured import StructuredOutputError, ainvoke_structured
 from tools.registry import select_tools
 
 PLAN_ATTEMPTS = 3
@@ -114,36 +115,34 @@ async def _structured(
     config: RunnableConfig,
     step: int,
 ) -> tuple[CheckedT, int]:
-    """Ask for `schema` through tool calling, re-asking with the error until `check` passes.
+    """Ask for `schema` (graphs/runtime/structured.py), re-asking with the error until `check` passes.
 
     Returns (checked value, attempts); raises PlanError with the last problem after PLAN_ATTEMPTS.
     """
     model = load_chat_model(context.model, temperature=context.temperature, timeout=context.model_timeout)
-    structured = model.with_structured_output(schema, method="function_calling", include_raw=True)
-    # Planning is not part of the answer: keep its tokens off the chat stream.
-    structured = structured.with_config(tags=[*NOSTREAM_TAGS, f"plan_execute_{schema.__name__.lower()}"])
-    messages = list(messages)
-    error = ""
-    for attempt in range(1, PLAN_ATTEMPTS + 1):
-        out = await ainvoke_with_retries(
-            structured, messages, config, retries=context.model_retries, timeout=context.model_timeout, step=step
+
+    def invalid(attempt: int, error: str) -> None:
+        emit("plan_invalid", stage=schema.__name__.lower(), attempt=attempt, error=error)
+
+    try:
+        # Planning is not part of the answer: its tokens stay off the chat stream (the helper's tags).
+        result = await ainvoke_structured(
+            model,
+            schema,
+            messages,
+            config,
+            retries=context.model_retries,
+            timeout=context.model_timeout,
+            step=step,
+            attempts=PLAN_ATTEMPTS,
+            check=check,
+            on_invalid=invalid,
+            retry_prompt=PLAN_RETRY_PROMPT,
+            tags=[f"plan_execute_{schema.__name__.lower()}"],
         )
-        raw, parsed = out["raw"], out["parsed"]
-        try:
-            if out.get("parsing_error") is not None:
-                raise PlanError(f"the arguments do not match the schema: {out['parsing_error']}")
-            if parsed is None:
-                raise PlanError(f"no `{schema.__name__}` function call was made")
-            return check(parsed), attempt
-        except PlanError as exc:
-            error = str(exc)
-            emit("plan_invalid", stage=schema.__name__.lower(), attempt=attempt, error=error)
-        retry = PLAN_RETRY_PROMPT.format(error=error, schema=schema.__name__)
-        if raw.tool_calls:
-            messages += [raw, *(ToolMessage(retry, tool_call_id=call["id"]) for call in raw.tool_calls)]
-        else:
-            messages += [raw, HumanMessage(retry)]
-    raise PlanError(error)
+    except StructuredOutputError as exc:
+        raise PlanError(exc.error) from None
+    return result.value, result.attempts
 
 
 async def planner(state: State, runtime: Runtime[PlanExecuteContext], config: RunnableConfig) -> dict:

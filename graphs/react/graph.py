@@ -11,19 +11,23 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from datetime import UTC, datetime
 
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
-from graphs.react.prompts import STEP_LIMIT_PROMPT, SUMMARY_SECTION, SYSTEM_PROMPT
+from graphs.react.prompts import STEP_LIMIT_PROMPT, SUMMARY_SECTION, SYSTEM_PROMPT, TIME_NOTE
 from graphs.react.state import InputState, State
 from graphs.runtime.context import Context
+from graphs.runtime.deadline import RunDeadlineExceeded
 from graphs.runtime.events import emit
 from graphs.runtime.history import needs_summary, summarize
 from graphs.runtime.memory_schedule import remember_turn
-from graphs.runtime.models import NOSTREAM_TAGS, ainvoke_with_retries, load_chat_model
+from graphs.runtime.models import NOSTREAM_TAGS, ainvoke_with_retries, ainvoke_with_tools, load_chat_model
+from graphs.runtime.tool_offer import tools_for_turn
 from graphs.runtime.tool_runner import run_tool_calls
+from tools.identity import run_user_id
 from tools.registry import select_tools
 
 
@@ -39,12 +43,29 @@ def _reasoning_text(message: AIMessage) -> str:
 
 
 def _system_prompt(context: Context, summary: str, last_step: bool) -> str:
-    prompt = context.system_prompt or SYSTEM_PROMPT.format(now=datetime.now(UTC).isoformat(timespec="seconds"))
+    prompt = context.system_prompt or SYSTEM_PROMPT
     if summary:
         prompt += SUMMARY_SECTION.format(summary=summary)
     if last_step:
         prompt += "\n\n" + STEP_LIMIT_PROMPT.format(max_steps=context.max_steps)
     return prompt
+
+
+def _with_time(messages: list[AnyMessage]) -> list[AnyMessage]:
+    """`messages` with the current date and hour added to the latest user message (in the
+    prompt only). Per-call text goes last so the system prompt and the tool block before it are
+    the same on every call, a prefix the model server's cache can reuse."""
+    note = TIME_NOTE.format(now=datetime.now(UTC).strftime("%Y-%m-%d %H:00"))
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if isinstance(message, HumanMessage):
+            content = message.content
+            if isinstance(content, str):
+                content = content + note
+            else:
+                content = [*content, {"type": "text", "text": note}]
+            return [*messages[:index], message.model_copy(update={"content": content}), *messages[index + 1 :]]
+    return messages
 
 
 async def call_model(state: State, runtime: Runtime[Context], config: RunnableConfig) -> dict:
@@ -78,12 +99,21 @@ async def call_model(state: State, runtime: Runtime[Context], config: RunnableCo
             update.update(summary=summary, messages=removals)
             emit("history_summarized", summarized_messages=len(removals), kept_messages=kept)
 
-    tools = [] if last_step else await select_tools(context.tools)
-    bound = model.bind_tools(tools) if tools else model
-    prompt = [SystemMessage(_system_prompt(context, summary, last_step)), *messages]
-    response = await ainvoke_with_retries(
-        bound, prompt, config, retries=context.model_retries, step=step, timeout=context.model_timeout
-    )
+    tools = [] if last_step else await _offered_tools(runtime, messages)
+    prompt = [SystemMessage(_system_prompt(context, summary, last_step)), *_with_time(messages)]
+    try:
+        response = await ainvoke_with_tools(
+            model,
+            tools,
+            prompt,
+            config,
+            retries=context.model_retries,
+            step=step,
+            timeout=context.model_timeout,
+            recover=context.recover_tool_calls,
+        )
+    except RunDeadlineExceeded as exc:  # the run's time is up: say so as the answer
+        return update | {"messages": [*update.get("messages", []), AIMessage(str(exc))]}
 
     if reasoning := _reasoning_text(response):
         emit("thinking", step=step, text=reasoning)
@@ -106,6 +136,14 @@ async def call_model(state: State, runtime: Runtime[Context], config: RunnableCo
     update["pending_tool_calls"] = None
     await remember_turn([*messages, response], runtime, config)  # the answer: the turn is over
     return update
+
+
+async def _offered_tools(runtime: Runtime[Context], messages: list[AnyMessage]) -> list[BaseTool]:
+    """The tools this turn can use (graphs/runtime/tool_offer.py)."""
+    context = runtime.context
+    tools = await select_tools(context.tools)
+    user = run_user_id(runtime)
+    return await tools_for_turn(tools, runtime.store, user, named=bool(context.tools), messages=messages)
 
 
 async def call_tools(state: State, runtime: Runtime[Context], config: RunnableConfig) -> dict:

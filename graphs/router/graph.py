@@ -56,7 +56,8 @@ from graphs.router.state import InputState, State
 from graphs.router.workers import get_worker
 from graphs.runtime.events import emit
 from graphs.runtime.memory_schedule import remember_turn
-from graphs.runtime.models import NOSTREAM_TAGS, ModelConfigError, ainvoke_with_retries, load_chat_model
+from graphs.runtime.models import ModelConfigError, ainvoke_with_retries, load_chat_model
+from graphs.runtime.structured import StructuredOutputError, ainvoke_structured
 from store import knowledge
 from tools.identity import run_kb_reader, run_user_id
 from tools.memory import MEMORY_TOOLS
@@ -152,7 +153,7 @@ class RouteChoice(BaseModel):
 
 
 async def classify(message: str, kbs: list[dict], context: RouterContext, config: RunnableConfig) -> Guess:
-    """Ask the model for a route (structured output by tool calling, retried when malformed).
+    """Ask the model for a route (graphs/runtime/structured.py, retried when malformed).
 
     Raises ModelConfigError without a usable model and ValueError after repeated bad answers.
     """
@@ -163,27 +164,32 @@ async def classify(message: str, kbs: list[dict], context: RouterContext, config
         kbs="\n".join(f"- {kb['name']}: {kb.get('description') or '(no description)'}" for kb in kbs) or "(none)",
     )
     model = load_chat_model(context.model, temperature=0, timeout=context.model_timeout)
-    structured = model.with_structured_output(RouteChoice, method="function_calling", include_raw=True).with_config(
-        tags=[*NOSTREAM_TAGS, "router_classify"]
-    )
+
+    def check(choice: RouteChoice) -> Guess:
+        if choice.route not in routes:
+            raise ValueError(f"route {choice.route!r} is not one of {', '.join(routes)}")
+        if choice.route == "retrieval" and choice.kb not in names:
+            raise ValueError(f"knowledge base {choice.kb!r} does not exist; existing: {', '.join(names)}")
+        kb = choice.kb if choice.route == "retrieval" else ""
+        return Guess(choice.route, kb or "", float(choice.confidence), choice.reason)
+
     messages: list[AnyMessage] = [SystemMessage(prompt), HumanMessage(message)]
-    error = ""
-    for _ in range(CLASSIFY_ATTEMPTS):
-        result = await ainvoke_with_retries(
-            structured, messages, config, retries=context.model_retries, step=0, timeout=context.model_timeout
+    try:
+        result = await ainvoke_structured(
+            model,
+            RouteChoice,
+            messages,
+            config,
+            retries=context.model_retries,
+            timeout=context.model_timeout,
+            attempts=CLASSIFY_ATTEMPTS,
+            check=check,
+            retry_prompt=CLASSIFY_RETRY,
+            tags=["router_classify"],
         )
-        choice = result.get("parsed")
-        if choice is None:
-            error = str(result.get("parsing_error") or "no route was given")
-        elif choice.route not in routes:
-            error = f"route {choice.route!r} is not one of {', '.join(routes)}"
-        elif choice.route == "retrieval" and choice.kb not in names:
-            error = f"knowledge base {choice.kb!r} does not exist; existing: {', '.join(names)}"
-        else:
-            kb = choice.kb if choice.route == "retrieval" else ""
-            return Guess(choice.route, kb or "", float(choice.confidence), choice.reason)
-        messages = [*messages, HumanMessage(CLASSIFY_RETRY.format(error=error, schema="RouteChoice"))]
-    raise ValueError(f"route classification failed after {CLASSIFY_ATTEMPTS} attempts: {error}")
+    except StructuredOutputError as exc:
+        raise ValueError(f"route classification failed after {CLASSIFY_ATTEMPTS} attempts: {exc.error}") from None
+    return result.value
 
 
 async def intent_detect(state: State, runtime: Runtime[RouterContext], config: RunnableConfig) -> dict:

@@ -12,12 +12,14 @@ fields; the variable (type, default, bounds, description) is declared once in se
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import types
 import typing
 from dataclasses import dataclass, field, fields
 from functools import cache
 from typing import Any
+from urllib.parse import urlsplit
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -91,6 +93,32 @@ def validate_fields(context: Any) -> None:
         object.__setattr__(context, spec.name, coerced)
 
 
+DEFAULT_MODEL_TIMEOUT = 120.0
+
+
+def default_model_timeout(model: str) -> float:
+    """Seconds per model call when the run and AGENT_MODEL_TIMEOUT leave it unset: 120, or
+    AGENT_LOCAL_MODEL_TIMEOUT for an `openai:*` model served on this machine (`OPENAI_BASE_URL`
+    on a loopback host), whose first call on a CPU reads a long prompt for minutes."""
+    config = settings()
+    if model.startswith("openai:") and is_loopback_url(config.OPENAI_BASE_URL):
+        return float(config.AGENT_LOCAL_MODEL_TIMEOUT)
+    return DEFAULT_MODEL_TIMEOUT
+
+
+def is_loopback_url(url: str | None) -> bool:
+    """True when `url`'s host is this machine (localhost, 127.0.0.0/8, ::1)."""
+    if not url:
+        return False
+    host = (urlsplit(url).hostname or "").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 @dataclass(kw_only=True)
 class Context:
     """Per-run settings. Studio renders these fields; SDK clients pass them as `context`."""
@@ -105,13 +133,17 @@ class Context:
     )
     tool_timeout: float = env_field("AGENT_TOOL_TIMEOUT")
     tool_retries: int = env_field("AGENT_TOOL_RETRIES")
-    model_timeout: float = env_field("AGENT_MODEL_TIMEOUT")
+    model_timeout: float | None = env_field("AGENT_MODEL_TIMEOUT")
     model_retries: int = env_field("AGENT_MODEL_RETRIES")
     context_window_tokens: int = env_field("AGENT_CONTEXT_TOKENS")
     remember: bool = env_field("AGENT_REMEMBER")
+    recover_tool_calls: bool = env_field("AGENT_RECOVER_TOOL_CALLS")
+    run_timeout: float = env_field("AGENT_RUN_TIMEOUT")
 
     def __post_init__(self) -> None:
         validate_fields(self)
+        if self.model_timeout is None:  # unset: what fits the model's endpoint
+            object.__setattr__(self, "model_timeout", default_model_timeout(self.model))
         if not self.user_id.strip():
             raise ValueError("Invalid context field `user_id`: must not be empty.")
         try:

@@ -14,16 +14,21 @@ from typing import Any
 
 from langchain.chat_models import init_chat_model
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AnyMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.tools import BaseTool
 from langchain_openai import ChatOpenAI
 from langgraph.constants import TAG_NOSTREAM
 from pydantic import SecretStr
 
+from graphs.runtime.deadline import RunDeadlineExceeded, bounded
 from graphs.runtime.events import emit
 from graphs.runtime.history import repair_tool_history
+from graphs.runtime.prompts import TOOL_CALL_RETRY
 from graphs.runtime.retry import RetriesExhausted, call_with_retries
+from graphs.runtime.text_tool_calls import recover as recover_text_calls
+from graphs.runtime.text_tool_calls import with_calls
 from settings import settings
 from tools.identity import check_thread_owner
 
@@ -217,18 +222,108 @@ async def ainvoke_with_retries(
     def on_retry(attempt: int, exc: BaseException, delay: float) -> None:
         emit("model_retrying", step=step, attempt=attempt, error=_error_text(exc, timeout), delay_s=round(delay, 3))
 
+    async def attempt() -> Any:
+        # Each attempt is bounded by the run's deadline too (RunDeadlineExceeded once it passed).
+        limit = bounded(timeout, "model")
+        return await asyncio.wait_for(model.ainvoke(messages, config), limit)
+
     try:
-        return await call_with_retries(
-            lambda: asyncio.wait_for(model.ainvoke(messages, config), timeout),
+        result = await call_with_retries(
+            attempt,
             retries=retries,
             is_transient=is_transient_model_error,
             on_retry=on_retry,
         )
     except RetriesExhausted as failed:
         exc, error = failed.error, _error_text(failed.error, timeout)
+        if isinstance(exc, RunDeadlineExceeded):
+            raise exc from None
         emit("model_error", step=step, error=error, error_type=type(exc).__name__)
         if isinstance(exc, (ModelConfigError, ModelCallError)):
             raise exc from None
         raise ModelCallError(
             f"The model call failed ({type(exc).__name__}, attempt {failed.attempts}): {error}"
         ) from exc
+    report_usage(result, step)
+    return result
+
+
+def report_usage(result: Any, step: int) -> dict | None:
+    """Emit `model_usage` with the prompt, cached-prompt and output tokens of one model call, as
+    the provider reported them (`usage_metadata`; `input_token_details.cache_read` is the part
+    of the prompt served from the provider's prefix cache). None when the provider reported none."""
+    message = result.get("raw") if isinstance(result, dict) else result
+    usage = getattr(message, "usage_metadata", None)
+    if not usage:
+        return None
+    details = usage.get("input_token_details") or {}
+    return emit(
+        "model_usage",
+        step=step,
+        input_tokens=usage.get("input_tokens", 0),
+        cached_tokens=details.get("cache_read", 0) or 0,
+        output_tokens=usage.get("output_tokens", 0),
+    )
+
+
+async def ainvoke_with_tools(
+    model: BaseChatModel,
+    tools: list[BaseTool],
+    messages: list[AnyMessage],
+    config: RunnableConfig | None,
+    *,
+    retries: int,
+    step: int,
+    timeout: float | None = None,
+    recover: bool = True,
+) -> AIMessage:
+    """Call `model` with `tools` offered (through `ainvoke_with_retries`) and return its message.
+
+    With `recover` (context `recover_tool_calls`), tool calls the model wrote as text instead of
+    making them (graphs/runtime/text_tool_calls.py) become real tool calls when they name an
+    offered tool with arguments its schema accepts. Invalid ones are never run: the model is asked
+    once more with the problems, and if it still writes invalid calls their text is dropped
+    from the answer. Each recovery is a `tool_calls_recovered` event.
+    """
+    bound = model.bind_tools(tools) if tools else model
+    response = await ainvoke_with_retries(bound, messages, config, retries=retries, step=step, timeout=timeout)
+    if not recover or not tools:
+        return response
+    found = recover_text_calls(response, tools)
+    if found is None:
+        return response
+    reasked = False
+    if found.errors and not found.calls:
+        reasked = True
+        emit(
+            "tool_calls_recovered",
+            step=step,
+            recovered=0,
+            invalid=len(found.errors),
+            names=[],
+            errors=found.errors,
+            reasked=True,
+        )
+        retry = [
+            *messages,
+            AIMessage(response.text),
+            HumanMessage(TOOL_CALL_RETRY.format(errors="; ".join(found.errors))),
+        ]
+        response = await ainvoke_with_retries(bound, retry, config, retries=retries, step=step, timeout=timeout)
+        found = recover_text_calls(response, tools)
+        if found is None:
+            return response
+    emit(
+        "tool_calls_recovered",
+        step=step,
+        recovered=len(found.calls),
+        invalid=len(found.errors),
+        names=[call["name"] for call in found.calls],
+        errors=found.errors,
+        reasked=reasked,
+    )
+    if found.calls:
+        return with_calls(response, found)
+    # Still invalid after the re-ask: never run them, and keep their raw text out of the answer.
+    text = found.content or "I could not make a valid tool call for this request: " + "; ".join(found.errors)
+    return response.model_copy(update={"content": text})

@@ -8,3 +8,17 @@ Keep user facts, goals and preferences, decisions made, tool results that still 
 
 {previous}Conversation:
 {conversation}"""
+
+TOOL_CALL_RETRY = """Your tool call could not be used: {errors}.
+Call the tool again through tool calling with arguments that match its schema, or answer in plain
+text without a tool call."""
+
+JSON_SCHEMA_PROMPT = """Answer with exactly one `{schema}` JSON object and nothing else. Its JSON schema
+(field meanings in "description"):
+{json_schema}"""
+
+STRUCTURED_RETRY = """Your previous answer could not be used: {error}.
+Answer again with exactly one `{schema}` JSON object that matches its schema, and nothing else."""
+
+DEADLINE_MESSAGE = """I ran out of time for this request (the run's deadline of {deadline:g} s was
+reached) before I could finish. Please ask again, perhaps with a narrower request."""

@@ -23,6 +23,7 @@ from langchain_core.tools import BaseTool
 from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import ToolCallRequest
 
+from graphs.runtime.deadline import RunDeadlineExceeded, bounded
 from graphs.runtime.events import emit, preview
 from graphs.runtime.retry import RetriesExhausted, call_with_retries
 from tools.errors import TransientToolError
@@ -169,6 +170,10 @@ def _log_entry(call, step, status, duration_ms, attempts, error: str | None = No
     return entry
 
 
+def _not_run(call: Mapping[str, Any], reason: str) -> ToolMessage:
+    return ToolMessage(content=f"Not run: {reason}", tool_call_id=call["id"], name=call["name"], status="error")
+
+
 async def run_tool_calls(
     state: Mapping[str, Any],
     config: RunnableConfig,
@@ -188,6 +193,10 @@ async def run_tool_calls(
     if not isinstance(last, AIMessage) or not last.tool_calls:
         return {"messages": [], "execution_log": []}
     await check_thread_owner(config)
+    try:
+        timeout_s = bounded(timeout_s, "tools") or timeout_s  # never past the run's deadline
+    except RunDeadlineExceeded as exc:  # answer every call, run none
+        return {"messages": [_not_run(call, str(exc)) for call in last.tool_calls], "execution_log": []}
     log: list[dict] = []
     token = _BATCH.set(_Batch(step, timeout_s, retries, log))
     try:

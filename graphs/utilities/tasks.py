@@ -1,5 +1,5 @@
 """The utilities as plain async functions over the shared model factory (timeouts, retries,
-structured output through tool calling). A missing or unusable model raises `ModelConfigError`."""
+validated structured output). A missing or unusable model raises `ModelConfigError`."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from langchain_core.messages.utils import get_buffer_string
 from pydantic import BaseModel, Field
 
 from graphs.runtime.context import Context
-from graphs.runtime.models import NOSTREAM_TAGS, ainvoke_with_retries, load_chat_model
+from graphs.runtime.models import load_chat_model
+from graphs.runtime.structured import ainvoke_structured
 from graphs.utilities.prompts import RELATED_PROMPT, TIP_PROMPT, TITLE_PROMPT
 
 MAX_CONVERSATION_CHARS = 8000
@@ -37,14 +38,11 @@ class DailyTip(BaseModel):
 
 async def _ask(context: Context, schema: type[BaseModel], prompt: str) -> BaseModel:
     model = load_chat_model(context.model, temperature=context.temperature, timeout=context.model_timeout)
-    structured = model.with_structured_output(schema, method="function_calling").with_config(tags=NOSTREAM_TAGS)
     messages: list[AnyMessage] = [HumanMessage(prompt)]
-    result = await ainvoke_with_retries(
-        structured, messages, None, retries=context.model_retries, step=1, timeout=context.model_timeout
+    result = await ainvoke_structured(
+        model, schema, messages, None, retries=context.model_retries, step=1, timeout=context.model_timeout
     )
-    if not isinstance(result, schema):
-        raise ValueError(f"the model answered without a {schema.__name__}")
-    return result
+    return result.value
 
 
 async def conversation_title(messages: Sequence[BaseMessage], context: Context) -> str:

@@ -130,9 +130,9 @@ async def test_classified_route_streams_the_sub_agents_tokens_and_events(dev_ser
     [decision] = custom(parts, "route_decided")
     assert (decision["method"], decision["route"], decision["worker_name"]) == ("llm", "react", "")
     assert decision["reason"] == "needs a calculation"
-    # the classification went out as a tool call with the KB list, and was not streamed
+    # the classification went out as a JSON-schema request with the KB list, and was not streamed
     first = [r for r in openai_server.requests() if k in str(r.get("messages"))][0]
-    assert [t["function"]["name"] for t in first["tools"]] == ["RouteChoice"] and kb in first["messages"][0]["content"]
+    assert first["response_format"]["json_schema"]["name"] == "RouteChoice" and kb in first["messages"][0]["content"]
     assert not any(
         meta.get("langgraph_node") == "intent_detect"
         for e, (c, meta) in [(e, d) for e, d in parts if e.startswith("messages")]

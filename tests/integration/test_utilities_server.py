@@ -33,7 +33,7 @@ def test_title_of_a_conversation(dev_server, openai_server):
     assert reply.status_code == 200, reply.text
     assert reply.json() == {"title": "Otter sleeping habits"}
     sent = [r for r in openai_server.requests() if k in str(r.get("messages"))][-1]
-    assert [t["function"]["name"] for t in sent["tools"]] == ["Title"]  # tool calling, no json_schema
+    assert sent["response_format"]["json_schema"]["name"] == "Title" and sent["tools"] == []
     assert "hold hands" in sent["messages"][-1]["content"]
 
 

@@ -3,10 +3,14 @@ recording, dedupe on save, profile merge, and nothing written when extraction fa
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
+import graphs.runtime.events
 from graphs.memory_writer.extract import MemoryExtraction, extract_and_save, extract_memories
+from graphs.runtime.structured import StructuredOutputError
 from store import memory
 from tests.fakes import ScriptedChatModel
 
@@ -95,9 +99,38 @@ async def test_nothing_is_written_when_extraction_fails(store):
 
 
 async def test_a_turn_without_memories_writes_nothing(store):
-    model = ScriptedChatModel(responses=["Nothing to remember."])  # no structured call at all
+    model = ScriptedChatModel(responses=[extraction()])  # an empty extraction, made as asked
     counts = await extract_and_save(store, "bob", [HumanMessage("What's 2+2?"), AIMessage("4")], model, None)
     assert counts == {"created": 0, "updated": 0, "profile_fields": 0}
     assert await store.alist_namespaces(prefix=("memories", "bob")) == []
     with pytest.raises(ValueError, match="user_id"):
         await extract_and_save(store, "", TURN, model, None)
+
+
+async def test_prose_instead_of_the_extraction_is_asked_again_then_fails_loudly(store, caplog, monkeypatch):
+    """A model that answers in prose is never taken for a turn with nothing to remember."""
+    events: list[dict] = []
+    monkeypatch.setattr(graphs.runtime.events, "get_stream_writer", lambda: events.append)
+    model = ScriptedChatModel(responses=["The user moved to Munich.", "Sure! The user is vegetarian."])
+    with pytest.raises(StructuredOutputError, match="MemoryExtraction after 2 attempts"):
+        await extract_and_save(store, "bob", TURN, model, None)
+    assert len(model.calls) == 2 and "could not be used" in model.calls[1].messages[-1].text
+    failed = [e for e in events if e["event"] == "structured_output_failed"]
+    assert failed and failed[0]["schema"] == "MemoryExtraction" and failed[0]["attempts"] == 2
+    assert "structured call MemoryExtraction failed" in caplog.text
+    assert await store.alist_namespaces(prefix=("memories", "bob")) == []
+
+
+async def test_an_extraction_written_as_json_text_is_saved(store):
+    """Small models write the object as (fenced) text, or as a call written out: both are read."""
+    payload = {"semantic": [{"text": "The user is vegetarian", "category": "preference"}], "episodic": []}
+    model = ScriptedChatModel(
+        responses=[
+            "No memories here, sorry.",  # prose first: re-asked
+            f'```json\n{{"name": "MemoryExtraction", "arguments": {json.dumps(payload)}}}\n```',
+        ]
+    )
+    counts = await extract_and_save(store, "carol", TURN, model, None)
+    assert counts["created"] == 1
+    found = await memory.recall(store, "carol", "vegetarian", "semantic")
+    assert found and found[0]["text"] == "The user is vegetarian"

@@ -198,7 +198,7 @@ async def test_tool_cue_goes_to_react_with_its_tools(model_slot, demo_store):
         message="What is 17*23?",
     )
     assert decision(events)["route"] == "react"
-    assert "calculator" in model.calls[0].tool_names and "web_search" in model.calls[0].tool_names
+    assert "calculator" in model.calls[0].tool_names and "weather" in model.calls[0].tool_names
     assert any(isinstance(m, ToolMessage) and "391" in m.content for m in state["messages"])
     assert state["messages"][-1].content == "17*23 = 391"
     assert [e["tool"] for e in state["execution_log"]] == ["calculator"]

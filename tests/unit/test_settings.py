@@ -13,6 +13,7 @@ import pytest
 from pydantic import TypeAdapter
 
 from graphs.router.context import RouterContext
+from graphs.runtime.context import default_model_timeout
 from settings import Settings, SettingsError, check_settings, markdown_reference, settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -73,6 +74,8 @@ def test_every_context_field_with_a_variable_has_the_variables_type_and_default(
         assert variable in Settings.model_fields, variable
         value = getattr(settings(), variable)
         assert TypeAdapter(hints[spec.name]).validate_python(value) == value, spec.name
+        if spec.name == "model_timeout" and value is None:  # unset: what fits the model's endpoint
+            value = default_model_timeout(context.model)
         assert getattr(context, spec.name) == value
         checked += 1
     assert checked >= 30
