@@ -9,7 +9,8 @@ tool), a tool whose data or service is not there for this run is left out of the
   `get_user_profile` a profile, `search_chat_history` recorded chat, `keyword_search`,
   `time_filter` and `get_recent_activity` any of these; `save_memory` whenever there is a store;
 - knowledge-base tools only when a knowledge base exists;
-- `web_search` only when a search provider is configured (WEB_SEARCH_PROVIDER or a key/URL);
+- `web_search` when it has a provider to use: the configured one, else keyless DuckDuckGo (a
+  WEB_SEARCH_PROVIDER that is not set up leaves it out);
 - `web_read` only when it has a URL to read: with `web_search` offered, or when a user message
   of the conversation holds an http(s) URL.
 

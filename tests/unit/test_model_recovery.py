@@ -273,10 +273,16 @@ async def test_tools_offered_follow_what_the_user_and_the_deployment_have(store,
 
     offered = {t.name for t in await tools_for_turn(every, store, "dana", named=False)}
     assert "save_memory" in offered and not offered & MEMORY_LOOKUPS
-    assert not offered & {"knowledge_base_search", "list_knowledge_bases", "web_search", "web_read"}
+    assert not offered & {"knowledge_base_search", "list_knowledge_bases"}
     assert {"calculator", "weather", "current_time"} <= offered
+    # no provider configured: DuckDuckGo needs no key, so search (and reading its results) is offered
+    assert {"web_search", "web_read"} <= offered
+    # without web_search, web_read comes only with a URL to read in the user's message
+    no_search = [t for t in every if t.name != "web_search"]
+    offered = {t.name for t in await tools_for_turn(no_search, store, "dana", named=False)}
+    assert "web_read" not in offered
     with_url = [HumanMessage("Summarise https://example.org/post please")]
-    offered = {t.name for t in await tools_for_turn(every, store, "dana", named=False, messages=with_url)}
+    offered = {t.name for t in await tools_for_turn(no_search, store, "dana", named=False, messages=with_url)}
     assert "web_read" in offered and "web_search" not in offered
 
     await memory.save_memory(store, "dana", "semantic", "The user likes teal", category="preference")
