@@ -202,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     render = COMMANDS[args.command][1]
     print(json.dumps(result, indent=2, ensure_ascii=False) if args.json else render(result))
-    failures = ingest_failures(result) if args.command == "ingest" else None
+    failures = ingest_failures(result) if args.command == "ingest" and isinstance(result, dict) else None
     if failures:
         print(f"error: {failures}", file=sys.stderr)
         return 1
