@@ -13,6 +13,15 @@ from tests.integration.conftest import KB_DATA, cli, key, sql, tool_messages, us
 pytestmark = pytest.mark.integration
 
 
+async def test_the_embeddings_model_loads_at_start_up(dev_server):
+    """The server loads the local embeddings model in the background and says when it is ready,
+    so that the first run or search after a start does not wait for it."""
+    deadline = asyncio.get_running_loop().time() + 120
+    while "Embeddings model local:all-MiniLM-L6-v2 ready" not in dev_server.log_path.read_text(errors="replace"):
+        assert asyncio.get_running_loop().time() < deadline, dev_server.log()
+        await asyncio.sleep(0.5)
+
+
 async def test_streams_tokens_custom_events_and_updates(dev_server, openai_server):
     client = dev_server.client()
     k = key()
