@@ -23,6 +23,7 @@ from graphs.utilities.tasks import conversation_title, daily_tip, related_questi
 from server import kb as kb_service
 from server import utilities, web
 from server.errors import ApiError, api_error_handler, validation_error_handler
+from server.logs import quiet_duplicate_run_errors
 from server.mcp_tools import mcp
 from store import knowledge
 from store.embeddings import preload_embeddings
@@ -45,8 +46,9 @@ async def _load_embeddings() -> None:
 
 @contextlib.asynccontextmanager
 async def lifespan(app: FastAPI):
-    """Load the embeddings model in the background and run the MCP endpoint's session manager
-    while the server runs."""
+    """Load the embeddings model in the background, keep one log record per failed run, and run
+    the MCP endpoint's session manager while the server runs."""
+    quiet_duplicate_run_errors()
     loading = asyncio.create_task(_load_embeddings())
     async with mcp.session_manager.run():
         yield
