@@ -12,6 +12,9 @@ An entry point above the layers: it uses store/ (knowledge bases, memories) and 
 Every command takes `--json` for machine-readable output. URLs are fetched with the SSRF-safe
 fetch of tools.net (public http(s) only; set WEB_ALLOW_LOOPBACK=1 to allow 127.0.0.1/::1);
 HTML, markdown, plain-text and PDF URLs are supported (server/kb.py, shared with the HTTP routes).
+`ingest` reports every source: what went in, what was skipped, and what failed with its reason;
+a failed source does not stop the others, and the exit status is then 1 with a summary on stderr.
+Only `ingest` and `search` load the embeddings model.
 """
 
 from __future__ import annotations
