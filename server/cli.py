@@ -48,6 +48,7 @@ async def cmd_ingest(store, args) -> dict:
                 result = await knowledge.ingest_path(store, args.kb, target)
                 documents.extend(result["documents"])
                 skipped.extend(result["skipped"])
+                failed.extend(result["failed"])
         except (ValueError, OSError) as exc:
             failed.append({"source": target, "error": str(exc)})
     kb = await knowledge.get_kb(store, args.kb)

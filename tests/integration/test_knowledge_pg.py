@@ -255,10 +255,12 @@ def test_cli_ingests_lists_searches_and_reports_errors(pg_schema, pg_uri, page_s
     assert missing.returncode == 1 and "Existing knowledge bases: demo" in missing.stderr
 
 
-def test_cli_ingests_a_pdf_url_and_reports_each_failed_source(pg_schema, pg_uri, page_server):
+def test_cli_ingests_a_pdf_url_and_reports_each_failed_source(pg_schema, pg_uri, page_server, tmp_path):
     env = {**os.environ, "POSTGRES_URI": pg_uri, "POSTGRES_SCHEMA": pg_schema, "WEB_ALLOW_LOOPBACK": "1"}
     pdf, missing, nowhere = f"{page_server}/handbook.pdf", f"{page_server}/missing.html", "/no/such/folder"
-    ingested = cli("ingest", "mixed", str(KB_DATA / "nested"), pdf, missing, nowhere, env=env)
+    damaged = tmp_path / "damaged.pdf"
+    damaged.write_bytes(b"%PDF-1.4 broken")
+    ingested = cli("ingest", "mixed", str(KB_DATA / "nested"), pdf, missing, nowhere, str(damaged), env=env)
     # what went in is printed, each failed source with its reason, and a summary on stderr
     assert ingested.returncode == 1
     lines = ingested.stdout.splitlines()
@@ -269,8 +271,9 @@ def test_cli_ingests_a_pdf_url_and_reports_each_failed_source(pg_schema, pg_uri,
     assert f"skipped   unsupported file type: {KB_DATA / 'nested' / 'ignored.csv'}" in lines
     assert f"failed    {missing}: Could not fetch {missing}:" in ingested.stdout
     assert f"failed    {nowhere}: No such file or folder: {nowhere}" in ingested.stdout
+    assert f"failed    {damaged}: Could not read the PDF" in ingested.stdout
     assert ingested.stderr.strip().splitlines()[-1] == (
-        f"error: 2 source(s) failed ({missing}, {nowhere}); 2 document(s) from the others were ingested"
+        f"error: 3 source(s) failed ({missing}, {nowhere}, {damaged}); 2 document(s) from the others were ingested"
     )
     listed = json.loads(cli("list", "--json", env=env).stdout)
     assert [(kb["name"], kb["documents"]) for kb in listed] == [("mixed", 2)]
