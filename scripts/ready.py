@@ -36,4 +36,7 @@ def wait_ready(url: str, pid: int, timeout: float = TIMEOUT_S) -> bool:
 
 
 if __name__ == "__main__":
-    raise SystemExit(0 if wait_ready(sys.argv[1], int(sys.argv[2])) else 1)
+    try:
+        raise SystemExit(0 if wait_ready(sys.argv[1], int(sys.argv[2])) else 1)
+    except KeyboardInterrupt:  # Ctrl-C while the server starts: scripts/serve stops it
+        raise SystemExit(130) from None
