@@ -12,6 +12,9 @@ An entry point above the layers: it uses store/ (knowledge bases, memories) and 
 Every command takes `--json` for machine-readable output. URLs are fetched with the SSRF-safe
 fetch of tools.net (public http(s) only; set WEB_ALLOW_LOOPBACK=1 to allow 127.0.0.1/::1);
 HTML, markdown, plain-text and PDF URLs are supported (server/kb.py, shared with the HTTP routes).
+`ingest` reports every source: what went in, what was skipped, and what failed with its reason;
+a failed source does not stop the others, and the exit status is then 1 with a summary on stderr.
+Only `ingest` and `search` load the embeddings model.
 """
 
 from __future__ import annotations
@@ -33,18 +36,23 @@ def _is_url(target: str) -> bool:
 
 
 async def cmd_ingest(store, args) -> dict:
-    """Create the knowledge base if needed, then ingest every path or URL given."""
-    kb = await knowledge.create_kb(store, args.kb, args.description or "", exist_ok=True)
-    documents, skipped = [], []
+    """Create the knowledge base if needed, then ingest every path or URL given; a source that
+    fails is listed in `failed` with the reason and the others are still ingested."""
+    await knowledge.create_kb(store, args.kb, args.description or "", exist_ok=True)
+    documents, skipped, failed = [], [], []
     for target in args.targets:
-        if _is_url(target):
-            documents.append(await ingest_url(store, args.kb, target))
-        else:
-            result = await knowledge.ingest_path(store, args.kb, target)
-            documents.extend(result["documents"])
-            skipped.extend(result["skipped"])
+        try:
+            if _is_url(target):
+                documents.append(await ingest_url(store, args.kb, target))
+            else:
+                result = await knowledge.ingest_path(store, args.kb, target)
+                documents.extend(result["documents"])
+                skipped.extend(result["skipped"])
+                failed.extend(result["failed"])
+        except (ValueError, OSError) as exc:
+            failed.append({"source": target, "error": str(exc)})
     kb = await knowledge.get_kb(store, args.kb)
-    return {"kb": kb, "documents": documents, "skipped": skipped}
+    return {"kb": kb, "documents": documents, "skipped": skipped, "failed": failed}
 
 
 async def cmd_list(store, args) -> list[dict]:
@@ -78,9 +86,20 @@ def render_ingest(result: dict) -> str:
         for d in result["documents"]
     ]
     lines += [f"skipped   unsupported file type: {path}" for path in result["skipped"]]
+    lines += [f"failed    {item['source']}: {item['error']}" for item in result["failed"]]
     kb = result["kb"]
     lines.append(f"knowledge base {kb['name']}: {kb['documents']} documents, {kb['chunks']} chunks")
     return "\n".join(lines)
+
+
+def ingest_failures(result: dict) -> str | None:
+    """The one-line summary of an ingest whose sources did not all go in, else None."""
+    failed = result["failed"]
+    if not failed:
+        return None
+    sources = ", ".join(item["source"] for item in failed)
+    went_in = len(result["documents"])
+    return f"{len(failed)} source(s) failed ({sources}); {went_in} document(s) from the others were ingested"
 
 
 def render_list(kbs: list[dict]) -> str:
@@ -177,7 +196,8 @@ async def run(args: argparse.Namespace) -> object:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: returns the exit status (1 on a usage or data error, with the reason on stderr)."""
+    """Entry point: returns the exit status (1 on a usage or data error, or when a source of an
+    ingest failed, with the reason on stderr; what did go in is printed all the same)."""
     args = parser().parse_args(argv)
     try:
         result = asyncio.run(run(args))
@@ -186,6 +206,10 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     render = COMMANDS[args.command][1]
     print(json.dumps(result, indent=2, ensure_ascii=False) if args.json else render(result))
+    failures = ingest_failures(result) if args.command == "ingest" and isinstance(result, dict) else None
+    if failures:
+        print(f"error: {failures}", file=sys.stderr)
+        return 1
     return 0
 
 

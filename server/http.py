@@ -8,7 +8,10 @@ Errors are `{"error": CODE, "message", "details"}` (server/errors.py).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import logging
+import time
 from typing import Annotated, Any
 
 from fastapi import FastAPI, File, Form, Query, Request, UploadFile
@@ -21,23 +24,41 @@ from server import kb as kb_service
 from server import utilities, web
 from server.errors import ApiError, DatabaseUnavailableMiddleware, api_error_handler, validation_error_handler
 from server.limits import BodyLimitMiddleware
+from server.logs import quiet_duplicate_run_errors
 from server.mcp_tools import mcp
 from settings.redact import install_log_redaction
 from store import knowledge
+from store.embeddings import preload_embeddings
 from store.knowledge.config import KB_NAME
 from tools.identity import kb_reader
 from tools.quota import QuotaExceeded, charge
 
 KB_NAME_PATTERN = f"^{KB_NAME.pattern}$"
+logger = logging.getLogger(__name__)
+
+
+async def _load_embeddings() -> None:
+    """Load the embeddings model in the background, so that no run or search waits for it."""
+    started = time.monotonic()
+    try:
+        model = await preload_embeddings()
+    except Exception as exc:  # a bad configuration: the first search reports it to its caller
+        logger.warning("Embeddings model not loaded at start-up: %s", exc)
+        return
+    logger.info("Embeddings model %s ready (loaded in %.1f s)", model, time.monotonic() - started)
 
 
 @contextlib.asynccontextmanager
 async def lifespan(app: FastAPI):
-    """Run the MCP endpoint's session manager while the server runs; configured secrets are
-    kept out of the log from the start (settings/redact.py)."""
+    """Keep configured secrets out of the log from the start (settings/redact.py) and one log
+    record per failed run, load the embeddings model in the background, and run the MCP
+    endpoint's session manager while the server runs."""
     install_log_redaction()
+    quiet_duplicate_run_errors()
+    loading = asyncio.create_task(_load_embeddings())
     async with mcp.session_manager.run():
         yield
+    loading.cancel()
 
 
 app = FastAPI(

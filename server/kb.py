@@ -46,23 +46,27 @@ class SourceUnknown(LookupError):
     """The knowledge base has no document with this source."""
 
 
+def _ingestible(media_type: str) -> bool:
+    """Media types a URL may be ingested as: the knowledge formats (PDF included) and any text."""
+    return knowledge.format_for(media_type=media_type) is not None or media_type.startswith("text/")
+
+
 async def ingest_url(store: BaseStore, kb: str, url: str, *, date: str | None = None, user: Any = None) -> dict:
     """Fetch a public URL with the SSRF-safe fetch of tools.net and ingest it (source: the final
-    URL): HTML, markdown, plain text or PDF. ValueError with the reason when it cannot; the
-    fetched bytes are taken from `user`'s ingest quota first (QuotaExceeded)."""
+    URL): HTML, markdown, plain text or PDF, at most URL_MAX_BYTES. ValueError with the reason
+    when it cannot; the fetched bytes are taken from `user`'s ingest quota first (QuotaExceeded)."""
     from tools.errors import ToolError
-    from tools.net import safe_get
+    from tools.net import FetchErrorCode, safe_get
 
     try:
-        fetched = await safe_get(url, timeout=URL_TIMEOUT_SECONDS, max_bytes=URL_MAX_BYTES)
+        fetched = await safe_get(url, timeout=URL_TIMEOUT_SECONDS, max_bytes=URL_MAX_BYTES, accept=_ingestible)
     except ToolError as exc:
+        if getattr(exc, "code", None) == FetchErrorCode.UNSUPPORTED_CONTENT_TYPE:
+            raise ValueError(f"{exc} HTML, markdown, plain text and PDF can be ingested.") from None
         raise ValueError(f"Could not fetch {url}: {exc}") from None
     if fetched.truncated:
         raise ValueError(f"{url} is larger than {URL_MAX_BYTES // (1024 * 1024)} MB; download it and ingest the file.")
-    media_type = fetched.media_type
-    fmt = knowledge.format_for(media_type=media_type)
-    if fmt is None and not media_type.startswith("text/"):
-        raise ValueError(f"{url} has content type {media_type!r}; HTML, markdown, plain text and PDF can be ingested.")
+    fmt = knowledge.format_for(media_type=fetched.media_type)
     if fmt in (None, "text"):  # text/plain is often markdown served as is: trust a .md extension
         fmt = "markdown" if knowledge.format_for(fetched.url.split("#")[0]) == "markdown" else "text"
     # HTML and PDF go in as bytes (trafilatura honours the page's declared encoding).

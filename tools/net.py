@@ -20,7 +20,7 @@ import ipaddress
 import re
 import socket
 import ssl
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -438,6 +438,7 @@ async def _follow_redirects(
     max_bytes: int,
     max_redirects: int,
     allow_loopback: bool,
+    accept: Callable[[str], bool],
 ) -> FetchResult:
     visited: list[str] = []
     request_headers = dict(headers)
@@ -461,11 +462,10 @@ async def _follow_redirects(
             if response.status_code == 304:
                 return FetchResult(str(url), 304, response.headers, b"", False, tuple(visited))
             media_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
-            if not is_text_media_type(media_type):
-                raise fetch_error(
-                    FetchErrorCode.UNSUPPORTED_CONTENT_TYPE,
-                    f"{url} has content type {media_type or 'none'!r}; only text, HTML, XML and JSON are read.",
-                )
+            if not accept(media_type):
+                refused = f"{url} has content type {media_type or 'none'!r}"
+                readable = "; only text, HTML, XML and JSON are read." if accept is is_text_media_type else "."
+                raise fetch_error(FetchErrorCode.UNSUPPORTED_CONTENT_TYPE, refused + readable)
             content, truncated = await _read_capped(response, max_bytes)
             return FetchResult(str(url), response.status_code, response.headers, content, truncated, tuple(visited))
     raise fetch_error(
@@ -481,6 +481,7 @@ async def safe_get(
     headers: Mapping[str, str] | None = None,
     allow_loopback: bool | None = None,
     max_redirects: int = DEFAULT_MAX_REDIRECTS,
+    accept: Callable[[str], bool] = is_text_media_type,
 ) -> FetchResult:
     """GET a public http(s) URL under the SSRF policy and return its (text) body.
 
@@ -493,6 +494,8 @@ async def safe_get(
             cross-origin redirects.
         allow_loopback: also allow 127.0.0.0/8 and ::1; None reads WEB_ALLOW_LOOPBACK.
         max_redirects: redirects followed (each hop re-checked) before TOO_MANY_REDIRECTS.
+        accept: which media types (no parameters, lower case) are read; others raise
+            UNSUPPORTED_CONTENT_TYPE before the body is read. Text kinds by default.
 
     A 304 answer is returned as a result with `not_modified` set. Failures raise `FetchError`
     with a `FetchErrorCode`; timeouts, 429 and 5xx raise `TransientFetchError`.
@@ -512,6 +515,7 @@ async def safe_get(
                     max_bytes=max_bytes,
                     max_redirects=max_redirects,
                     allow_loopback=allow_loopback,
+                    accept=accept,
                 )
     except (TimeoutError, httpx.TimeoutException):
         message = f"Fetching {url} took longer than {timeout:g}s."

@@ -110,13 +110,18 @@ async def _write_documents(store: BaseStore, kb: str, documents: list[PreparedDo
     return results
 
 
-async def _write_prepared(store: BaseStore, kb: str, preparers: Iterable[Callable[[], PreparedDocument]]) -> list[dict]:
-    """Prepare documents off the event loop and write them in groups of about GROUP_CHUNKS chunks."""
+async def _write_prepared(
+    store: BaseStore, kb: str, preparers: Iterable[Callable[[], PreparedDocument | None]]
+) -> list[dict]:
+    """Prepare documents off the event loop and write them in groups of about GROUP_CHUNKS chunks
+    (a preparer returning None has nothing to write)."""
     results: list[dict] = []
     group: list[PreparedDocument] = []
     size = 0
     for prepare in preparers:
         document = await asyncio.to_thread(prepare)
+        if document is None:
+            continue
         group.append(document)
         size += len(document.chunks)
         if size >= GROUP_CHUNKS or len(group) >= GROUP_DOCUMENTS:
@@ -278,6 +283,19 @@ def _prepare_file(path: Path, chunking: dict) -> PreparedDocument:
     return prepare_bytes(path.read_bytes(), str(path), None, format, chunking)
 
 
+def _prepare_or_note(path: Path, chunking: dict, failed: list[dict]) -> Callable[[], PreparedDocument | None]:
+    """A preparer of one file of a folder that notes, instead of raising, why the file cannot be read."""
+
+    def prepare() -> PreparedDocument | None:
+        try:
+            return _prepare_file(path, chunking)
+        except (ValueError, OSError) as exc:  # an unreadable PDF, a file gone or not ours to read
+            failed.append({"source": str(path), "error": str(exc)})
+            return None
+
+    return prepare
+
+
 async def ingest_path(
     store: BaseStore,
     kb: str,
@@ -289,8 +307,10 @@ async def ingest_path(
     """Ingest a file, or every supported file under a folder (recursive; hidden entries ignored).
 
     Formats by extension: .txt/.text, .md/.markdown, .html/.htm, .pdf. A document's source is its
-    absolute path, so ingesting the same file again replaces its chunks. Returns
-    {"kb", "documents": [per-document results as ingest_text], "skipped": [unsupported files]}.
+    absolute path, so ingesting the same file again replaces its chunks. A file that cannot be
+    read (a damaged PDF, no permission) does not stop the others. Returns {"kb", "documents":
+    [per-document results as ingest_text], "skipped": [unsupported files], "failed": [{"source",
+    "error"}]}.
     """
     root = await asyncio.to_thread(lambda: Path(path).expanduser())
     if not await asyncio.to_thread(root.exists):
@@ -298,6 +318,7 @@ async def ingest_path(
     await get_kb(store, kb)
     chunking = _chunking(chunk_size, chunk_overlap)
     files, skipped = _files_under(root.resolve())
-    documents = await _write_prepared(store, kb, (functools.partial(_prepare_file, f, chunking) for f in files))
+    failed: list[dict] = []
+    documents = await _write_prepared(store, kb, (_prepare_or_note(f, chunking, failed) for f in files))
     await refresh_stats(store, kb)
-    return {"kb": kb, "documents": documents, "skipped": [str(p) for p in skipped]}
+    return {"kb": kb, "documents": documents, "skipped": [str(p) for p in skipped], "failed": failed}

@@ -15,6 +15,7 @@ from langgraph_sdk import get_client
 
 from tests.integration.conftest import (
     API_KEYS,
+    KB_DATA,
     DevServer,
     key,
     server_env,
@@ -300,6 +301,26 @@ async def test_knowledge_base_lifecycle_and_owner_rule(http_server, web):
         assert unknown.status_code == 404 and unknown.json()["error"] == "KB_NOT_FOUND"
         unknown_search = await bob.post(f"/api/v1/kb/{name}/search", json={"query": "x"})
         assert unknown_search.status_code == 404 and unknown_search.json()["error"] == "KB_NOT_FOUND"
+
+
+async def test_pdf_urls_are_ingested_and_other_binary_types_refused(http_server, web):
+    name = f"pdf-{key()}"
+    web.routes["/manual.pdf"] = Reply(body=(KB_DATA / "handbook.pdf").read_bytes(), content_type="application/pdf")
+    web.routes["/logo.png"] = Reply(body=b"\x89PNG\r\n", content_type="image/png")
+    async with api(http_server, "alice") as alice:
+        assert (await alice.post("/api/v1/kb", json={"name": name})).status_code == 201
+        by_url = await alice.post(
+            f"/api/v1/kb/{name}/urls", json={"urls": [web.url("/manual.pdf"), web.url("/logo.png")]}
+        )
+        assert by_url.status_code == 200, by_url.text
+        (document,) = by_url.json()["documents"]
+        assert (document["format"], document["title"], document["status"]) == ("pdf", "Staff Handbook", "created")
+        (failed,) = by_url.json()["failed"]
+        assert failed["url"] == web.url("/logo.png") and "'image/png'" in failed["error"] and "PDF" in failed["error"]
+        hits = await alice.post(f"/api/v1/kb/{name}/search", json={"query": "leave requests", "strategy": "keyword"})
+        top = hits.json()["retrieval_results"][0]
+        assert (top["source"], top["page"]) == (web.url("/manual.pdf"), 1)
+        assert (await alice.delete(f"/api/v1/kb/{name}")).status_code == 200
 
 
 async def test_tools_over_mcp_with_a_real_client(http_server):

@@ -255,6 +255,39 @@ def test_cli_ingests_lists_searches_and_reports_errors(pg_schema, pg_uri, page_s
     assert missing.returncode == 1 and "Existing knowledge bases: demo" in missing.stderr
 
 
+def test_cli_ingests_a_pdf_url_and_reports_each_failed_source(pg_schema, pg_uri, page_server, tmp_path):
+    env = {**os.environ, "POSTGRES_URI": pg_uri, "POSTGRES_SCHEMA": pg_schema, "WEB_ALLOW_LOOPBACK": "1"}
+    pdf, missing, nowhere = f"{page_server}/handbook.pdf", f"{page_server}/missing.html", "/no/such/folder"
+    damaged = tmp_path / "damaged.pdf"
+    damaged.write_bytes(b"%PDF-1.4 broken")
+    ingested = cli("ingest", "mixed", str(KB_DATA / "nested"), pdf, missing, nowhere, str(damaged), env=env)
+    # what went in is printed, each failed source with its reason, and a summary on stderr
+    assert ingested.returncode == 1
+    lines = ingested.stdout.splitlines()
+    assert any(line.startswith("created") and line.endswith(f"pdf      {pdf}  (Staff Handbook)") for line in lines), (
+        ingested.stdout
+    )
+    assert any(line.startswith("created") and str(KB_DATA / "nested" / "faq.md") in line for line in lines)
+    assert f"skipped   unsupported file type: {KB_DATA / 'nested' / 'ignored.csv'}" in lines
+    assert f"failed    {missing}: Could not fetch {missing}:" in ingested.stdout
+    assert f"failed    {nowhere}: No such file or folder: {nowhere}" in ingested.stdout
+    assert f"failed    {damaged}: Could not read the PDF" in ingested.stdout
+    assert ingested.stderr.strip().splitlines()[-1] == (
+        f"error: 3 source(s) failed ({missing}, {nowhere}, {damaged}); 2 document(s) from the others were ingested"
+    )
+    listed = json.loads(cli("list", "--json", env=env).stdout)
+    assert [(kb["name"], kb["documents"]) for kb in listed] == [("mixed", 2)]
+    found = cli("search", "mixed", "form for leave requests", "--json", env=env)
+    assert json.loads(found.stdout)["retrieval_results"][0]["source"] == pdf
+    assert found.stderr == ""  # no progress bars or warnings around the answer
+
+    # the JSON output carries the same per-source outcome
+    again = cli("ingest", "mixed", pdf, missing, "--json", env=env)
+    outcome = json.loads(again.stdout)
+    assert again.returncode == 1 and [d["status"] for d in outcome["documents"]] == ["unchanged"]
+    assert [f["source"] for f in outcome["failed"]] == [missing]
+
+
 async def test_cli_deletes_one_memory_and_forgets_a_user(pg_schema, pg_uri):
     from store import memory
 

@@ -13,6 +13,34 @@ from tests.integration.conftest import KB_DATA, cli, key, sql, tool_messages, us
 pytestmark = pytest.mark.integration
 
 
+async def test_the_embeddings_model_loads_at_start_up(dev_server):
+    """The server loads the local embeddings model in the background and says when it is ready,
+    so that the first run or search after a start does not wait for it."""
+    deadline = asyncio.get_running_loop().time() + 120
+    while "Embeddings model local:all-MiniLM-L6-v2 ready" not in dev_server.log_path.read_text(errors="replace"):
+        assert asyncio.get_running_loop().time() < deadline, dev_server.log()
+        await asyncio.sleep(0.5)
+
+
+async def test_a_failed_run_is_logged_once(dev_server):
+    client = dev_server.client()
+    thread = await client.threads.create()
+    run = await client.runs.create(
+        thread["thread_id"], "react", input=user("hello"), context={"model": "anthropic:claude-unset"}
+    )
+    await client.runs.join(thread["thread_id"], run["run_id"])
+    assert (await client.runs.get(thread["thread_id"], run["run_id"]))["status"] == "error"
+    deadline = asyncio.get_running_loop().time() + 30
+    while True:
+        lines = [line for line in dev_server.log_path.read_text(errors="replace").splitlines() if run["run_id"] in line]
+        if any("Background run failed" in line for line in lines):
+            break
+        assert asyncio.get_running_loop().time() < deadline, lines
+        await asyncio.sleep(0.2)
+    failures = [line for line in lines if "error" in line.lower() and "ModelConfigError" in line]
+    assert len(failures) == 1 and "No key for model 'anthropic:claude-unset'" in failures[0], failures
+
+
 async def test_streams_tokens_custom_events_and_updates(dev_server, openai_server):
     client = dev_server.client()
     k = key()

