@@ -307,7 +307,8 @@ async def test_pdf_urls_are_ingested_and_other_binary_types_refused(http_server,
     name = f"pdf-{key()}"
     web.routes["/manual.pdf"] = Reply(body=(KB_DATA / "handbook.pdf").read_bytes(), content_type="application/pdf")
     web.routes["/logo.png"] = Reply(body=b"\x89PNG\r\n", content_type="image/png")
-    async with api(http_server, "alice") as alice:
+    # a user of its own: each fetched URL counts against the user's web_read quota (QUOTA a day)
+    async with api(http_server, "jwt:pdf-reader") as alice:
         assert (await alice.post("/api/v1/kb", json={"name": name})).status_code == 201
         by_url = await alice.post(
             f"/api/v1/kb/{name}/urls", json={"urls": [web.url("/manual.pdf"), web.url("/logo.png")]}
