@@ -130,6 +130,34 @@ async def run_tasks(
     return rows
 
 
+def combine_runs(paths: list[Path], tasks: list[Task]) -> dict:
+    """One summary from the row files of finished runs (scored again with the current scoring),
+    with the first run's description (its `.summary.json`) and every run's selection and load."""
+    by_id = {t.id: t for t in tasks}
+    rows: dict[str, dict] = {}
+    metas = []
+    for path in paths:
+        summary_file = path.with_name(path.stem + ".summary.json")
+        if summary_file.exists():
+            metas.append(json.loads(summary_file.read_text())["meta"])
+        for line in path.read_text().splitlines():
+            row = json.loads(line)
+            if row.get("ran") and row["id"] in by_id and row["id"] not in rows:
+                row["score"] = score(by_id[row["id"]], row.get("outputs"))
+                rows[row["id"]] = row
+    ran = list(rows.values())
+    meta = dict(metas[0]) if metas else {"commit": "unknown", "date": "unknown"}
+    meta.update(
+        tasks_total=len(tasks),
+        tasks_run=len(ran),
+        selection=" + ".join(m.get("selection", "?") for m in metas) + f" ({len(paths)} run(s) combined)",
+        wall_min=max((m.get("wall_min", 0) for m in metas), default=0),
+        load_end=metas[-1].get("load_end") if metas else "?",
+        rows=[str(p) for p in paths],
+    )
+    return {"meta": meta, "suites": report.summarize_run(ran), "examples": report.failure_examples(ran)}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m evals.realmodel", description=__doc__.splitlines()[0])
     parser.add_argument("--only", help=f"comma-separated suites (default all: {','.join(SUITES)})")
@@ -145,18 +173,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--column", choices=report.COLUMNS, help="also update this column of the committed table")
     parser.add_argument("--out", type=Path, default=RESULTS, help=f"results folder (default {RESULTS})")
     parser.add_argument(
-        "--publish",
+        "--from",
+        dest="rows_files",
         type=Path,
-        metavar="SUMMARY",
-        help="store a finished run's summary file (evals/results/realmodel-*.summary.json) as --column, run nothing",
+        nargs="+",
+        metavar="ROWS",
+        help="run nothing: score the rows of finished runs (evals/results/realmodel-*.jsonl) again and "
+        "combine them (on a repeated task the first file's row wins); with --column, store the result",
     )
     parser.add_argument("--tasks-file", type=Path, default=TASKS_FILE, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.publish:
-        if not args.column:
-            raise SystemExit("--publish needs --column before|after")
-        report.update_results(args.column, json.loads(args.publish.read_text()))
-        print(f"updated {report.RESULTS_MD} ({args.column})")
+    if args.rows_files:
+        summary = combine_runs(args.rows_files, load_tasks(args.tasks_file))
+        out = args.rows_files[0].with_name(args.rows_files[0].stem + ".combined.summary.json")
+        out.write_text(json.dumps(summary, indent=1) + "\n")
+        print(f"summary -> {out}")
+        if args.column:
+            report.update_results(args.column, summary)
+            print(f"updated {report.RESULTS_MD} ({args.column})")
         return 0
 
     config = settings()

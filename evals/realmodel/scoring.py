@@ -6,7 +6,9 @@ A task succeeds when every check its `expect` asks for passes:
 - react: each `tools_called` tool ran and returned without error; the answer holds every
   `answer_contains` string / one of each `answer_contains_any` group / matches `answer_regex`;
   and the answer is not a tool call written as text;
-- router: `route` (and `kb_prefix` when given) equal the decision's;
+- router: `route` (and `kb_prefix` when given) equal the decision's, and the decision was made (by
+  the model, or heuristics sure of it), not the heuristics' unsure guess left standing after the
+  model gave no usable route;
 - plan_execute: the plan is a valid DAG over the allowed tools, the run finished with `status`
   and every step completed, the answer holds the expected values;
 - deep_research: a report citing at least one source, every cited URL retrieved in the run, the
@@ -23,6 +25,7 @@ import re
 from evals.evaluators import citation_validity, plan_completion, plan_shape
 from evals.realmodel.tasks import Task
 from evals.realmodel.wire import text_tool_calls
+from settings import settings
 
 _DIGIT_GROUPS = re.compile(r"(?<=\d)[,\u202f\u00a0 ](?=\d{3}\b)")
 CLEAR_MESSAGE_CHARS = 400
@@ -91,6 +94,12 @@ def score_react(outputs: dict, expect: dict) -> tuple[dict[str, bool], list[str]
 
 def score_router(outputs: dict, expect: dict) -> tuple[dict[str, bool], list[str]]:
     checks, notes = {}, []
+    # The heuristics' unsure guess standing (the model gave no usable route) is no route choice,
+    # even when that guess happens to be the expected route.
+    unsure = outputs.get("method") == "heuristic" and (outputs.get("confidence") or 0) < settings().ROUTER_CONFIDENCE
+    checks["decided"] = not unsure
+    if unsure:
+        notes.append(f"no route chosen, the unsure heuristic guess stood: {_clip(outputs.get('reason') or '', 200)}")
     for key in ("route", "kb_prefix"):
         if key in expect:
             checks[key] = outputs.get(key) == expect[key]

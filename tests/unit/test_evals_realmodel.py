@@ -337,6 +337,11 @@ def test_router_plan_and_memory_scoring():
     assert score(router, {"route": "retrieval", "kb_prefix": "hr_policies", "method": "llm"})["success"]
     wrong = score(router, {"route": "general", "kb_prefix": "", "method": "llm"})
     assert not wrong["success"] and "route 'general' != 'retrieval' (llm)" in wrong["notes"]
+    general = Task("g", "router", "heldin", {}, {"route": "general"})
+    fallback = {"route": "general", "method": "heuristic", "confidence": 0.3, "reason": "no cue; model unavailable"}
+    result = score(general, fallback)
+    assert not result["success"] and result["checks"] == {"decided": False, "route": True}
+    assert score(general, {**fallback, "confidence": 0.9, "reason": "greeting"})["success"]
 
     plan = Task(
         "p", "plan_execute", "heldin", {}, {"plan_valid": True, "status": "completed", "answer_contains": ["48"]}
@@ -571,3 +576,28 @@ def test_a_run_against_a_scripted_endpoint_scores_and_writes_everything(tmp_path
         "| react tool tasks succeed | ≥ 90 % | 50 % (heldin 100 %, heldout 0 %) | not run |"
         in (tmp_path / "results.md").read_text()
     )
+
+
+def test_finished_runs_combine_into_one_summary_scored_again(tmp_path):
+    tasks = [
+        Task("g", "router", "heldin", {}, {"route": "general"}),
+        Task("r", "router", "heldout", {}, {"route": "react"}),
+    ]
+    fallback = {"route": "general", "method": "heuristic", "confidence": 0.3, "reason": "model unavailable"}
+    first = {"id": "g", "suite": "router", "split": "heldin", "ran": True, "wall_s": 5.0, "outputs": fallback}
+    first |= {
+        "score": {"success": True, "checks": {"route": True}, "notes": []},
+        "figures": report.task_figures([], {}),
+    }
+    second = {**first, "id": "r", "split": "heldout", "outputs": {"route": "react", "method": "llm", "confidence": 0.8}}
+    repeated = {**first, "outputs": {"route": "general", "method": "llm", "confidence": 0.9}}
+    one, two = tmp_path / "realmodel-1.jsonl", tmp_path / "realmodel-2.jsonl"
+    one.write_text(json.dumps(first) + "\n")
+    two.write_text(json.dumps(second) + "\n" + json.dumps(repeated) + "\n")
+    (tmp_path / "realmodel-1.summary.json").write_text(json.dumps({"meta": {"commit": "abc", "selection": "ids g"}}))
+    summary = run.combine_runs([one, two], tasks)
+    router = summary["suites"]["router"]
+    assert router["heldin"]["success"] == 0.0  # scored again: the unsure guess standing is no route choice
+    assert router["heldout"]["success"] == 1.0 and router["all"]["tasks"] == 2
+    assert summary["meta"]["commit"] == "abc" and summary["meta"]["tasks_run"] == 2
+    assert summary["meta"]["selection"].endswith("(2 run(s) combined)")
