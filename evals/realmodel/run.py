@@ -27,7 +27,7 @@ import langsmith
 from evals.realmodel import report
 from evals.realmodel.scoring import score
 from evals.realmodel.tasks import SPLITS, SUITES, TASKS_FILE, Task, load_tasks, select
-from evals.realmodel.wire import RecordingProxy
+from evals.realmodel.wire import RecordingProxy, recheck
 from evals.targets import TargetEnv, environment
 from graphs.runtime.memory_schedule import wait_for_local_extractions
 from settings import settings
@@ -144,6 +144,10 @@ def combine_runs(paths: list[Path], tasks: list[Task]) -> dict:
             row = json.loads(line)
             if row.get("ran") and row["id"] in by_id and row["id"] not in rows:
                 row["score"] = score(by_id[row["id"]], row.get("outputs"))
+                for call in row.get("calls") or []:
+                    if call.get("request"):  # recorded with what the checks need: check again
+                        call["checks"] = recheck(call)
+                row["figures"] = report.task_figures(row.get("calls") or [], row.get("outputs"))
                 rows[row["id"]] = row
     ran = list(rows.values())
     meta = dict(metas[0]) if metas else {"commit": "unknown", "date": "unknown"}

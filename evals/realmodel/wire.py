@@ -201,21 +201,45 @@ def check_call(name: str, arguments: Any, offered: dict[str, dict]) -> str | Non
     return None
 
 
+def forced_tool(request: dict) -> str | None:
+    """The one tool a request makes the model call: `tool_choice` naming a function (or
+    "required" with a single tool offered); None otherwise."""
+    choice = request.get("tool_choice")
+    if isinstance(choice, dict):
+        return (choice.get("function") or {}).get("name") or None
+    offered = offered_tools(request)
+    return next(iter(offered)) if choice == "required" and len(offered) == 1 else None
+
+
+def bare_arguments(content: str | None) -> dict | None:
+    """The first JSON object in `content` (fenced or bare) when it is not a `{"name", ...}` call:
+    a forced tool's arguments written as text."""
+    if not content:
+        return None
+    for piece in _FENCE.findall(content) or [content]:
+        for value in _json_objects(piece):
+            if isinstance(value, dict) and _as_call(value) is None:
+                return value
+    return None
+
+
 def call_tool_checks(request: dict, body: dict) -> dict:
     """The tool calls of one answer checked against the request's offered tools: calls returned
     structured (`tool_calls`), calls written as text instead (only counted when tools were offered
-    and none came back structured), and the problems of each invalid one."""
+    and none came back structured; for a forced tool, its bare arguments as a JSON object count
+    too), and the problems of each invalid one."""
     offered = offered_tools(request)
     message = ((body.get("choices") or [{}])[0] or {}).get("message") or {}
     returned = [
         ((c.get("function") or {}).get("name") or "", (c.get("function") or {}).get("arguments") or "")
         for c in message.get("tool_calls") or []
     ]
-    written = (
-        [(c["name"], c["arguments"]) for c in text_tool_calls(message.get("content"))]
-        if offered and not returned
-        else []
-    )
+    written: list[tuple[str, Any]] = []
+    if offered and not returned:
+        written = [(c["name"], c["arguments"]) for c in text_tool_calls(message.get("content"))]
+        forced = forced_tool(request)
+        if not written and forced and (arguments := bare_arguments(message.get("content"))) is not None:
+            written = [(forced, arguments)]
     problems = [p for name, args in returned if (p := check_call(name, args, offered))]
     text_problems = [p for name, args in written if (p := check_call(name, args, offered))]
     return {
@@ -227,6 +251,15 @@ def call_tool_checks(request: dict, body: dict) -> dict:
         "text_names": [name for name, _ in written],
         "problems": problems + [f"(as text) {p}" for p in text_problems],
     }
+
+
+def recheck(call: dict) -> dict:
+    """`call_tool_checks` again for a recorded call (a `Call.as_dict()` with its `request`)."""
+    calls = [
+        {"function": {"name": c.get("name"), "arguments": c.get("arguments")}} for c in call.get("tool_calls") or []
+    ]
+    body = {"choices": [{"message": {"content": call.get("content"), "tool_calls": calls}}]}
+    return call_tool_checks(call.get("request") or {}, body)
 
 
 # --- the recording proxy --------------------------------------------------------------------------
@@ -253,6 +286,8 @@ class Call:
     checks: dict = field(default_factory=dict)
     error: str | None = None
     client_gone: bool = False
+    request: dict = field(default_factory=dict)
+    """What `call_tool_checks` needs to be recomputed later: the offered tools and tool_choice."""
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -275,6 +310,7 @@ def record_call(call: Call, request: dict, body: dict) -> None:
     call.usage = usage_of(body)
     call.timings = body.get("timings") or {}
     call.checks = call_tool_checks(request, body)
+    call.request = {"tools": request.get("tools") or [], "tool_choice": request.get("tool_choice")}
 
 
 _HOP_HEADERS = {"host", "content-length", "connection", "transfer-encoding", "accept-encoding", "keep-alive"}

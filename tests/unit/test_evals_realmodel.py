@@ -19,6 +19,7 @@ from evals.realmodel.wire import (
     call_tool_checks,
     check_call,
     parse_sse,
+    recheck,
     text_tool_calls,
     usage_of,
 )
@@ -184,6 +185,30 @@ def test_call_checks_count_structured_calls_and_text_calls_only_when_none_came_b
     assert no_tools["text"] == 0 and no_tools["offered"] == []
 
 
+def test_a_forced_tools_arguments_written_as_bare_json_count_as_a_text_call():
+    plan_tool = {
+        "type": "function",
+        "function": {
+            "name": "Plan",
+            "parameters": {
+                "type": "object",
+                "properties": {"steps": {"type": "array", "items": {"type": "object"}}},
+                "required": ["steps"],
+            },
+        },
+    }
+    request = {"tools": [plan_tool], "tool_choice": {"type": "function", "function": {"name": "Plan"}}}
+    content = '```json\n{"steps": [{"id": "s1", "description": "12 squared"}]}\n```'
+    checks = call_tool_checks(request, {"choices": [{"message": {"content": content}}]})
+    assert (checks["text"], checks["text_valid"], checks["text_names"]) == (1, 1, ["Plan"])
+    wrong = call_tool_checks(request, {"choices": [{"message": {"content": '{"plan": []}'}}]})
+    assert wrong["text_valid"] == 0 and wrong["problems"] == ["(as text) Plan: 'steps' is a required property"]
+    not_forced = call_tool_checks({"tools": [plan_tool]}, {"choices": [{"message": {"content": content}}]})
+    assert not_forced["text"] == 0
+    recorded = {"content": content, "tool_calls": [], "request": request}
+    assert recheck(recorded) == checks
+
+
 # --- the recording proxy ------------------------------------------------------------------------------------
 
 
@@ -223,7 +248,7 @@ def test_the_proxy_forwards_streamed_and_plain_calls_and_records_them():
     assert first.status == 200 and first.error is None
     assert not second.stream and second.tools == ["calculator"]
     assert second.tool_calls == [{"name": "calculator", "arguments": '{"expression": "1+1"}'}]
-    assert second.checks["structured_valid"] == 1
+    assert second.checks["structured_valid"] == 1 and recheck(second.as_dict()) == second.checks
     assert len(proxy.calls) == 2  # /models is forwarded, not recorded as a model call
 
 
