@@ -145,8 +145,7 @@ def combine_runs(paths: list[Path], tasks: list[Task]) -> dict:
             if row.get("ran") and row["id"] in by_id and row["id"] not in rows:
                 row["score"] = score(by_id[row["id"]], row.get("outputs"))
                 for call in row.get("calls") or []:
-                    if call.get("request"):  # recorded with what the checks need: check again
-                        call["checks"] = recheck(call)
+                    call["checks"] = recheck(call)
                 row["figures"] = report.task_figures(row.get("calls") or [], row.get("outputs"))
                 rows[row["id"]] = row
     ran = list(rows.values())

@@ -254,12 +254,21 @@ def call_tool_checks(request: dict, body: dict) -> dict:
 
 
 def recheck(call: dict) -> dict:
-    """`call_tool_checks` again for a recorded call (a `Call.as_dict()` with its `request`)."""
+    """`call_tool_checks` again for a recorded call (a `Call.as_dict()`). A record without its
+    `request` (older runs) keeps only the offered tool names: their arguments are then checked
+    for being an object only."""
+    request = call.get("request") or {
+        "tools": [
+            {"type": "function", "function": {"name": n, "parameters": {"type": "object"}}}
+            for n in call.get("tools") or []
+        ],
+        "tool_choice": call.get("tool_choice"),
+    }
     calls = [
         {"function": {"name": c.get("name"), "arguments": c.get("arguments")}} for c in call.get("tool_calls") or []
     ]
     body = {"choices": [{"message": {"content": call.get("content"), "tool_calls": calls}}]}
-    return call_tool_checks(call.get("request") or {}, body)
+    return call_tool_checks(request, body)
 
 
 # --- the recording proxy --------------------------------------------------------------------------

@@ -207,6 +207,8 @@ def test_a_forced_tools_arguments_written_as_bare_json_count_as_a_text_call():
     assert not_forced["text"] == 0
     recorded = {"content": content, "tool_calls": [], "request": request}
     assert recheck(recorded) == checks
+    older = {"content": '{"plan": []}', "tool_calls": [], "tools": ["Plan"], "tool_choice": request["tool_choice"]}
+    assert recheck(older)["text"] == 1  # without the schemas, the names and shape are still checked
 
 
 # --- the recording proxy ------------------------------------------------------------------------------------
