@@ -401,6 +401,8 @@ class RecordingProxy:
         except ValueError:
             request = {}
         call = Call(task=self.task, started=time.time(), stream=bool(request.get("stream")))
+        call.messages, call.tools = len(request.get("messages") or []), sorted(offered_tools(request))
+        call.tool_choice = request.get("tool_choice")
         if chat:
             with self._lock:
                 self.calls.append(call)

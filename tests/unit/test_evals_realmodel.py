@@ -262,7 +262,7 @@ def test_the_proxy_closes_the_upstream_call_when_the_client_hangs_up():
             httpx.post(
                 f"{proxy.base_url}/chat/completions",
                 headers={"Authorization": "Bearer local"},
-                json={"model": "m", "messages": [{"role": "user", "content": "slow"}]},
+                json={"model": "m", "tools": [CALCULATOR], "messages": [{"role": "user", "content": "slow"}]},
                 timeout=0.5,
             )
         for _ in range(50):
@@ -271,6 +271,7 @@ def test_the_proxy_closes_the_upstream_call_when_the_client_hangs_up():
             httpx.get(f"{proxy.base_url}/models", headers={"Authorization": "Bearer local"}, timeout=5)
     [call] = proxy.calls_of("slow")
     assert call.client_gone and call.error == "client hung up" and call.content == ""
+    assert call.tools == ["calculator"] and call.messages == 1  # what was asked is kept
 
 
 # --- tasks --------------------------------------------------------------------------------------------------
