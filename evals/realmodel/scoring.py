@@ -28,6 +28,7 @@ from evals.realmodel.wire import text_tool_calls
 from settings import settings
 
 _DIGIT_GROUPS = re.compile(r"(?<=\d)[,\u202f\u00a0 ](?=\d{3}\b)")
+_SEARCH_WORD = re.compile(r"\bsearch", re.IGNORECASE)
 CLEAR_MESSAGE_CHARS = 400
 """A failure message longer than this is not 'clear' (today: ~1.5 kB of concatenated errors)."""
 
@@ -132,7 +133,8 @@ def score_research(outputs: dict, expect: dict) -> tuple[dict[str, bool], list[s
         message = outputs.get("failure_message") or ""
         checks["ended_in_time"] = isinstance(elapsed, (int, float)) and elapsed <= limit
         checks["failure_reported"] = bool(message.strip())
-        checks["message_clear"] = 0 < len(message) <= CLEAR_MESSAGE_CHARS and "search" in message.lower()
+        # It must say that search failed: "search" as a word of its own (not inside "ResearchPlan").
+        checks["message_clear"] = 0 < len(message) <= CLEAR_MESSAGE_CHARS and _SEARCH_WORD.search(message) is not None
         if not checks["ended_in_time"]:
             notes.append(f"took {elapsed} s (limit {limit:g} s)")
         if not checks["message_clear"]:

@@ -425,6 +425,8 @@ def test_research_scoring_checks_citations_and_the_search_down_message():
     assert not slow["success"] and "took 95.0 s" in slow["notes"][0]
     rambling = score(down, {**clear, "failure_message": "every web search failed: " + "DNS error; " * 150})
     assert rambling["checks"]["message_clear"] is False
+    planning = {"elapsed_s": 30.0, "failure_message": "did not return a valid ResearchPlan after 3 attempts"}
+    assert score(down, planning)["checks"]["message_clear"] is False  # a failure, but not about search
     raised = {"elapsed_s": 3.0, "failure_message": "RuntimeError: search engine unreachable", "error": "x"}
     assert score(down, raised)["success"]
 
