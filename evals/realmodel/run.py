@@ -217,6 +217,8 @@ def main(argv: list[str] | None = None) -> int:
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     log = args.out / f"realmodel-{stamp}.jsonl"
     load_start = os.getloadavg()
+    commit = _git("rev-parse", "--short=12", "HEAD") or "unknown"  # the code that runs (not the one at the end)
+    dirty = bool(_git("status", "--porcelain", "--", *PRODUCT_DIRS))
     print(f"{len(tasks)} task(s) against {model} at {upstream} (serves {served}); rows -> {log}", flush=True)
 
     from store.embeddings import get_embeddings
@@ -238,7 +240,6 @@ def main(argv: list[str] | None = None) -> int:
             rows = asyncio.run(run_tasks(tasks, env, proxy, timeout_s=args.task_timeout, budget_s=budget, log=log))
             model_timeout = settings().AGENT_MODEL_TIMEOUT
     ran = [r for r in rows if r.get("ran")]
-    dirty = bool(_git("status", "--porcelain", "--", *PRODUCT_DIRS))
     selection = (
         ", ".join(
             part
@@ -255,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     summary = {
         "meta": {
-            "commit": _git("rev-parse", "--short=12", "HEAD") or "unknown",
+            "commit": commit,
             "dirty": dirty,
             "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
             "model": model,
