@@ -1,0 +1,5 @@
+import sys
+
+from evals.realmodel.run import main
+
+sys.exit(main())
