@@ -266,7 +266,7 @@ async def approve(state: State, runtime: Runtime[PlanExecuteContext]) -> dict:
     pending = state.get("awaiting") or {}
     plan = pending.get("plan") or state["plan"]
     task = pending.get("task") or _task(state)
-    chat = _chat_reply(state)
+    chat = _chat_reply(state) if state.get("reply") is None else None
     update: dict = {"plan": plan, "awaiting": None, "reply": None}
     if state.get("reply") is not None:
         answer = state["reply"]

@@ -62,3 +62,6 @@ class State(InputState, total=False):
     """The last message the router has handled: later ones are a run's new input."""
     answering: bool
     """Whether this run's input brought a question to answer."""
+    pending: dict[str, Any] | None
+    """A sub-agent's question to the user the thread waits on: {"route", "value" (the interrupt
+    value, a standard HITL request), "reply" once answered}; None when nothing waits."""

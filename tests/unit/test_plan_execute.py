@@ -589,3 +589,24 @@ async def test_the_answered_turn_is_recorded_in_the_users_chat_history(model_slo
     chat = await store.asearch(memory.namespace("carol", "chat"), limit=10)
     assert sorted(item.value["text"] for item in chat) == ["Two plus two is 4.", "what is 2+2?"]
     assert model.remaining == 0  # the extraction ran on the recorded turn
+
+
+async def test_progress_also_streams_as_generative_ui_messages(model_slot):
+    run = Run(model_slot, [plan(step("a", "add", "calculator", {"expression": "2+2"})), "4"])
+    await run.ask()
+    ui = [e for e in run.events if e.get("type") == "ui"]
+    assert all(e["event"] == "ui" and e["metadata"]["merge"] is True for e in ui)
+    cards = {}
+    for message in ui:  # what a client's UI-message reducer keeps: one card per id, props merged
+        cards.setdefault(message["id"], {"name": message["name"]})["props"] = {
+            **cards.get(message["id"], {}).get("props", {}),
+            **message["props"],
+        }
+    by_name = {}
+    for card in cards.values():
+        by_name.setdefault(card["name"], []).append(card["props"])
+    assert by_name["plan"][0]["steps"][0]["id"] == "a"
+    [step_card] = by_name["plan_step"]
+    assert step_card["step_id"] == "a" and step_card["status"] == "completed" and "4" in step_card["result_preview"]
+    [tool_card] = by_name["tool_progress"]
+    assert tool_card["name"] == "calculator" and tool_card["status"] == "done"
