@@ -8,6 +8,7 @@ from typing import Annotated, Any
 from typing_extensions import TypedDict
 
 from graphs.runtime.state import MessagesInput
+from graphs.runtime.ui import UIMessages
 
 
 class InputState(MessagesInput, total=False):
@@ -50,6 +51,8 @@ class State(InputState, total=False):
     research_log: Annotated[list[dict], operator.add]
     """One entry per researcher: {researcher_id, round, question, status, sources_found,
     sources_read, error}."""
+    ui: UIMessages
+    """Generative-UI cards of the thread's runs (docs/events.md), for chat clients."""
     report: str
     """The final report (citations validated), '' when research failed."""
 

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 from typing_extensions import TypedDict
 
 from graphs.runtime.state import MessagesInput
+from graphs.runtime.ui import UIMessages
 
 
 class InputState(MessagesInput, total=False):
@@ -51,6 +52,8 @@ class State(InputState, total=False):
 
     awaiting_since: str | None
     """Id of the newest message when the approval was asked: later chat messages answer it."""
+    ui: UIMessages
+    """Generative-UI cards of the thread's runs (docs/events.md), for chat clients."""
     review: str
     """How the last plan approval was answered: approve, edit, reject or feedback (plan again)."""
 

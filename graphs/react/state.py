@@ -6,6 +6,7 @@ import operator
 from typing import Annotated
 
 from graphs.runtime.state import MessagesInput
+from graphs.runtime.ui import UIMessages
 
 InputState = MessagesInput
 
@@ -19,3 +20,5 @@ class State(InputState, total=False):
     """Summary of older turns removed from `messages` to stay inside the model's budget."""
     execution_log: Annotated[list[dict], operator.add]
     """One entry per tool call: tool, args, status, duration_ms, attempts, step, tool_call_id."""
+    ui: UIMessages
+    """Generative-UI cards of the thread's runs (docs/events.md), for chat clients."""

@@ -58,6 +58,7 @@ from graphs.router.workers import get_worker
 from graphs.runtime.events import emit
 from graphs.runtime.memory_schedule import remember_turn
 from graphs.runtime.models import NOSTREAM_TAGS, ModelConfigError, ainvoke_with_retries, load_chat_model
+from graphs.runtime.ui import link_to_answer
 from store import knowledge
 from tools.identity import run_user_id
 from tools.memory import MEMORY_TOOLS
@@ -487,6 +488,8 @@ def subagent_node(subgraph: CompiledStateGraph[Any, Any, Any, Any], tools: list[
             update["summary"] = result["summary"]
         if result.get("execution_log"):
             update["execution_log"] = result["execution_log"]
+        if result.get("ui"):
+            update["ui"] = result["ui"]  # the sub-agent's cards, already attached to its answer
         return update
 
     run_subagent.__name__ = f"run_{subgraph.name}"
@@ -529,7 +532,7 @@ async def finish_turn(state: State, runtime: Runtime[RouterContext], config: Run
     # Sub-agents record their own turns; the router records the answers it generated itself.
     if decision["route"] == "retrieval":
         await remember_turn(state["messages"], runtime, config, extract=not last.response_metadata.get("extractive"))
-    return update
+    return update | link_to_answer(state, config)
 
 
 # Nodes take (state, runtime, config), which LangGraph runs but add_node's overloads do not type

@@ -10,11 +10,16 @@ which UI message each event becomes.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any
 
+from langchain_core.messages import AIMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_config, get_stream_writer
-from langgraph.graph.ui import UIMessage
+from langgraph.graph.ui import AnyUIMessage, UIMessage, ui_message_reducer
+
+UIMessages = Annotated[list[AnyUIMessage], ui_message_reducer]
+"""The `ui` state channel chat clients read (agent-chat-ui renders `values.ui`)."""
 
 Props = dict[str, Any]
 
@@ -120,9 +125,36 @@ def push_for_event(event: dict) -> dict | None:
             "event": event["event"],
         },
     }
-    # What `push_ui_message(..., merge=True, state_key=None)` streams, plus `"event": "ui"` so SDK
-    # clients that read every custom item's `event` keep working. Stream only: a sub-agent's graph
-    # has no `ui` state channel to write to.
+    # What `push_ui_message(..., merge=True)` streams, plus `"event": "ui"` so SDK clients that read
+    # every custom item's `event` keep working; then the same write to the `ui` state channel.
     out = {**message, "event": "ui"}
     get_stream_writer()(out)
+    _write_state(config, message)
     return out
+
+
+def _write_state(config: RunnableConfig, message: UIMessage) -> None:
+    """Add `message` to the running graph's `ui` channel, the way `push_ui_message` does (the
+    library has no public call for a state write without its own stream write)."""
+    from langgraph._internal._constants import CONFIG_KEY_SEND  # what push_ui_message uses
+
+    send = (config.get("configurable") or {}).get(CONFIG_KEY_SEND)
+    if send is not None:
+        send([("ui", message)])
+
+
+def link_to_answer(state: Mapping[str, Any], config: RunnableConfig) -> dict:
+    """At the end of a turn: attach this run's UI messages to the turn's answer (the last AI message),
+    as agent-chat-ui shows a UI message under the message its `metadata.message_id` names."""
+    messages = state.get("messages") or []
+    answer = messages[-1] if messages and isinstance(messages[-1], AIMessage) else None
+    metadata = config.get("metadata") or {}
+    run_id = str(metadata.get("run_id") or config.get("run_id") or "")
+    if answer is None or not answer.id:
+        return {}
+    linked = [
+        {**m, "metadata": {**m.get("metadata", {}), "merge": False, "message_id": answer.id}}
+        for m in state.get("ui") or []
+        if m.get("type") == "ui" and m["id"].split(":")[1:2] == [run_id] and "message_id" not in m.get("metadata", {})
+    ]
+    return {"ui": linked} if linked else {}

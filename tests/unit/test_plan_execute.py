@@ -610,3 +610,9 @@ async def test_progress_also_streams_as_generative_ui_messages(model_slot):
     assert step_card["step_id"] == "a" and step_card["status"] == "completed" and "4" in step_card["result_preview"]
     [tool_card] = by_name["tool_progress"]
     assert tool_card["name"] == "calculator" and tool_card["status"] == "done"
+    # The thread keeps the cards (a chat client renders `values.ui`), attached to the turn's answer.
+    state = (await run.graph.aget_state(run.config)).values
+    answer_id = state["messages"][-1].id
+    kept = {m["name"]: m for m in state["ui"]}
+    assert kept["plan_step"]["props"]["status"] == "completed" and kept["plan"]["props"]["steps"][0]["id"] == "a"
+    assert all(m["metadata"]["message_id"] == answer_id for m in state["ui"])
