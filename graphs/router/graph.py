@@ -118,6 +118,7 @@ async def prepare(state: State, runtime: Runtime[RouterContext], config: Runnabl
             citation_check={},
             decision={},
             plan=[],
+            ui=[{"type": "remove-ui", "id": m["id"]} for m in state.get("ui", []) if m.get("type") == "ui"],
         )
         emit("conversation_cleared", removed_messages=len(messages) - len(kept))
         messages = kept

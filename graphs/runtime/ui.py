@@ -46,14 +46,18 @@ def _tool(status: str) -> Callable[[dict], tuple[str, Props]]:
 
 
 # event kind -> (UI component name, builder of (card key, props))
-UI_MESSAGES: dict[str, tuple[str, Callable[[dict], tuple[str, Props]]]] = {
+UI_MESSAGES: dict[str, tuple[str, Callable[[dict], tuple[str, Props] | None]]] = {
     "route_decided": (
         "route_decision",
         lambda e: ("route", _pick(e, "route", "kb_prefix", "method", "confidence", "reason")),
     ),
-    "progress": (
+    "progress": (  # the routing stage has no card: the route decision follows at once
         "retrieval_progress",
-        lambda e: ("retrieval", _pick(e, "stage", "completed", "total", "agent_type", "retrieval_count", "error")),
+        lambda e: (
+            ("retrieval", _pick(e, "stage", "completed", "total", "agent_type", "retrieval_count", "error"))
+            if e["stage"] != "routing"
+            else None
+        ),
     ),
     "plan_created": ("plan", lambda e: ("plan", {"steps": e["steps"], "status": "planned"})),
     "plan_reviewed": ("plan", lambda e: ("plan", {"steps": e["steps"], "status": e["action"]})),
@@ -110,7 +114,10 @@ def push_for_event(event: dict) -> dict | None:
     if entry is None:
         return None
     name, build = entry
-    key, props = build(event)
+    built = build(event)
+    if built is None:
+        return None
+    key, props = built
     config = get_config()
     message: UIMessage = {
         "type": "ui",

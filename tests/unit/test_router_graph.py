@@ -507,8 +507,11 @@ async def test_clear_empties_messages_and_summary_but_not_memories(model_slot, d
     )
     await run(model_slot, demo_store, ["Hi!"], message="Hello!", graph=graph, thread="c")
     await graph.aupdate_state({"configurable": {"thread_id": "c"}}, {"summary": "older talk"})
+    before = (await graph.aget_state({"configurable": {"thread_id": "c"}})).values
+    assert [m["name"] for m in before["ui"]] == ["route_decision"]  # the turn's card
     state, events, _, model, _ = await run(model_slot, demo_store, [], payload={"clear": True}, graph=graph, thread="c")
     assert state["messages"] == [] and state["summary"] == "" and model.calls == []
+    assert state["ui"] == []  # the cards went with the messages they were attached to
     assert kinds(events, "conversation_cleared")[0]["removed_messages"] == 2
     assert await demo_store.aget(memory.namespace("anonymous", "semantic"), saved["id"]) is not None
     # clear together with a new question: the question is kept and answered

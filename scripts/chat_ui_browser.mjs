@@ -1,0 +1,100 @@
+// Drives agent-chat-ui in headless Chromium (puppeteer-core with the system browser, nothing
+// downloaded) through one scenario per graph; run by scripts/chat_ui_test.py, which starts the
+// servers and passes a JSON config as argv[2]:
+// {clientDir, uiUrl, apiUrl, chromium, outDir, scenarios: [{name, assistant, message, steps}]}
+// A step: {waitText}, {click: "button text"}, {fill: {label, find, replace} | {label, text}},
+// {waitSelector}. Each scenario ends with a full-page screenshot <outDir>/<name>.png.
+import { createRequire } from "node:module";
+import * as fs from "node:fs";
+import * as path from "node:path";
+
+const config = JSON.parse(process.argv[2]);
+const require = createRequire(path.join(config.clientDir, "package.json"));
+const puppeteer = require("puppeteer-core");
+
+const TIMEOUT = 90_000;
+
+async function waitText(page, text) {
+  await page.waitForFunction((t) => document.body.innerText.includes(t), { timeout: TIMEOUT }, text);
+}
+
+async function clickButton(page, text) {
+  await page.waitForFunction(
+    (t) => [...document.querySelectorAll("button")].some((b) => b.innerText.trim() === t && !b.disabled),
+    { timeout: TIMEOUT },
+    text,
+  );
+  await page.evaluate((t) => {
+    const buttons = [...document.querySelectorAll("button")].filter((b) => b.innerText.trim() === t && !b.disabled);
+    buttons[buttons.length - 1].click();
+  }, text);
+}
+
+// The textarea that follows a label (agent-chat-ui's edit/reject cards: a <p> label, then a textarea).
+async function fill(page, { label, find, replace, text }) {
+  await page.waitForFunction(
+    (l) => [...document.querySelectorAll("p")].some((p) => p.innerText.trim() === l),
+    { timeout: TIMEOUT },
+    label,
+  );
+  const handle = await page.evaluateHandle((l) => {
+    const p = [...document.querySelectorAll("p")].filter((p) => p.innerText.trim() === l).pop();
+    return p.parentElement.querySelector("textarea") ?? p.parentElement.parentElement.querySelector("textarea");
+  }, label);
+  const current = await page.evaluate((el) => el.value, handle);
+  const next = text ?? current.replace(find, replace);
+  await handle.click({ clickCount: 3 });
+  await page.keyboard.down("Control");
+  await page.keyboard.press("KeyA");
+  await page.keyboard.up("Control");
+  await page.keyboard.press("Backspace");
+  await handle.type(next, { delay: 1 });
+}
+
+async function send(page, message) {
+  const input = 'textarea[placeholder="Type your message..."]';
+  await page.waitForSelector(input, { timeout: TIMEOUT });
+  await page.type(input, message, { delay: 2 });
+  await page.keyboard.press("Enter");
+}
+
+const browser = await puppeteer.launch({
+  executablePath: config.chromium,
+  headless: true,
+  args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
+});
+const results = [];
+try {
+  for (const scenario of config.scenarios) {
+    const page = await browser.newPage();
+    await page.setViewport({ width: 1280, height: 1400 });
+    const logs = [];
+    page.on("console", (m) => logs.push(`${m.type()}: ${m.text()}`));
+    const url = `${config.uiUrl}/?apiUrl=${encodeURIComponent(config.apiUrl)}&assistantId=${encodeURIComponent(scenario.assistant)}&chatHistoryOpen=false`;
+    const started = Date.now();
+    let error = null;
+    try {
+      await page.goto(url, { waitUntil: "networkidle2", timeout: TIMEOUT });
+      await send(page, scenario.message);
+      for (const step of scenario.steps) {
+        if (step.waitText) await waitText(page, step.waitText);
+        if (step.waitSelector) await page.waitForSelector(step.waitSelector, { timeout: TIMEOUT });
+        if (step.fill) await fill(page, step.fill);
+        if (step.click) await clickButton(page, step.click);
+        if (step.send) await send(page, step.send);
+      }
+    } catch (exc) {
+      error = String(exc);
+    }
+    const shot = path.join(config.outDir, `${scenario.name}.png`);
+    await page.screenshot({ path: shot, fullPage: true });
+    fs.writeFileSync(path.join(config.outDir, `${scenario.name}.console.log`), logs.join("\n"));
+    results.push({ name: scenario.name, ok: error === null, error, screenshot: shot, seconds: (Date.now() - started) / 1000 });
+    console.log(`${error === null ? "ok  " : "FAIL"} ${scenario.name}${error ? `: ${error}` : ""} -> ${shot}`);
+    await page.close();
+  }
+} finally {
+  await browser.close();
+}
+fs.writeFileSync(path.join(config.outDir, "results.json"), JSON.stringify(results, null, 2));
+process.exit(results.every((r) => r.ok) ? 0 : 1);
