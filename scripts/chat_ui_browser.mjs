@@ -12,7 +12,7 @@ const config = JSON.parse(process.argv[2]);
 const require = createRequire(path.join(config.clientDir, "package.json"));
 const puppeteer = require("puppeteer-core");
 
-const TIMEOUT = 90_000;
+const TIMEOUT = 180_000;
 
 async function waitText(page, text) {
   await page.waitForFunction((t) => document.body.innerText.includes(t), { timeout: TIMEOUT }, text);
@@ -65,11 +65,15 @@ const browser = await puppeteer.launch({
 });
 const results = [];
 try {
-  for (const scenario of config.scenarios) {
+  for (const scenario of config.scenarios.filter((s) => !config.only || config.only.includes(s.name))) {
     const page = await browser.newPage();
     await page.setViewport({ width: 1280, height: 1400 });
     const logs = [];
     page.on("console", (m) => logs.push(`${m.type()}: ${m.text()}`));
+    page.on("requestfailed", (r) => logs.push(`request failed: ${r.method()} ${r.url()} ${r.failure()?.errorText}`));
+    page.on("response", (r) => {
+      if (r.status() >= 400 || r.url().includes("/ui/")) logs.push(`response: ${r.status()} ${r.request().method()} ${r.url()}`);
+    });
     const url = `${config.uiUrl}/?apiUrl=${encodeURIComponent(config.apiUrl)}&assistantId=${encodeURIComponent(scenario.assistant)}&chatHistoryOpen=false`;
     const started = Date.now();
     let error = null;
@@ -86,6 +90,10 @@ try {
     } catch (exc) {
       error = String(exc);
     }
+    const cards = await page.evaluate(() =>
+      [...document.querySelectorAll('[id^="child-shadow"]')].map((d) => (d.shadowRoot?.innerHTML ?? "(no shadow root)").slice(0, 300)),
+    );
+    logs.push(`generative-UI cards on the page: ${cards.length}\n${cards.join("\n")}`);
     const shot = path.join(config.outDir, `${scenario.name}.png`);
     await page.screenshot({ path: shot, fullPage: true });
     fs.writeFileSync(path.join(config.outDir, `${scenario.name}.console.log`), logs.join("\n"));

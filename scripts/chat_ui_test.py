@@ -5,7 +5,8 @@
 1. Builds agent-chat-ui from its public repository (cloned into `--client-dir`, default
    `~/.cache/agent-engine/agent-chat-ui`, outside this repository) with `npm install` and
    `next build`; its `next/font/google` font (downloaded at build time) is replaced by the system
-   font so the build needs only the npm registry. `puppeteer-core` is installed beside it; the
+   font so the build needs only the npm registry, and a rewrite serves `/ui/*` (the cards' scripts,
+   which the LangGraph server names by path) from the LangGraph server. `puppeteer-core` is installed beside it; the
    browser is Debian's `chromium` (`apt-get install -y chromium`), nothing is downloaded.
 2. Starts the scripted OpenAI-compatible model (tests/openai_server.py), the embedded Postgres
    (schema `chat_ui_test`) with tests/data/kb ingested, `langgraph dev` on this repository (its
@@ -48,6 +49,20 @@ FONT_CALL = """const inter = Inter({
 });
 """
 FONT_OFFLINE = 'const inter = { className: "font-sans" }; // system font: no download at build time\n'
+API_PORT = 52024
+"""The test server's preferred port: the client's `/ui` rewrite (fixed at build time) points there."""
+NEXT_CONFIG = """/** @type {import('next').NextConfig} */
+// The LangGraph server answers POST /ui/<graph> with <script src="/ui/<graph>/entrypoint.js">, a
+// path on the page's own origin: serve /ui/* from the LangGraph server.
+const nextConfig = {
+  experimental: { serverActions: { bodySizeLimit: "10mb" } },
+  async rewrites() {
+    return [{ source: "/ui/:path*", destination: "%s/ui/:path*" }];
+  },
+};
+
+export default nextConfig;
+"""
 
 
 def run(cmd: list[str], cwd: Path, env: dict | None = None) -> None:
@@ -55,8 +70,9 @@ def run(cmd: list[str], cwd: Path, env: dict | None = None) -> None:
     subprocess.run(cmd, cwd=cwd, env=env, check=True)
 
 
-def build_client(client_dir: Path, source: str, rebuild: bool) -> None:
-    """Clone, patch the font out, install and build agent-chat-ui (skipped when already built)."""
+def build_client(client_dir: Path, source: str, rebuild: bool, api_url: str) -> None:
+    """Clone, patch the font out and `/ui` through to `api_url`, install and build agent-chat-ui
+    (skipped when already built so)."""
     if not (client_dir / ".git").exists():
         client_dir.parent.mkdir(parents=True, exist_ok=True)
         run(["git", "clone", "--depth", "1", source, str(client_dir)], cwd=client_dir.parent)
@@ -64,6 +80,10 @@ def build_client(client_dir: Path, source: str, rebuild: bool) -> None:
     text = layout.read_text()
     if FONT_IMPORT in text:
         layout.write_text(text.replace(FONT_IMPORT, "").replace(FONT_CALL, FONT_OFFLINE))
+    next_config = NEXT_CONFIG % api_url
+    if (client_dir / "next.config.mjs").read_text() != next_config:
+        (client_dir / "next.config.mjs").write_text(next_config)
+        rebuild = True
     if not (client_dir / "node_modules" / "next").exists():
         run(["npm", "install", "--no-audit", "--no-fund"], cwd=client_dir)
     if not (client_dir / "node_modules" / "puppeteer-core").exists():
@@ -130,14 +150,14 @@ def scenarios() -> list[tuple[dict, list]]:
             }
         ]
     }
-    step_card = 'pierce/[data-ui="plan_step"]'
+    step_card = '>>> [data-ui="plan_step"]'
     return [
         (
             {
                 "name": "react",
                 "assistant": "react",
                 "message": "uiReact What is 17% of 2340?",
-                "steps": [{"waitText": "17% of 2340 is 397.8."}, {"waitSelector": 'pierce/[data-ui="tool_progress"]'}],
+                "steps": [{"waitText": "17% of 2340 is 397.8."}, {"waitSelector": '>>> [data-ui="tool_progress"]'}],
             },
             [
                 {"tool_calls": [{"name": "calculator", "args": {"expression": "0.17*2340"}, "id": "call1"}]},
@@ -151,8 +171,8 @@ def scenarios() -> list[tuple[dict, list]]:
                 "message": "uiRouter What does fault code ZX-4480 mean?",
                 "steps": [
                     {"waitText": "tank float switch is stuck"},
-                    {"waitSelector": 'pierce/[data-ui="citations"] li'},
-                    {"waitSelector": 'pierce/[data-ui="route_decision"]'},
+                    {"waitSelector": '>>> [data-ui="citations"] li'},
+                    {"waitSelector": '>>> [data-ui="route_decision"]'},
                 ],
             },
             [{"content": "Fault ZX-4480 means the tank float switch is stuck [1].", "delay_per_token": slow}],
@@ -211,7 +231,7 @@ def scenarios() -> list[tuple[dict, list]]:
                     {"fill": {"label": "Answer", "text": "A hot, dry one"}},
                     {"click": "Submit"},
                     {"waitText": "How fast does a solar kettle boil water?"},
-                    {"waitSelector": 'pierce/[data-ui="research_progress"]'},
+                    {"waitSelector": '>>> [data-ui="research_progress"]'},
                 ],
             },
             [research_ask, research_plan],
@@ -226,13 +246,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--client-src", default=CLIENT_REPO, help="git URL or path of agent-chat-ui")
     parser.add_argument("--chromium", default=shutil.which("chromium") or "/usr/bin/chromium")
     parser.add_argument("--rebuild", action="store_true", help="run `next build` again")
+    parser.add_argument("--only", nargs="*", help="scenario names to run (default: all)")
     args = parser.parse_args(argv)
     if not Path(args.chromium).exists():
         sys.exit("no Chromium: apt-get install -y chromium (or pass --chromium PATH)")
     args.out.mkdir(parents=True, exist_ok=True)
-    build_client(args.client_dir, args.client_src, args.rebuild)
+    api_port = free_port(API_PORT)
+    build_client(args.client_dir, args.client_src, args.rebuild, f"http://127.0.0.1:{api_port}")
 
     python = str(ROOT / ".venv" / "bin" / "python")
+    (ROOT / ".langgraph_api" / "ui" / "schemas.json").unlink(missing_ok=True)  # rebuilt by the server
     uri = subprocess.run(
         [python, "-m", "store.postgres", "start"], cwd=ROOT, check=True, capture_output=True, text=True
     ).stdout.strip()
@@ -260,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
         }
         kb_dir = str(ROOT / "tests" / "data" / "kb")
         run([python, "-m", "server.cli", "ingest", KB_NAME, kb_dir, "--description", KB_DESCRIPTION], ROOT, env)
-        api_port, ui_port = free_port(), free_port()
+        ui_port = free_port()
         api_log, ui_log = args.out / "langgraph-dev.log", args.out / "next.log"
         langgraph = str(ROOT / ".venv" / "bin" / "langgraph")
         with (
@@ -273,9 +296,9 @@ def main(argv: list[str] | None = None) -> int:
             process(["npx", "next", "start", "-p", str(ui_port)], args.client_dir, env, ui_log) as ui,
         ):
             api_url, ui_url = f"http://127.0.0.1:{api_port}", f"http://127.0.0.1:{ui_port}"
+            wait_ui_bundle(api, api_log)
             wait_http(f"{api_url}/ok", api, api_log)
             wait_http(ui_url, ui, ui_log)
-            wait_ui_bundle(api_url, api, api_log)
             config = {
                 "clientDir": str(args.client_dir),
                 "uiUrl": ui_url,
@@ -283,21 +306,26 @@ def main(argv: list[str] | None = None) -> int:
                 "chromium": args.chromium,
                 "outDir": str(args.out),
                 "scenarios": [scenario for scenario, _ in plan_list],
+                "only": args.only,
             }
             driver = subprocess.run(["node", str(ROOT / "scripts" / "chat_ui_browser.mjs"), json.dumps(config)])
     print(f"screenshots and logs: {args.out}")
     return driver.returncode
 
 
-def wait_ui_bundle(api_url: str, proc: subprocess.Popen, log: Path, timeout_s: float = 180) -> None:
-    """The server's UI bundler (npx @langchain/langgraph-ui) has built ui/components.tsx."""
+def wait_ui_bundle(proc: subprocess.Popen, log: Path, timeout_s: float = 300) -> None:
+    """Wait until the server's UI bundler (npx @langchain/langgraph-ui) has built ui/components.tsx.
+
+    Watched on disk: the server caches the bundle list at the first `/ui` request, so asking it
+    before the bundle exists would keep every card missing until a restart.
+    """
+    schemas = ROOT / ".langgraph_api" / "ui" / "schemas.json"
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"langgraph dev exited:\n{log.read_text()[-3000:]}")
-        with contextlib.suppress(httpx.HTTPError):
-            if httpx.post(f"{api_url}/ui/router", json={"name": "plan"}, timeout=5).status_code == 200:
-                return
+        if schemas.exists() and "router" in schemas.read_text():
+            return
         time.sleep(1)
     raise TimeoutError(f"the UI bundle was not built:\n{log.read_text()[-3000:]}")
 

@@ -239,8 +239,8 @@ async def plan(state: State, runtime: Runtime[ResearchContext], config: Runnable
 
 
 def after_plan(state: State, runtime: Runtime[ResearchContext]) -> str:
-    """End in plan-only mode, else research."""
-    return END if runtime.context.plan_only else "supervise"
+    """Finish the turn with the plan in plan-only mode, else research."""
+    return "finish_turn" if runtime.context.plan_only else "supervise"
 
 
 def supervise(state: State, runtime: Runtime[ResearchContext]) -> dict:
@@ -385,7 +385,7 @@ builder.add_conditional_edges(
     "clarify", lambda s: "ask_user" if s.get("clarification") else "plan", ["ask_user", "plan"]
 )
 builder.add_edge("ask_user", "plan")
-builder.add_conditional_edges("plan", after_plan, ["supervise", END])
+builder.add_conditional_edges("plan", after_plan, ["supervise", "finish_turn"])
 builder.add_conditional_edges("supervise", dispatch, ["researcher", "reflect"])
 builder.add_edge("researcher", "supervise")
 builder.add_edge("write_report", "finish_turn")

@@ -21,6 +21,7 @@ from graphs.runtime.history import needs_summary, summarize
 from graphs.runtime.memory_schedule import remember_turn
 from graphs.runtime.models import NOSTREAM_TAGS, ainvoke_with_retries, load_chat_model
 from graphs.runtime.tool_runner import run_tool_calls
+from graphs.runtime.ui import link_to_answer
 from tools.registry import select_tools
 
 
@@ -98,6 +99,7 @@ async def call_model(state: State, runtime: Runtime[Context], config: RunnableCo
     update["messages"] = [*update.get("messages", []), response]
     if not response.tool_calls:  # the answer: the turn is over
         await remember_turn([*messages, response], runtime, config)
+        update |= link_to_answer({"messages": [response], "ui": state.get("ui")}, config)
     return update
 
 

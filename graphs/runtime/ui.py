@@ -151,17 +151,16 @@ def _write_state(config: RunnableConfig, message: UIMessage) -> None:
 
 
 def link_to_answer(state: Mapping[str, Any], config: RunnableConfig) -> dict:
-    """At the end of a turn: attach this run's UI messages to the turn's answer (the last AI message),
-    as agent-chat-ui shows a UI message under the message its `metadata.message_id` names."""
+    """At the end of a turn: attach the UI messages not yet attached (this turn's, from every run of
+    it: a plan made before an approval pause too) to the turn's answer (the last AI message), as
+    agent-chat-ui shows a UI message under the message its `metadata.message_id` names."""
     messages = state.get("messages") or []
     answer = messages[-1] if messages and isinstance(messages[-1], AIMessage) else None
-    metadata = config.get("metadata") or {}
-    run_id = str(metadata.get("run_id") or config.get("run_id") or "")
     if answer is None or not answer.id:
         return {}
     linked = [
         {**m, "metadata": {**m.get("metadata", {}), "merge": False, "message_id": answer.id}}
         for m in state.get("ui") or []
-        if m.get("type") == "ui" and m["id"].split(":")[1:2] == [run_id] and "message_id" not in m.get("metadata", {})
+        if m.get("type") == "ui" and "message_id" not in m.get("metadata", {})
     ]
     return {"ui": linked} if linked else {}
