@@ -87,6 +87,11 @@ try {
         if (step.click) await clickButton(page, step.click);
         if (step.send) await send(page, step.send);
       }
+      // The run is over when the input's Cancel button is gone: the end state, cards attached.
+      await page.waitForFunction(
+        () => ![...document.querySelectorAll("button")].some((b) => b.innerText.trim() === "Cancel"),
+        { timeout: TIMEOUT },
+      );
     } catch (exc) {
       error = String(exc);
     }

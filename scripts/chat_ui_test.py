@@ -218,7 +218,12 @@ def scenarios() -> list[tuple[dict, list]]:
                 "name": "plan_typed_approve",
                 "assistant": "plan_execute",
                 "message": "uiPlanT What is 6 times 7?",
-                "steps": [{"waitText": "Edit/Approve"}, {"send": "approve"}, {"waitText": "Approved by message: 42."}],
+                "steps": [
+                    {"waitText": "Edit/Approve"},
+                    {"send": "approve"},
+                    {"waitText": "Approved by message: 42."},
+                    {"waitSelector": step_card},
+                ],
             },
             [plan("6*7", "multiply 6 by 7"), {"content": "Approved by message: 42.", "delay_per_token": slow}],
         ),
