@@ -3,7 +3,7 @@
 // servers and passes a JSON config as argv[2]:
 // {clientDir, uiUrl, apiUrl, chromium, outDir, scenarios: [{name, assistant, message, steps}]}
 // A step: {waitText}, {click: "button text"}, {fill: {label, find, replace} | {label, text}},
-// {waitSelector}. Each scenario ends with a full-page screenshot <outDir>/<name>.png.
+// {send: "a chat message"}, {waitCard: "CSS selector inside a generative-UI card"}. Each scenario ends with a full-page screenshot <outDir>/<name>.png.
 import { createRequire } from "node:module";
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -16,6 +16,16 @@ const TIMEOUT = 180_000;
 
 async function waitText(page, text) {
   await page.waitForFunction((t) => document.body.innerText.includes(t), { timeout: TIMEOUT }, text);
+}
+
+// A generative-UI card: agent-chat-ui renders each in a shadow root (polled: changes inside a
+// shadow root do not wake selector waits on the page).
+async function waitCard(page, selector) {
+  await page.waitForFunction(
+    (sel) => [...document.querySelectorAll('[id^="child-shadow"]')].some((d) => d.shadowRoot?.querySelector(sel)),
+    { timeout: TIMEOUT, polling: 500 },
+    selector,
+  );
 }
 
 async function clickButton(page, text) {
@@ -82,7 +92,7 @@ try {
       await send(page, scenario.message);
       for (const step of scenario.steps) {
         if (step.waitText) await waitText(page, step.waitText);
-        if (step.waitSelector) await page.waitForSelector(step.waitSelector, { timeout: TIMEOUT });
+        if (step.waitCard) await waitCard(page, step.waitCard);
         if (step.fill) await fill(page, step.fill);
         if (step.click) await clickButton(page, step.click);
         if (step.send) await send(page, step.send);

@@ -150,14 +150,14 @@ def scenarios() -> list[tuple[dict, list]]:
             }
         ]
     }
-    step_card = '>>> [data-ui="plan_step"]'
+    step_card = '[data-ui="plan_step"]'
     return [
         (
             {
                 "name": "react",
                 "assistant": "react",
                 "message": "uiReact What is 17% of 2340?",
-                "steps": [{"waitText": "17% of 2340 is 397.8."}, {"waitSelector": '>>> [data-ui="tool_progress"]'}],
+                "steps": [{"waitText": "17% of 2340 is 397.8."}, {"waitCard": '[data-ui="tool_progress"]'}],
             },
             [
                 {"tool_calls": [{"name": "calculator", "args": {"expression": "0.17*2340"}, "id": "call1"}]},
@@ -171,8 +171,8 @@ def scenarios() -> list[tuple[dict, list]]:
                 "message": "uiRouter What does fault code ZX-4480 mean?",
                 "steps": [
                     {"waitText": "tank float switch is stuck"},
-                    {"waitSelector": '>>> [data-ui="citations"] li'},
-                    {"waitSelector": '>>> [data-ui="route_decision"]'},
+                    {"waitCard": '[data-ui="citations"] li'},
+                    {"waitCard": '[data-ui="route_decision"]'},
                 ],
             },
             [{"content": "Fault ZX-4480 means the tank float switch is stuck [1].", "delay_per_token": slow}],
@@ -182,7 +182,7 @@ def scenarios() -> list[tuple[dict, list]]:
                 "name": "plan_approve",
                 "assistant": "plan_execute",
                 "message": "uiPlanA What is 6 times 7?",
-                "steps": [{"click": "Approve"}, {"waitText": "6 times 7 is 42."}, {"waitSelector": step_card}],
+                "steps": [{"click": "Approve"}, {"waitText": "6 times 7 is 42."}, {"waitCard": step_card}],
             },
             [plan("6*7", "multiply 6 by 7"), {"content": "6 times 7 is 42.", "delay_per_token": slow}],
         ),
@@ -195,7 +195,7 @@ def scenarios() -> list[tuple[dict, list]]:
                     {"fill": {"label": "Steps", "find": "6*7", "replace": "9*9"}},
                     {"click": "Submit"},
                     {"waitText": "The edited plan computed 81."},
-                    {"waitSelector": step_card},
+                    {"waitCard": step_card},
                 ],
             },
             [plan("6*7", "multiply"), {"content": "The edited plan computed 81.", "delay_per_token": slow}],
@@ -222,7 +222,7 @@ def scenarios() -> list[tuple[dict, list]]:
                     {"waitText": "Edit/Approve"},
                     {"send": "approve"},
                     {"waitText": "Approved by message: 42."},
-                    {"waitSelector": step_card},
+                    {"waitCard": step_card},
                 ],
             },
             [plan("6*7", "multiply 6 by 7"), {"content": "Approved by message: 42.", "delay_per_token": slow}],
@@ -236,7 +236,7 @@ def scenarios() -> list[tuple[dict, list]]:
                     {"fill": {"label": "Answer", "text": "A hot, dry one"}},
                     {"click": "Submit"},
                     {"waitText": "How fast does a solar kettle boil water?"},
-                    {"waitSelector": '>>> [data-ui="research_progress"]'},
+                    {"waitCard": '[data-ui="research_progress"]'},
                 ],
             },
             [research_ask, research_plan],
