@@ -53,12 +53,16 @@ async function fill(page, { label, find, replace, text }) {
   }, label);
   const current = await page.evaluate((el) => el.value, handle);
   const next = text ?? current.replace(find, replace);
-  await handle.click({ clickCount: 3 });
-  await page.keyboard.down("Control");
-  await page.keyboard.press("KeyA");
-  await page.keyboard.up("Control");
-  await page.keyboard.press("Backspace");
-  await handle.type(next, { delay: 1 });
+  // Set the value the way React sees typing (its onChange listens to input events).
+  await page.evaluate(
+    (el, value) => {
+      Object.getOwnPropertyDescriptor(HTMLTextAreaElement.prototype, "value").set.call(el, value);
+      el.dispatchEvent(new Event("input", { bubbles: true }));
+    },
+    handle,
+    next,
+  );
+  await page.waitForFunction((el, value) => el.value === value, { timeout: TIMEOUT }, handle, next);
 }
 
 async function send(page, message) {
