@@ -28,6 +28,13 @@ async function waitCard(page, selector) {
   );
 }
 
+async function runOver(page) {
+  await page.waitForFunction(
+    () => ![...document.querySelectorAll("button")].some((b) => b.innerText.trim() === "Cancel"),
+    { timeout: TIMEOUT },
+  );
+}
+
 async function clickButton(page, text) {
   await page.waitForFunction(
     (t) => [...document.querySelectorAll("button")].some((b) => b.innerText.trim() === t && !b.disabled),
@@ -47,6 +54,9 @@ async function fill(page, { label, find, replace, text }) {
     { timeout: TIMEOUT },
     label,
   );
+  // The form is reset when the thread's state arrives again: fill it once the run has ended.
+  await runOver(page);
+  await new Promise((resolve) => setTimeout(resolve, 1500));
   const handle = await page.evaluateHandle((l) => {
     const p = [...document.querySelectorAll("p")].filter((p) => p.innerText.trim() === l).pop();
     return p.parentElement.querySelector("textarea") ?? p.parentElement.parentElement.querySelector("textarea");
@@ -62,7 +72,7 @@ async function fill(page, { label, find, replace, text }) {
     handle,
     next,
   );
-  await page.waitForFunction((el, value) => el.value === value, { timeout: TIMEOUT }, handle, next);
+  await page.waitForFunction((el, value) => el.value === value, { timeout: 10_000 }, handle, next);
 }
 
 async function send(page, message) {
@@ -102,10 +112,7 @@ try {
         if (step.send) await send(page, step.send);
       }
       // The run is over when the input's Cancel button is gone: the end state, cards attached.
-      await page.waitForFunction(
-        () => ![...document.querySelectorAll("button")].some((b) => b.innerText.trim() === "Cancel"),
-        { timeout: TIMEOUT },
-      );
+      await runOver(page);
     } catch (exc) {
       error = String(exc);
     }
