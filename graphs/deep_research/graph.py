@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from langchain_core.messages import AIMessage, HumanMessage, get_buffer_string
+from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, get_buffer_string
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
@@ -32,6 +32,7 @@ from graphs.deep_research.prompts import (
 )
 from graphs.deep_research.researcher import research
 from graphs.deep_research.state import InputState, ResearcherInput, State, SubQuestion
+from graphs.runtime import hitl
 from graphs.runtime.events import emit
 from graphs.runtime.memory_schedule import finish_turn
 from graphs.runtime.models import load_chat_model
@@ -100,30 +101,78 @@ async def structured(
 
 
 async def clarify(state: State, runtime: Runtime[ResearchContext], config: RunnableConfig) -> dict:
-    """Decide whether to ask the user a clarifying question (only when the context allows it)."""
+    """Decide whether to ask the user a clarifying question (only when the context allows it).
+
+    When the thread still waits for the answer to an earlier question (a run paused there, then a
+    new input came), the input's `reply`, or else its new chat message, is that answer.
+    """
+    pending = state.get("clarification")
+    last = state["messages"][-1] if state.get("messages") else None
+    if pending and (state.get("reply") is not None or isinstance(last, HumanMessage)):
+        if state.get("reply") is not None:
+            try:
+                answer = _answer_text(state["reply"])
+            except hitl.ReplyError:
+                answer = ""
+            if answer:
+                return {"clarification": "", "reply": None, "messages": [AIMessage(pending), HumanMessage(answer)]}
+            return {"clarification": pending, "reply": None}  # asked again by ask_user
+        assert isinstance(last, HumanMessage)
+        # The chat message answers the question: the thread reads question, then answer.
+        answer_message = HumanMessage(last.content, additional_kwargs=last.additional_kwargs)
+        removed = [RemoveMessage(id=last.id)] if last.id else []
+        return {"clarification": "", "reply": None, "messages": [*removed, AIMessage(pending), answer_message]}
     if not runtime.context.allow_clarification:
-        return {"clarification": ""}
+        return {"clarification": "", "reply": None}
     prompt = CLARIFY_PROMPT.format(today=_today(), conversation=get_buffer_string(state["messages"]))
     decision = await structured(ClarifyDecision, prompt, "research", runtime, config)
     question = decision.question.strip() if decision.need_clarification else ""
     if question:
         emit("clarification_requested", question=question)
-    return {"clarification": question}
+    return {"clarification": question, "reply": None}
 
 
 def _answer_text(value: Any) -> str:
+    """The answer in a resume value: the standard `{"decisions": [{"type": "respond", "message"}]}`
+    (or an `edit` of the `answer` field, what agent-chat-ui's form sends), `{"answer": ...}`, or text."""
+    decision = hitl.decision(value)
+    if decision is not None:
+        if decision.type == "respond":
+            return decision.message
+        if decision.type == "edit":
+            return str((decision.args or {}).get("answer") or "").strip()
+        raise hitl.ReplyError(f"a clarifying question is answered with 'respond' or 'edit', not {decision.type!r}")
     if isinstance(value, dict):
         value = value.get("answer") or value.get("content") or ""
     return str(value or "").strip()
 
 
+def _question_request(question: str, error: str | None = None) -> dict:
+    """The clarifying question as a standard HITL request: a form with an `answer` field
+    (agent-chat-ui: edit) or a reply (Agent Inbox: respond); `question` beside it for SDK clients."""
+    extra: dict[str, Any] = {"question": question}
+    if error:
+        extra["error"] = error
+    description = question + (f"\n\n{error}" if error else "")
+    return hitl.request(
+        "clarifying_question", {"question": question, "answer": ""}, description, ["edit", "respond"], **extra
+    )
+
+
 def ask_user(state: State) -> dict:
-    """Interrupt with the question; resume with the answer (`Command(resume="...")` or
-    `{"answer": "..."}`). An empty answer asks again."""
+    """Interrupt with the question; resume with the answer (`{"decisions": [{"type": "respond",
+    "message": "..."}]}`, text, or `{"answer": "..."}`). An empty or unreadable answer asks again."""
     question = state["clarification"]
-    answer = _answer_text(interrupt({"question": question}))
-    while not answer:
-        answer = _answer_text(interrupt({"question": question, "error": "The answer was empty."}))
+    error: str | None = None
+    while True:
+        try:
+            answer = _answer_text(interrupt(_question_request(question, error)))
+        except hitl.ReplyError as exc:
+            answer, error = "", str(exc)
+        else:
+            error = "The answer was empty."
+        if answer:
+            break
     return {"messages": [AIMessage(question), HumanMessage(answer)], "clarification": ""}
 
 
@@ -176,8 +225,8 @@ async def plan(state: State, runtime: Runtime[ResearchContext], config: Runnable
 
 
 def after_plan(state: State, runtime: Runtime[ResearchContext]) -> str:
-    """End in plan-only mode, else research."""
-    return END if runtime.context.plan_only else "supervise"
+    """Finish the turn with the plan in plan-only mode, else research."""
+    return "finish_turn" if runtime.context.plan_only else "supervise"
 
 
 def supervise(state: State, runtime: Runtime[ResearchContext]) -> dict:
@@ -326,7 +375,7 @@ builder.add_conditional_edges(
     "clarify", lambda s: "ask_user" if s.get("clarification") else "plan", ["ask_user", "plan"]
 )
 builder.add_edge("ask_user", "plan")
-builder.add_conditional_edges("plan", after_plan, ["supervise", END])
+builder.add_conditional_edges("plan", after_plan, ["supervise", "finish_turn"])
 builder.add_conditional_edges("supervise", dispatch, ["researcher", "reflect"])
 builder.add_edge("researcher", "supervise")
 builder.add_edge("write_report", "finish_turn")

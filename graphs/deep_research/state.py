@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 import operator
-from typing import Annotated
+from typing import Annotated, Any
 
 from typing_extensions import TypedDict
 
 from graphs.runtime.state import MessagesInput
+from graphs.runtime.ui import UIMessages
 
-InputState = MessagesInput
+
+class InputState(MessagesInput, total=False):
+    """What a caller sends: new messages, or, while the run waits for the answer to a clarifying
+    question, a `reply` (any resume value; the router sends it this way)."""
+
+    reply: Any
+    """The answer to the pending clarifying question, read like a resume value."""
+    clarification: str
+    """The clarifying question waiting for its answer ('' when none); the router passes it on
+    with `reply`."""
 
 
 class SubQuestion(TypedDict):
@@ -22,8 +32,6 @@ class SubQuestion(TypedDict):
 class State(InputState, total=False):
     """The thread's state. `brief`, `plan`, `notes`, `sources` and `report` are for clients and evals."""
 
-    clarification: str
-    """The clarifying question the model wants answered ('' when none)."""
     brief: str
     """The research brief: what the report must answer, for whom, with which constraints."""
     plan: list[str]
@@ -43,6 +51,8 @@ class State(InputState, total=False):
     research_log: Annotated[list[dict], operator.add]
     """One entry per researcher: {researcher_id, round, question, status, sources_found,
     sources_read, error}."""
+    ui: UIMessages
+    """Generative-UI cards of the thread's runs (docs/events.md), for chat clients."""
     report: str
     """The final report (citations validated), '' when research failed."""
 

@@ -42,6 +42,7 @@ from graphs.plan_execute.prompts import (
 )
 from graphs.plan_execute.state import InputState, State
 from graphs.plan_execute.steps import log_entry, run_step
+from graphs.runtime import hitl
 from graphs.runtime.events import emit
 from graphs.runtime.memory_schedule import finish_turn
 from graphs.runtime.models import ModelCallError, ainvoke_with_retries, load_chat_model
@@ -51,6 +52,9 @@ from tools.registry import select_tools
 
 PLAN_ATTEMPTS = 3
 """Model calls the planner (and each replan) gets to produce a plan that passes validation."""
+REVIEW_KEY = "plan_review"
+"""`additional_kwargs` key marking a chat message that answered a plan approval (its decision)."""
+CHANGES_NOTE = "\n\nChanges asked for when the plan was reviewed: {changes}"
 
 
 def _now() -> str:
@@ -58,9 +62,16 @@ def _now() -> str:
 
 
 def _task(state: State) -> str:
+    """The request: the last human message that is not a reply to a plan approval, plus the changes
+    asked for in replies after it."""
+    changes: list[str] = []
     for message in reversed(state["messages"]):
         if isinstance(message, HumanMessage):
-            return message.text
+            kind = message.additional_kwargs.get(REVIEW_KEY)
+            if kind == "feedback":
+                changes.insert(0, message.text)
+            elif not kind:
+                return message.text + (CHANGES_NOTE.format(changes="; ".join(changes)) if changes else "")
     raise ValueError("plan_execute needs a user message: send {'messages': [{'role': 'user', 'content': ...}]}")
 
 
@@ -165,49 +176,153 @@ async def planner(state: State, runtime: Runtime[PlanExecuteContext], config: Ru
         message = PLAN_FAILED_MESSAGE.format(attempts=PLAN_ATTEMPTS, error=exc)
         return fresh | {"plan": [], "status": "failed", "final_answer": message, "messages": [AIMessage(message)]}
     emit("plan_created", steps=steps, attempts=attempts)
-    return fresh | {"plan": steps, "status": "running"}
+    update = fresh | {"plan": steps, "status": "running", "awaiting": None, "reply": None, "review": ""}
+    if context.approve_plan:
+        # Kept in the state before the approval interrupt, so a chat message sent while the run
+        # waits is read as the answer (approve_or_plan) instead of a new request.
+        update["awaiting"] = _approval_request(_task(state), steps, None)
+        update["awaiting_since"] = state["messages"][-1].id
+    return update
 
 
-def _review(answer: object, names: set[str], context: PlanExecuteContext) -> tuple[str, list[dict] | None]:
-    """Read a client's resume value: (action, edited steps); PlanError when it cannot be used."""
+def _approval_request(task: str, plan: list[dict], error: str | None) -> dict:
+    """The approval interrupt: the standard HITL request (Approve / Edit / Reject in agent-chat-ui),
+    with `task`, `plan`, `error` and `resume` beside it for SDK clients."""
+    lines = "\n".join(
+        f"{n}. {s['description']}" + (f" ({s['tool']})" if s.get("tool") else "") for n, s in enumerate(plan, 1)
+    )
+    description = f"Plan for: {task}\n\n{lines}" + (f"\n\nThe last answer could not be used: {error}" if error else "")
+    return hitl.request(
+        "run_plan",
+        {"steps": plan},
+        description,
+        ["approve", "edit", "reject", "respond"],
+        task=task,
+        plan=plan,
+        error=error,
+        resume=(
+            "{'decisions': [{'type': 'approve'} | {'type': 'edit', 'edited_action': {'name': 'run_plan', "
+            "'args': {'steps': [...]}}} | {'type': 'reject', 'message': '...'} | {'type': 'respond', "
+            "'message': 'changes to make'}]} (or {'action': 'approve' | 'edit' | 'reject', 'plan': [...]})"
+        ),
+    )
+
+
+def _review(answer: object, names: set[str], context: PlanExecuteContext) -> tuple[str, list[dict] | None, str]:
+    """Read a client's answer: (approve | edit | reject | feedback, edited steps, message).
+
+    Takes the standard `{"decisions": [...]}`, the older `{"action": ..., "plan": [...]}` and text
+    ("approve", "yes", "no", or changes wanted: feedback, planned again). PlanError when unusable.
+    """
+    try:
+        decision = hitl.decision(answer)
+        if decision is not None:
+            if decision.type == "edit":
+                steps = hitl.json_arg((decision.args or {}).get("steps"), "steps")
+                if steps is None:
+                    raise PlanError("an edit needs the new plan in edited_action.args.steps")
+                return "edit", validate_steps(parse_steps(steps), names, context.max_plan_steps), ""
+            if decision.type == "respond":
+                if not decision.message:
+                    raise PlanError("a 'respond' decision needs a message: the changes to make to the plan")
+                return "feedback", None, decision.message
+            return decision.type, None, decision.message
+    except hitl.ReplyError as exc:
+        raise PlanError(str(exc)) from None
     if isinstance(answer, str):
-        answer = {"action": answer}
+        if answer.strip() in ("approve", "edit", "reject"):
+            answer = {"action": answer.strip()}
+        else:
+            kind = hitl.reply_kind(answer)
+            if kind == "other" and not answer.strip():
+                raise PlanError("the answer was empty")
+            return ("feedback" if kind == "other" else kind), None, answer.strip() if kind == "other" else ""
     if not isinstance(answer, dict) or answer.get("action") not in ("approve", "edit", "reject"):
-        raise PlanError("resume with {'action': 'approve' | 'edit' | 'reject', 'plan': [...] for edit}")
+        raise PlanError(
+            "resume with {'decisions': [{'type': 'approve' | 'edit' | 'reject' | 'respond', ...}]} "
+            "or {'action': 'approve' | 'edit' | 'reject', 'plan': [...] for edit}"
+        )
     if answer["action"] != "edit":
-        return answer["action"], None
+        return answer["action"], None, ""
     if "plan" not in answer:
         raise PlanError("an edit needs the new plan under 'plan'")
-    return "edit", validate_steps(parse_steps(answer["plan"]), names, context.max_plan_steps)
+    steps = answer["plan"]
+    try:
+        steps = hitl.json_arg(steps, "plan")
+    except hitl.ReplyError as exc:
+        raise PlanError(str(exc)) from None
+    return "edit", validate_steps(parse_steps(steps), names, context.max_plan_steps), ""
+
+
+def _chat_reply(state: State) -> HumanMessage | None:
+    """A chat message sent while the plan waited for approval (a new run's input), if any."""
+    last = state["messages"][-1] if state.get("messages") else None
+    if (
+        state.get("awaiting")
+        and isinstance(last, HumanMessage)
+        and last.id != state.get("awaiting_since")
+        and not last.additional_kwargs.get(REVIEW_KEY)
+    ):
+        return last
+    return None
+
+
+def start(state: State) -> str:
+    """A new input while a plan waits for approval answers it; anything else is a new request."""
+    return "approve" if state.get("reply") is not None or _chat_reply(state) else "planner"
 
 
 async def approve(state: State, runtime: Runtime[PlanExecuteContext]) -> dict:
-    """Wait for the client to approve, edit or reject the plan (an interrupt; asks again on a bad answer)."""
+    """Wait for the client to approve, edit or reject the plan (an interrupt; asks again on a bad answer).
+
+    The answer may also come as the input's `reply` or as a chat message sent while the run
+    waited (see `start`): approve-like text approves, reject-like text rejects, and anything else is
+    a change request: the plan is made again from the conversation and waits for approval again.
+    """
     names, _ = await _tools(runtime.context)
-    plan, error = state["plan"], None
+    pending = state.get("awaiting") or {}
+    plan = pending.get("plan") or state["plan"]
+    task = pending.get("task") or _task(state)
+    chat = _chat_reply(state) if state.get("reply") is None else None
+    update: dict = {"plan": plan, "awaiting": None, "reply": None}
+    if state.get("reply") is not None:
+        answer = state["reply"]
+    elif chat is not None:
+        answer = chat.text
+    else:
+        answer = interrupt(_approval_request(task, plan, None))
     while True:
-        answer = interrupt(
-            {
-                "task": _task(state),
-                "plan": plan,
-                "error": error,
-                "resume": "{'action': 'approve'} | {'action': 'edit', 'plan': [steps]} | {'action': 'reject'}",
-            }
-        )
         try:
-            action, edited = _review(answer, names, runtime.context)
+            action, edited, message = _review(answer, names, runtime.context)
             break
         except PlanError as exc:
-            error = str(exc)
+            chat = None  # a chat message that could not be read stays an ordinary message
+            answer = interrupt(_approval_request(task, plan, str(exc)))
+    update["review"] = action
+    if chat is not None:
+        update["messages"] = [
+            chat.model_copy(update={"additional_kwargs": {**chat.additional_kwargs, REVIEW_KEY: action}})
+        ]
+    elif action == "feedback":
+        update["messages"] = [HumanMessage(message, additional_kwargs={REVIEW_KEY: "feedback"})]
+    if action == "feedback":
+        emit("plan_reviewed", action=action, steps=plan)
+        return update
     if action == "reject":
         emit("plan_reviewed", action=action, steps=plan)
-        return {
+        text = PLAN_REJECTED_MESSAGE + (f" ({message})" if message else "")
+        return update | {
             "status": "rejected",
-            "final_answer": PLAN_REJECTED_MESSAGE,
-            "messages": [AIMessage(PLAN_REJECTED_MESSAGE)],
+            "final_answer": text,
+            "messages": [*update.get("messages", []), AIMessage(text)],
         }
     emit("plan_reviewed", action=action, steps=edited or plan)
-    return {"plan": edited} if edited is not None else {}
+    return update | ({"plan": edited} if edited is not None else {})
+
+
+def after_approve(state: State, runtime: Runtime[PlanExecuteContext]) -> list[Send] | str:
+    """Plan again after a change request, else run the (approved or edited) plan."""
+    return "planner" if state.get("review") == "feedback" else dispatch(state, runtime)
 
 
 def dispatch(state: State, runtime: Runtime[PlanExecuteContext]) -> list[Send] | str:
@@ -380,9 +495,9 @@ builder.add_node("run_step", run_step)  # type: ignore[call-overload, arg-type]
 builder.add_node("replanner", replanner)  # type: ignore[call-overload, arg-type]
 builder.add_node("synthesizer", synthesizer)  # type: ignore[call-overload, arg-type]
 builder.add_node("finish_turn", finish_turn)  # type: ignore[call-overload, arg-type]
-builder.add_edge(START, "planner")
+builder.add_conditional_edges(START, start, ["approve", "planner"])
 builder.add_conditional_edges("planner", route_after_planner, ["approve", "run_step", "synthesizer", END])
-builder.add_conditional_edges("approve", dispatch, ["run_step", "synthesizer", END])
+builder.add_conditional_edges("approve", after_approve, ["planner", "run_step", "synthesizer", END])
 builder.add_edge("run_step", "replanner")
 builder.add_conditional_edges("replanner", dispatch, ["run_step", "synthesizer"])
 builder.add_edge("synthesizer", "finish_turn")

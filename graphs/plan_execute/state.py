@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from typing_extensions import TypedDict
 
 from graphs.runtime.state import MessagesInput
+from graphs.runtime.ui import UIMessages
 
-InputState = MessagesInput
-"""What a caller sends: new messages; the task is the last human message."""
+
+class InputState(MessagesInput, total=False):
+    """What a caller sends: new messages (the task is the last human message), or, while the run
+    waits for plan approval, a `reply` to it (any resume value; the router sends it this way)."""
+
+    reply: Any
+    """An answer to the pending plan approval, read like a resume value."""
+    awaiting: dict | None
+    """The approval request being answered (the router passes it on with `reply`)."""
+
 
 Status = Literal["running", "completed", "partial", "rejected", "failed"]
 
@@ -40,6 +49,13 @@ class State(InputState, total=False):
     status: Status
     """running, then completed | partial (a failure not replanned around, or a skipped step) |
     rejected (plan refused at approval) | failed (no valid plan)."""
+
+    awaiting_since: str | None
+    """Id of the newest message when the approval was asked: later chat messages answer it."""
+    ui: UIMessages
+    """Generative-UI cards of the thread's runs (docs/events.md), for chat clients."""
+    review: str
+    """How the last plan approval was answered: approve, edit, reject or feedback (plan again)."""
 
 
 class StepInput(TypedDict):

@@ -27,6 +27,7 @@ from graphs.runtime.memory_schedule import remember_turn
 from graphs.runtime.models import NOSTREAM_TAGS, ainvoke_with_retries, ainvoke_with_tools, load_chat_model
 from graphs.runtime.tool_offer import tools_for_turn
 from graphs.runtime.tool_runner import run_tool_calls
+from graphs.runtime.ui import link_to_answer
 from tools.identity import run_user_id
 from tools.registry import select_tools
 
@@ -135,6 +136,7 @@ async def call_model(state: State, runtime: Runtime[Context], config: RunnableCo
     update["messages"] = [*update.get("messages", []), response]
     update["pending_tool_calls"] = None
     await remember_turn([*messages, response], runtime, config)  # the answer: the turn is over
+    update |= link_to_answer({"messages": [response], "ui": state.get("ui")}, config)
     return update
 
 

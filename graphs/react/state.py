@@ -8,6 +8,7 @@ from typing import Annotated
 from langchain_core.messages import AIMessage
 
 from graphs.runtime.state import MessagesInput
+from graphs.runtime.ui import UIMessages
 
 InputState = MessagesInput
 
@@ -26,3 +27,5 @@ class State(InputState, total=False):
     together with its results, so `messages` never holds a tool call without its result, however
     the run stops (cancelled, recursion limit, a crash). After a stop here (`next` is `tools`),
     a run with no input runs them; a new message drops them."""
+    ui: UIMessages
+    """Generative-UI cards of the thread's runs (docs/events.md), for chat clients."""

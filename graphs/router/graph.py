@@ -24,11 +24,12 @@ from langchain_core.messages import (
 )
 from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.runnables import RunnableConfig
+from langgraph.errors import GraphInterrupt
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
-from langgraph.types import Send
+from langgraph.types import Send, interrupt
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
@@ -58,6 +59,7 @@ from graphs.runtime.events import emit
 from graphs.runtime.memory_schedule import remember_turn
 from graphs.runtime.models import ModelConfigError, ainvoke_with_retries, load_chat_model
 from graphs.runtime.structured import StructuredOutputError, ainvoke_structured
+from graphs.runtime.ui import link_to_answer
 from store import knowledge
 from tools.identity import run_kb_reader, run_user_id
 from tools.memory import MEMORY_TOOLS
@@ -103,6 +105,8 @@ def _new_messages(state: State) -> list[AnyMessage]:
 async def prepare(state: State, runtime: Runtime[RouterContext], config: RunnableConfig) -> dict:
     """Start a turn: apply a `clear` or `feedback` input, reset the per-turn evidence."""
     update: dict[str, Any] = {"clear": False, "feedback": None, "worker_runs": None}
+    if state.get("clear"):
+        update["pending"] = None  # a cleared conversation answers nothing
     messages = state.get("messages", [])
     new = _new_messages(state)
     question = bool(new) and isinstance(new[-1], HumanMessage)
@@ -115,6 +119,7 @@ async def prepare(state: State, runtime: Runtime[RouterContext], config: Runnabl
             citation_check={},
             decision={},
             plan=[],
+            ui=[{"type": "remove-ui", "id": m["id"]} for m in state.get("ui", []) if m.get("type") == "ui"],
         )
         emit("conversation_cleared", removed_messages=len(messages) - len(kept))
         messages = kept
@@ -136,8 +141,13 @@ async def prepare(state: State, runtime: Runtime[RouterContext], config: Runnabl
 
 
 def after_prepare(state: State) -> str:
-    """Route a question this input brought; a clear- or feedback-only input ends here."""
-    return "intent_detect" if state.get("answering") else END
+    """Route a question this input brought; a clear- or feedback-only input ends here. A message
+    sent while a sub-agent waits for the user's answer goes to that sub-agent, which reads it as
+    the answer (see `subagent_node`)."""
+    if not state.get("answering"):
+        return END
+    pending = state.get("pending")
+    return pending["route"] if pending else "intent_detect"
 
 
 # --- the route decision (seed 003 RouterGraph) -------------------------------------------
@@ -443,6 +453,10 @@ async def check_citations(state: State) -> dict:
         removed=len(result["invalid"]),
         invented_urls=result["unknown_urls"],
         invalid_numbers=result["invalid"],
+        sources=[
+            {k: source.get(k) for k in ("index", "kb", "title", "source", "locator", "section")}
+            for source in state.get("sources", [])
+        ],
     )
     update: dict[str, Any] = {"citation_check": {k: v for k, v in result.items() if k != "text"}}
     if result["text"] != message.text:
@@ -455,26 +469,62 @@ async def check_citations(state: State) -> dict:
 
 def subagent_node(subgraph: CompiledStateGraph[Any, Any, Any, Any], tools: list[str] | None = None):
     """A node that hands the conversation to `subgraph` (its tokens and events stream through,
-    under the subgraph's namespace) and takes back its messages, summary and execution log."""
+    under the subgraph's namespace) and takes back its messages, summary and execution log.
+
+    When the sub-agent stops to ask the user (plan approval, a clarifying question), the request is
+    kept in the router's `pending` and asked again by `await_reply` on the router thread; the answer
+    (a resume value, or a chat message sent meanwhile) is handed back to the sub-agent as its
+    `reply` input with the request it answers.
+    """
 
     async def run_subagent(state: State, runtime: Runtime[RouterContext], config: RunnableConfig) -> dict:
         context = replace(runtime.context, tools=tools) if tools is not None else None
         before = state["messages"]
-        result = await subgraph.ainvoke({"messages": before}, config, context=context)
+        payload: dict[str, Any] = {"messages": before}
+        pending = state.get("pending")
+        if pending and pending["route"] == subgraph.name:
+            value = pending["value"]
+            payload.update(awaiting=value, clarification=value.get("question") or "")
+            if "reply" in pending:
+                payload["reply"] = pending["reply"]
+        try:
+            result = await subgraph.ainvoke(payload, config, context=context)
+        except GraphInterrupt as exc:
+            [first, *_] = exc.args[0]
+            return {"pending": {"route": subgraph.name, "value": first.value}}
         after = result.get("messages", [])
         kept = {m.id for m in after}
         known = {m.id: m for m in before}
         # Messages the sub-agent summarized away are removed here too; new or changed ones are taken.
         removed = [RemoveMessage(id=m.id) for m in before if m.id and m.id not in kept]
-        update: dict[str, Any] = {"messages": [*removed, *(m for m in after if known.get(m.id) != m)]}
+        update: dict[str, Any] = {"messages": [*removed, *(m for m in after if known.get(m.id) != m)], "pending": None}
         if result.get("summary"):
             update["summary"] = result["summary"]
         if result.get("execution_log"):
             update["execution_log"] = result["execution_log"]
+        if result.get("ui"):
+            update["ui"] = result["ui"]  # the sub-agent's cards, already attached to its answer
         return update
 
     run_subagent.__name__ = f"run_{subgraph.name}"
     return run_subagent
+
+
+def after_subagent(state: State) -> str:
+    """Wait for the user when the sub-agent asked something, else finish the turn."""
+    return "await_reply" if state.get("pending") else "finish_turn"
+
+
+def await_reply(state: State) -> dict:
+    """Pause the router thread on the sub-agent's request (the same interrupt value: a standard HITL
+    request); the resume value goes back to the sub-agent."""
+    pending = state["pending"] or {}
+    return {"pending": {**pending, "reply": interrupt(pending["value"])}}
+
+
+def after_reply(state: State) -> str:
+    """Back to the sub-agent that asked."""
+    return (state.get("pending") or {})["route"]
 
 
 async def route_error(state: State) -> dict:
@@ -496,7 +546,7 @@ async def finish_turn(state: State, runtime: Runtime[RouterContext], config: Run
     # Sub-agents record their own turns; the router records the answers it generated itself.
     if decision["route"] == "retrieval":
         await remember_turn(state["messages"], runtime, config, extract=not last.response_metadata.get("extractive"))
-    return update
+    return update | link_to_answer(state, config)
 
 
 # Nodes take (state, runtime, config), which LangGraph runs but add_node's overloads do not type
@@ -514,11 +564,12 @@ builder.add_node("check_citations", check_citations)
 builder.add_node("general", subagent_node(react_graph, tools=GENERAL_TOOLS))
 for _name, _subgraph in SUBAGENTS.items():
     builder.add_node(_name, subagent_node(_subgraph))
+builder.add_node("await_reply", await_reply)
 builder.add_node("route_error", route_error)
 builder.add_node("finish_turn", finish_turn)  # type: ignore[call-overload, arg-type]
 
 builder.add_edge(START, "prepare")
-builder.add_conditional_edges("prepare", after_prepare, ["intent_detect", END])
+builder.add_conditional_edges("prepare", after_prepare, ["intent_detect", END, *SUBAGENTS])
 builder.add_edge("intent_detect", "apply_override_policy")
 builder.add_edge("apply_override_policy", "worker_select")
 builder.add_conditional_edges("worker_select", route_after_select, ["retrieve", "general", "route_error", *SUBAGENTS])
@@ -526,8 +577,11 @@ builder.add_edge("retrieve", "merge_evidence")
 builder.add_edge("merge_evidence", "answer")
 builder.add_edge("answer", "check_citations")
 builder.add_edge("check_citations", "finish_turn")
-for _name in ("general", "route_error", *SUBAGENTS):
+for _name in ("general", "route_error"):
     builder.add_edge(_name, "finish_turn")
+for _name in SUBAGENTS:
+    builder.add_conditional_edges(_name, after_subagent, ["await_reply", "finish_turn"])
+builder.add_conditional_edges("await_reply", after_reply, list(SUBAGENTS))
 builder.add_edge("finish_turn", END)
 
 graph = builder.compile(name="router")

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 from typing_extensions import TypedDict
 
 from graphs.runtime.state import Messages
+from graphs.runtime.ui import UIMessages
 
 
 def per_turn(left: list | None, right: list | None) -> list:
@@ -62,3 +63,8 @@ class State(InputState, total=False):
     """The last message the router has handled: later ones are a run's new input."""
     answering: bool
     """Whether this run's input brought a question to answer."""
+    ui: UIMessages
+    """Generative-UI cards of the thread's runs (docs/events.md), for chat clients."""
+    pending: dict[str, Any] | None
+    """A sub-agent's question to the user the thread waits on: {"route", "value" (the interrupt
+    value, a standard HITL request), "reply" once answered}; None when nothing waits."""

@@ -12,6 +12,8 @@ from typing import Any
 
 from langgraph.config import get_stream_writer
 
+from graphs.runtime.ui import push_for_event
+
 EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "step": ("step", "max_steps"),
     "thinking": ("step", "text"),
@@ -94,6 +96,7 @@ def emit(kind: str, **fields: Any) -> dict:
     except RuntimeError:
         return event
     writer(event)
+    push_for_event(event)  # the same progress as a generative-UI message for chat clients
     return event
 
 

@@ -129,6 +129,10 @@ def absolute_config(workdir: Path, config_name: str = "langgraph.json") -> Path:
         config["http"]["app"] = absolute(config["http"]["app"])
     if "embed" in config.get("store", {}).get("index", {}):
         config["store"]["index"]["embed"] = absolute(config["store"]["index"]["embed"])
+    # The generative-UI bundle is built by `npx @langchain/langgraph-ui` from paths inside the project
+    # folder; these servers run elsewhere and the tests read UI messages, not the bundle
+    # (scripts/chat-ui-test builds and renders it).
+    config.pop("ui", None)
     target = workdir / "langgraph.json"
     target.write_text(json.dumps(config, indent=2))
     return target

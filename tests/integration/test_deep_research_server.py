@@ -108,7 +108,9 @@ async def test_clarify_resume_parallel_research_and_validated_report(research_se
     assert custom(first, "clarification_requested")[0]["question"] == "For which climate?"
     state = await client.threads.get_state(thread)
     assert state["next"] == ["ask_user"]
-    assert state["tasks"][0]["interrupts"][0]["value"] == {"question": "For which climate?"}
+    value = state["tasks"][0]["interrupts"][0]["value"]
+    assert value["question"] == "For which climate?"  # beside the standard HITL request
+    assert value["action_requests"][0]["args"] == {"question": "For which climate?", "answer": ""}
     assert engine.timings == []
 
     parts = await collect(
@@ -189,3 +191,28 @@ async def test_every_search_failing_ends_with_an_error_event_not_a_report(resear
     assert "HTTP 500" in failure["error"]
     final = parts["values"][-1]
     assert final["report"] == "" and final["messages"][-1]["content"].startswith("I could not research this")
+
+
+async def test_the_question_answered_with_a_respond_decision_then_by_a_chat_message(research_server, openai_server):
+    """Agent Inbox answers with `respond`; in agent-chat-ui a user may just type the answer."""
+    client = research_server.client(None)
+    k = key()
+    ask = {
+        "tool_calls": [
+            {"name": "ClarifyDecision", "id": "c1", "args": {"need_clarification": True, "question": "Which climate?"}}
+        ]
+    }
+    openai_server.script(k, [ask, plan_call(k, "kettle"), ask, plan_call(k, "pump")])
+    context = {"allow_clarification": True, "plan_only": True}
+    for answer in (
+        {"command": {"resume": {"decisions": [{"type": "respond", "message": "A hot one"}]}}},
+        {"input": user("A hot one")},
+    ):
+        thread = (await client.threads.create())["thread_id"]
+        await client.runs.wait(thread, "deep_research", input=user(f"{k} research water devices"), context=context)
+        assert (await client.threads.get_state(thread))["next"] == ["ask_user"]
+        await client.runs.wait(thread, "deep_research", context=context, **answer)
+        state = await client.threads.get_state(thread)
+        assert state["next"] == [] and state["values"]["clarification"] == ""
+        texts = [(m["type"], m["content"]) for m in state["values"]["messages"][:3]]
+        assert texts[1:] == [("ai", "Which climate?"), ("human", "A hot one")]

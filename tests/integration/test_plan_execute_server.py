@@ -124,3 +124,42 @@ async def test_cancelled_mid_execution_leaves_the_thread_usable(dev_server, open
     assert final["status"] == "completed" and final["execution_log"] == [] and final["plan"] == []
     texts = " ".join(m["content"] for m in final["messages"] if isinstance(m["content"], str))
     assert "a very slow thought" not in texts
+
+
+async def test_plan_approval_in_the_standard_hitl_shape_answered_with_decisions_or_a_chat_message(
+    dev_server, openai_server
+):
+    """What agent-chat-ui does: it renders the request as Approve / Edit / Reject, sends every edited
+    field back as text, and a message typed into the chat while the plan waits is a new run's input."""
+    client = dev_server.client("alice")
+    k = key()
+    six = {"id": "a", "description": "6*7", "tool": "calculator", "args": {"expression": "6*7"}}
+    openai_server.script(k, [plan(six), "It is 81.", plan(six), "It is 42."])
+    context = {"approve_plan": True}
+    tid = (await client.threads.create())["thread_id"]
+    await client.runs.wait(tid, "plan_execute", input=user(f"{k} compute"), context=context)
+    state = await client.threads.get_state(tid)
+    value = state["tasks"][0]["interrupts"][0]["value"]
+    assert (
+        value["action_requests"][0]["name"] == "run_plan"
+        and value["action_requests"][0]["args"]["steps"][0]["id"] == "a"
+    )
+    assert value["review_configs"][0]["allowed_decisions"] == ["approve", "edit", "reject", "respond"]
+    # A bad edit is refused with a clear error; the request stays answerable.
+    bad = {"type": "edit", "edited_action": {"name": "run_plan", "args": {"steps": '[{"id": "e", "tool": "nope"}]'}}}
+    await client.runs.wait(tid, "plan_execute", command={"resume": {"decisions": [bad]}}, context=context)
+    value = (await client.threads.get_state(tid))["tasks"][0]["interrupts"][0]["value"]
+    assert "nope" in value["error"] and value["action_requests"]
+    edited = '[{"id": "e", "description": "9*9", "tool": "calculator", "args": {"expression": "9*9"}}]'
+    edit = {"type": "edit", "edited_action": {"name": "run_plan", "args": {"steps": edited}}}
+    final = await client.runs.wait(tid, "plan_execute", command={"resume": {"decisions": [edit]}}, context=context)
+    assert final["status"] == "completed" and final["messages"][-1]["content"] == "It is 81."
+    assert [e["step_id"] for e in final["execution_log"]] == ["e"]
+
+    # "approve" typed as a chat message approves the waiting plan (no plan is made from the word).
+    tid = (await client.threads.create())["thread_id"]
+    await client.runs.wait(tid, "plan_execute", input=user(f"{k} compute again"), context=context)
+    final = await client.runs.wait(tid, "plan_execute", input=user("approve"), context=context)
+    assert final["status"] == "completed" and final["messages"][-1]["content"] == "It is 42."
+    assert [e["step_id"] for e in final["execution_log"]] == ["a"] and "42" in final["execution_log"][0]["result"]
+    assert final["messages"][1]["additional_kwargs"]["plan_review"] == "approve"

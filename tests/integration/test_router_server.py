@@ -291,3 +291,50 @@ async def test_feedback_names_only_runs_of_its_own_thread(dev_server, openai_ser
     [recorded] = custom(parts, "feedback_recorded")
     assert recorded["run_id"] == alice_run and recorded["sink"] == "store"
     assert (await alice.store.get_item(["memories", "alice", "feedback"], alice_run))["value"]["score"] == "up"
+
+
+async def test_progress_and_sources_as_generative_ui_messages_in_the_stream_and_the_thread(
+    dev_server, openai_server, kb
+):
+    """agent-chat-ui keeps only UI messages from the custom stream and renders `values.ui` under the
+    message each names: the route, retrieval progress and the checked citations with their sources."""
+    alice = dev_server.client("alice")
+    k = key()
+    openai_server.script(k, [{"content": "Fault ZX-4480 means the tank float switch is stuck [1]."}])
+    thread = (await alice.threads.create())["thread_id"]
+    run_id, parts = await stream(alice, thread, user(f"{k} What does fault code ZX-4480 mean?"), context={"kb": kb})
+    ui = [data for event, data in parts if event == "custom" and data.get("type") == "ui"]
+    assert {m["name"] for m in ui} == {"route_decision", "retrieval_progress", "citations"}
+    assert all(m["event"] == "ui" and m["id"].startswith(f"{m['name']}:{run_id}:") for m in ui)
+    [route] = [m for m in ui if m["name"] == "route_decision"]
+    assert route["props"]["route"] == "retrieval" and route["props"]["kb_prefix"] == kb
+    state = (await alice.threads.get_state(thread))["values"]
+    cards = {m["name"]: m for m in state["ui"]}
+    answer = state["messages"][-1]
+    assert {m["metadata"]["message_id"] for m in state["ui"]} == {answer["id"]}
+    sources = cards["citations"]["props"]["sources"]
+    assert sources[0]["index"] == 1 and sources[0]["title"] == "Greenhouse Irrigation Guide"
+    assert sources[0]["source"].endswith("greenhouse.md") and cards["citations"]["props"]["cited"] == 1
+    assert cards["retrieval_progress"]["props"]["stage"] == "generation"
+
+
+async def test_a_chat_message_answers_a_sub_agents_plan_approval_on_the_router_thread(dev_server, openai_server):
+    alice = dev_server.client("alice")
+    k = key()
+    step = {"id": "a", "description": "6*7", "tool": "calculator", "args": {"expression": "6*7"}, "depends_on": []}
+    plan = {"content": "", "tool_calls": [{"name": "Plan", "args": {"steps": [step]}}]}
+    openai_server.script(k, [plan, "It is 42.", plan, "Still 42."])
+    context = {"route": "plan_execute", "approve_plan": True}
+    thread = (await alice.threads.create())["thread_id"]
+    await alice.runs.wait(thread, "router", input=user(f"{k} compute 6*7"), context=context)
+    state = await alice.threads.get_state(thread)
+    value = state["tasks"][0]["interrupts"][0]["value"]
+    assert state["next"] == ["await_reply"] and value["action_requests"][0]["name"] == "run_plan"
+    final = await alice.runs.wait(thread, "router", input=user("yes"), context=context)
+    assert final["messages"][-1]["content"] == "It is 42." and final["pending"] is None
+    assert final["messages"][1]["additional_kwargs"]["plan_review"] == "approve"
+    # The older resume shape on the router keeps working.
+    thread = (await alice.threads.create())["thread_id"]
+    await alice.runs.wait(thread, "router", input=user(f"{k} compute 6*7 again"), context=context)
+    final = await alice.runs.wait(thread, "router", command={"resume": {"action": "approve"}}, context=context)
+    assert final["messages"][-1]["content"] == "Still 42."

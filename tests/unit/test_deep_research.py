@@ -410,18 +410,72 @@ async def test_clarification_interrupts_and_resumes_with_the_answer(engine, mode
     snapshot, events, _, graph = await run(ctx, "Research the device")
     assert snapshot.next == ("ask_user",)
     [pending] = snapshot.interrupts
-    assert pending.value == {"question": "Which device do you mean?"}
+    assert pending.value["question"] == "Which device do you mean?"
+    [request] = pending.value["action_requests"]  # LangChain's standard HITL request (agent-chat-ui's form)
+    assert request["name"] == "clarifying_question" and request["args"]["answer"] == ""
+    assert pending.value["review_configs"][0]["allowed_decisions"] == ["edit", "respond"]
     assert kinds(events, "clarification_requested")[0]["question"] == "Which device do you mean?"
     assert engine.timings == []
 
     snapshot, _, _, _ = await run(ctx, graph=graph, resume={"answer": "  "})  # empty: asked again
     assert snapshot.next == ("ask_user",)
-    assert snapshot.interrupts[0].value == {"question": "Which device do you mean?", "error": "The answer was empty."}
+    again = snapshot.interrupts[0].value
+    assert again["question"] == "Which device do you mean?" and again["error"] == "The answer was empty."
     snapshot, _, _, _ = await run(ctx, graph=graph, resume="the solar kettle")
     messages = snapshot.values["messages"]
     assert [m.content for m in messages[1:3]] == ["Which device do you mean?", "the solar kettle"]
     plan_prompt = models["research"].calls[1].messages[-1].content
     assert "the solar kettle" in plan_prompt
+    assert snapshot.values["report"].startswith("# Report") and snapshot.next == ()
+
+
+def clarifying(question="Which device do you mean?"):
+    return {"tool_calls": [{"name": "ClarifyDecision", "args": {"need_clarification": True, "question": question}}]}
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"decisions": [{"type": "respond", "message": "the solar kettle"}]},
+        # agent-chat-ui's form: an edit of the request's `answer` field (every field sent back as text)
+        {
+            "decisions": [
+                {
+                    "type": "edit",
+                    "edited_action": {
+                        "name": "clarifying_question",
+                        "args": {"question": "Which device do you mean?", "answer": "the solar kettle"},
+                    },
+                }
+            ]
+        },
+        "the solar kettle",  # the older shapes keep working
+        {"answer": "the solar kettle"},
+    ],
+)
+async def test_the_question_is_answered_with_standard_decisions_or_the_older_shapes(engine, models, answer):
+    set_models(models, [clarifying(), planned("kettle")], compressions(1), [report_citing()])
+    ctx = context(allow_clarification=True)
+    _, _, _, graph = await run(ctx, "Research the device")
+    snapshot, _, _, _ = await run(ctx, graph=graph, resume={"decisions": [{"type": "approve"}]})
+    assert "'respond' or 'edit'" in snapshot.interrupts[0].value["error"]  # not an answer: asked again
+    snapshot, _, _, _ = await run(ctx, graph=graph, resume=answer)
+    assert [m.content for m in snapshot.values["messages"][1:3]] == ["Which device do you mean?", "the solar kettle"]
+    assert snapshot.values["report"].startswith("# Report") and snapshot.next == ()
+
+
+async def test_a_chat_message_sent_while_the_question_waits_is_its_answer(engine, models):
+    set_models(models, [clarifying(), planned("kettle")], compressions(1), [report_citing()])
+    ctx = context(allow_clarification=True)
+    _, _, _, graph = await run(ctx, "Research the device")
+    snapshot, events, _, _ = await run(ctx, "the solar kettle", graph=graph)
+    assert not kinds(events, "clarification_requested")  # not asked again
+    assert [(m.type, m.content) for m in snapshot.values["messages"][:3]] == [
+        ("human", "Research the device"),
+        ("ai", "Which device do you mean?"),
+        ("human", "the solar kettle"),
+    ]
+    assert "the solar kettle" in models["research"].calls[1].messages[-1].content
     assert snapshot.values["report"].startswith("# Report") and snapshot.next == ()
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from pathlib import Path
 
@@ -422,6 +423,85 @@ async def test_rejected_plan_runs_nothing(model_slot):
     assert run.model.remaining == 0
 
 
+async def test_approval_is_a_standard_hitl_request_answered_with_decisions(model_slot):
+    run = Run(model_slot, [plan(step("a", "add", "calculator", {"expression": "2+2"})), "ran: 9"], approve_plan=True)
+    await run.ask()
+    payload = (await run.graph.aget_state(run.config)).tasks[0].interrupts[0].value
+    [request] = payload["action_requests"]
+    assert request["name"] == "run_plan" and request["args"]["steps"][0]["id"] == "a"
+    assert "1. add (calculator)" in request["description"]
+    assert payload["review_configs"] == [
+        {"action_name": "run_plan", "allowed_decisions": ["approve", "edit", "reject", "respond"]}
+    ]
+    # agent-chat-ui sends edited fields back as text: a JSON string is parsed; bad JSON is refused
+    # and the same request is asked again, with the error.
+    edit = {"type": "edit", "edited_action": {"name": "run_plan", "args": {"steps": "[{'id': 1"}}}
+    await run.send(Command(resume={"decisions": [edit]}))
+    payload = (await run.graph.aget_state(run.config)).tasks[0].interrupts[0].value
+    assert "'steps' is not valid JSON" in payload["error"] and payload["action_requests"]
+    edited = json.dumps([step("e", "multiply", "calculator", {"expression": "3*3"})])
+    edit["edited_action"]["args"]["steps"] = edited
+    state = await run.send(Command(resume={"decisions": [edit]}))
+    assert list(run.log(state)) == ["e"] and state["status"] == "completed"
+    assert [e["action"] for e in run.kinds("plan_reviewed")] == ["edit"]
+
+
+async def test_a_rejection_with_a_message_and_a_respond_decision_that_replans(model_slot):
+    run = Run(model_slot, [plan(step("a", "add", "calculator", {"expression": "2+2"}))], approve_plan=True)
+    await run.ask()
+    state = await run.send(Command(resume={"decisions": [{"type": "reject", "message": "too slow"}]}))
+    assert state["status"] == "rejected" and "too slow" in state["final_answer"] and state["execution_log"] == []
+
+    run = Run(
+        model_slot,
+        [
+            plan(step("a", "add", "calculator", {"expression": "2+2"})),
+            plan(step("b", "multiply", "calculator", {"expression": "2*2"})),
+            "4",
+        ],
+        approve_plan=True,
+    )
+    await run.ask("compute something")
+    await run.send(Command(resume={"decisions": [{"type": "respond", "message": "multiply instead"}]}))
+    payload = (await run.graph.aget_state(run.config)).tasks[0].interrupts[0].value
+    assert payload["plan"][0]["id"] == "b" and payload["task"].startswith("compute something")
+    assert "multiply instead" in payload["task"]  # the change request goes with the task
+    assert [m.text for m in run.model.calls[1].messages[1:]] == ["compute something", "multiply instead"]
+    state = await run.send(Command(resume={"decisions": [{"type": "approve"}]}))
+    assert list(run.log(state)) == ["b"] and state["status"] == "completed"
+
+
+async def test_a_chat_message_sent_while_the_plan_waits_answers_the_approval(model_slot):
+    # "approve" typed into the chat approves the waiting plan: no new plan is made from the word.
+    run = Run(model_slot, [plan(step("a", "add", "calculator", {"expression": "2+2"})), "4"], approve_plan=True)
+    await run.ask("add 2 and 2")
+    state = await run.ask("approve")
+    assert list(run.log(state)) == ["a"] and state["status"] == "completed" and run.model.remaining == 0
+    assert len(run.model.calls) == 2  # the planner once, then the answer
+    assert run.kinds("plan_reviewed")[0]["action"] == "approve"
+    reply = [m for m in state["messages"] if m.text == "approve"][0]
+    assert reply.additional_kwargs["plan_review"] == "approve"
+    # "no" rejects it.
+    run = Run(model_slot, [plan(step("a", "add", "calculator", {"expression": "2+2"}))], approve_plan=True)
+    await run.ask("add 2 and 2")
+    state = await run.ask("No, cancel it")
+    assert state["status"] == "rejected" and run.model.remaining == 0
+    # Anything else asks for changes: a new plan from the conversation, waiting for approval again.
+    run = Run(
+        model_slot,
+        [
+            plan(step("a", "add", "calculator", {"expression": "2+2"})),
+            plan(step("b", "m", "calculator", {"expression": "3*3"})),
+        ],
+        approve_plan=True,
+    )
+    await run.ask("add 2 and 2")
+    await run.ask("use 3*3 instead")
+    snapshot = await run.graph.aget_state(run.config)
+    assert snapshot.next == ("approve",) and snapshot.tasks[0].interrupts[0].value["plan"][0]["id"] == "b"
+    assert "use 3*3 instead" in snapshot.tasks[0].interrupts[0].value["task"]
+
+
 async def test_a_second_turn_starts_a_fresh_plan_and_sees_the_conversation(model_slot):
     run = Run(
         model_slot,
@@ -653,3 +733,30 @@ async def test_a_reference_feeds_a_numeric_parameter(model_slot):
     entry = run.log(state)["w1"]
     assert entry["args"] == {"seconds": "0"} and entry["depends_on"] == ["z1"]
     assert (entry["status"], entry["result"]) == ("completed", "woke up")
+
+
+async def test_progress_also_streams_as_generative_ui_messages(model_slot):
+    run = Run(model_slot, [plan(step("a", "add", "calculator", {"expression": "2+2"})), "4"])
+    await run.ask()
+    ui = [e for e in run.events if e.get("type") == "ui"]
+    assert all(e["event"] == "ui" and e["metadata"]["merge"] is True for e in ui)
+    cards = {}
+    for message in ui:  # what a client's UI-message reducer keeps: one card per id, props merged
+        cards.setdefault(message["id"], {"name": message["name"]})["props"] = {
+            **cards.get(message["id"], {}).get("props", {}),
+            **message["props"],
+        }
+    by_name = {}
+    for card in cards.values():
+        by_name.setdefault(card["name"], []).append(card["props"])
+    assert by_name["plan"][0]["steps"][0]["id"] == "a"
+    [step_card] = by_name["plan_step"]
+    assert step_card["step_id"] == "a" and step_card["status"] == "completed" and "4" in step_card["result_preview"]
+    [tool_card] = by_name["tool_progress"]
+    assert tool_card["name"] == "calculator" and tool_card["status"] == "done"
+    # The thread keeps the cards (a chat client renders `values.ui`), attached to the turn's answer.
+    state = (await run.graph.aget_state(run.config)).values
+    answer_id = state["messages"][-1].id
+    kept = {m["name"]: m for m in state["ui"]}
+    assert kept["plan_step"]["props"]["status"] == "completed" and kept["plan"]["props"]["steps"][0]["id"] == "a"
+    assert all(m["metadata"]["message_id"] == answer_id for m in state["ui"])

@@ -327,11 +327,45 @@ async def test_a_sub_agents_interrupt_surfaces_on_the_router_thread_and_resumes(
     config = {"configurable": {"thread_id": "approve"}}
     await graph.ainvoke({"messages": [HumanMessage("compute 6*7")]}, config, context=context)
     paused = await graph.aget_state(config)
-    assert paused.next == ("plan_execute",)
+    assert paused.next == ("await_reply",)
     assert paused.tasks[0].interrupts[0].value["plan"][0]["tool"] == "calculator"
+    assert paused.tasks[0].interrupts[0].value["action_requests"][0]["name"] == "run_plan"
     await graph.ainvoke(Command(resume={"action": "approve"}), config, context=context)
     state = (await graph.aget_state(config)).values
     assert [(m.type, m.content) for m in state["messages"]] == [("human", "compute 6*7"), ("ai", "The result is 42.")]
+    assert model.remaining == 0
+
+
+def _one_step_plan(expression: str) -> dict:
+    step = {"id": "a", "description": "compute", "tool": "calculator", "args": {"expression": expression}}
+    return {"tool_calls": [{"name": "Plan", "args": {"steps": [step | {"depends_on": []}]}}]}
+
+
+async def test_a_sub_agents_request_is_answered_with_decisions_or_a_chat_message_on_the_router(model_slot, demo_store):
+    model_slot["model"] = model = ScriptedChatModel(responses=[_one_step_plan("6*7"), "The result is 42."])
+    graph = router.builder.compile(checkpointer=InMemorySaver(), store=demo_store)
+    context = RouterContext(model="scripted:test", remember=False, approve_plan=True, route="plan_execute")
+    config = {"configurable": {"thread_id": "decisions"}}
+    await graph.ainvoke({"messages": [HumanMessage("compute 6*7")]}, config, context=context)
+    bad = {"type": "edit", "edited_action": {"name": "run_plan", "args": {"steps": "not json"}}}
+    await graph.ainvoke(Command(resume={"decisions": [bad]}), config, context=context)
+    paused = await graph.aget_state(config)
+    assert paused.next == ("await_reply",)
+    assert "'steps' is not valid JSON" in paused.tasks[0].interrupts[0].value["error"]  # still answerable
+    await graph.ainvoke(Command(resume={"decisions": [{"type": "approve"}]}), config, context=context)
+    state = (await graph.aget_state(config)).values
+    assert state["messages"][-1].content == "The result is 42." and state["pending"] is None
+    assert model.remaining == 0
+
+    # A chat message sent while the plan waits answers it (no routing, no plan made from the word).
+    model_slot["model"] = model = ScriptedChatModel(responses=[_one_step_plan("6*7"), "The result is 42."])
+    config = {"configurable": {"thread_id": "chat"}}
+    await graph.ainvoke({"messages": [HumanMessage("compute 6*7")]}, config, context=context)
+    await graph.ainvoke({"messages": [HumanMessage("yes, go ahead")]}, config, context=context)
+    snapshot = await graph.aget_state(config)
+    assert snapshot.next == () and snapshot.values["messages"][-1].content == "The result is 42."
+    reply = snapshot.values["messages"][1]
+    assert reply.content == "yes, go ahead" and reply.additional_kwargs["plan_review"] == "approve"
     assert model.remaining == 0
 
 
@@ -527,8 +561,11 @@ async def test_clear_empties_messages_and_summary_but_not_memories(model_slot, d
     )
     await run(model_slot, demo_store, ["Hi!"], message="Hello!", graph=graph, thread="c")
     await graph.aupdate_state({"configurable": {"thread_id": "c"}}, {"summary": "older talk"})
+    before = (await graph.aget_state({"configurable": {"thread_id": "c"}})).values
+    assert [m["name"] for m in before["ui"]] == ["route_decision"]  # the turn's card
     state, events, _, model, _ = await run(model_slot, demo_store, [], payload={"clear": True}, graph=graph, thread="c")
     assert state["messages"] == [] and state["summary"] == "" and model.calls == []
+    assert state["ui"] == []  # the cards went with the messages they were attached to
     assert kinds(events, "conversation_cleared")[0]["removed_messages"] == 2
     assert await demo_store.aget(memory.namespace("anonymous", "semantic"), saved["id"]) is not None
     # clear together with a new question: the question is kept and answered

@@ -1,0 +1,166 @@
+"""Generative-UI messages for chat clients (agent-chat-ui), made from the custom events.
+
+`emit` (graphs/runtime/events.py) calls `push_for_event` for every event: the events listed in
+`UI_MESSAGES` also go out as a LangGraph UI message (the `UIMessage` that `langgraph.graph.ui.push_ui_message` streams, with `"event": "ui"`) on the
+same `custom` stream, so a graph emits one event and SDK clients and chat clients both get it.
+One UI message per card: its id is fixed by the run and the card's key, and later events update
+it in place (`merge`), so a step's card goes from started to completed. docs/events.md lists
+which UI message each event becomes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any
+
+from langchain_core.messages import AIMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.config import get_config, get_stream_writer
+from langgraph.graph.ui import AnyUIMessage, UIMessage, ui_message_reducer
+
+UIMessages = Annotated[list[AnyUIMessage], ui_message_reducer]
+"""The `ui` state channel chat clients read (agent-chat-ui renders `values.ui`)."""
+
+Props = dict[str, Any]
+
+
+def _pick(event: dict, *names: str) -> Props:
+    return {name: event[name] for name in names if name in event}
+
+
+def _plan_step(status: str) -> Callable[[dict], tuple[str, Props]]:
+    def build(event: dict) -> tuple[str, Props]:
+        return event["step_id"], {"status": status, **_pick(event, *(k for k in event if k not in ("event", "ts")))}
+
+    return build
+
+
+def _tool(status: str) -> Callable[[dict], tuple[str, Props]]:
+    def build(event: dict) -> tuple[str, Props]:
+        return event["tool_call_id"], {
+            "status": status,
+            **_pick(event, "name", "args", "duration_ms", "result_preview", "error", "attempt", "attempts"),
+        }
+
+    return build
+
+
+# event kind -> (UI component name, builder of (card key, props))
+UI_MESSAGES: dict[str, tuple[str, Callable[[dict], tuple[str, Props] | None]]] = {
+    "route_decided": (
+        "route_decision",
+        lambda e: ("route", _pick(e, "route", "kb_prefix", "method", "confidence", "reason")),
+    ),
+    "progress": (  # the routing stage has no card: the route decision follows at once
+        "retrieval_progress",
+        lambda e: (
+            ("retrieval", _pick(e, "stage", "completed", "total", "agent_type", "retrieval_count", "error"))
+            if e["stage"] != "routing"
+            else None
+        ),
+    ),
+    "plan_created": ("plan", lambda e: ("plan", {"steps": e["steps"], "status": "planned"})),
+    "plan_reviewed": ("plan", lambda e: ("plan", {"steps": e["steps"], "status": e["action"]})),
+    "plan_step_started": ("plan_step", _plan_step("running")),
+    "plan_step_completed": (
+        "plan_step",
+        lambda e: (e["step_id"], _pick(e, "step_id", "status", "duration_ms", "result_preview")),
+    ),
+    "plan_step_failed": ("plan_step", _plan_step("failed")),
+    "plan_step_skipped": ("plan_step", lambda e: (e["step_id"], _pick(e, "step_id", "status", "reason"))),
+    "tool_call_started": ("tool_progress", _tool("running")),
+    "tool_call_retrying": ("tool_progress", _tool("retrying")),
+    "tool_call_finished": ("tool_progress", _tool("done")),
+    "tool_call_failed": ("tool_progress", _tool("failed")),
+    "research_plan": (
+        "research_progress",
+        lambda e: ("research", {"sub_questions": e["sub_questions"], "stage": "planned"}),
+    ),
+    "research_round": ("research_progress", lambda e: ("research", {"round": e["round"], "stage": "researching"})),
+    "report_writing": (
+        "research_progress",
+        lambda e: ("research", {"stage": "writing", "sources_total": e["sources"], "notes": e["notes"]}),
+    ),
+    "researcher_started": (
+        "researcher",
+        lambda e: (
+            e["researcher_id"],
+            {"status": "running", **_pick(e, "researcher_id", "round", "question", "queries")},
+        ),
+    ),
+    "researcher_finished": (
+        "researcher",
+        lambda e: (
+            e["researcher_id"],
+            _pick(e, "researcher_id", "round", "question", "status", "sources_found", "sources_read", "error"),
+        ),
+    ),
+    "citations_checked": (
+        "citations",
+        lambda e: ("citations", _pick(e, "cited", "removed", "invented_urls", "invalid_numbers", "sources")),
+    ),
+}
+
+
+def _run_id() -> str:
+    config = get_config()
+    metadata = config.get("metadata") or {}
+    return str(metadata.get("run_id") or config.get("run_id") or "")
+
+
+def push_for_event(event: dict) -> dict | None:
+    """Stream the UI message of `event`, if its kind has one; return it."""
+    entry = UI_MESSAGES.get(event["event"])
+    if entry is None:
+        return None
+    name, build = entry
+    built = build(event)
+    if built is None:
+        return None
+    key, props = built
+    config = get_config()
+    message: UIMessage = {
+        "type": "ui",
+        "id": f"{name}:{_run_id()}:{key}",
+        "name": name,
+        "props": props,
+        "metadata": {
+            "merge": True,
+            "run_id": config.get("run_id"),
+            "tags": config.get("tags"),
+            "name": config.get("run_name"),
+            "event": event["event"],
+        },
+    }
+    # What `push_ui_message(..., merge=True)` streams, plus `"event": "ui"` so SDK clients that read
+    # every custom item's `event` keep working; then the same write to the `ui` state channel.
+    out = {**message, "event": "ui"}
+    get_stream_writer()(out)
+    _write_state(config, message)
+    return out
+
+
+def _write_state(config: RunnableConfig, message: UIMessage) -> None:
+    """Add `message` to the running graph's `ui` channel, the way `push_ui_message` does (the
+    library has no public call for a state write without its own stream write)."""
+    from langgraph._internal._constants import CONFIG_KEY_SEND  # what push_ui_message uses
+
+    send = (config.get("configurable") or {}).get(CONFIG_KEY_SEND)
+    if send is not None:
+        send([("ui", message)])
+
+
+def link_to_answer(state: Mapping[str, Any], config: RunnableConfig) -> dict:
+    """At the end of a turn: attach the UI messages not yet attached (this turn's, from every run of
+    it: a plan made before an approval pause too) to the turn's answer (the last AI message), as
+    agent-chat-ui shows a UI message under the message its `metadata.message_id` names."""
+    messages = state.get("messages") or []
+    answer = messages[-1] if messages and isinstance(messages[-1], AIMessage) else None
+    if answer is None or not answer.id:
+        return {}
+    linked = [
+        {**m, "metadata": {**m.get("metadata", {}), "merge": False, "message_id": answer.id}}
+        for m in state.get("ui") or []
+        if m.get("type") == "ui" and "message_id" not in m.get("metadata", {})
+    ]
+    return {"ui": linked} if linked else {}
