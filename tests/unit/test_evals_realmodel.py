@@ -563,7 +563,11 @@ def test_a_run_against_a_scripted_endpoint_scores_and_writes_everything(tmp_path
             "17% of 2340",
             [{"tool_calls": [{"name": "calculator", "args": {"expression": "0.17*2340"}}]}, "It is 397.8."],
         )
-        server.script("power of 16", ['```json\n{"name": "calculator", "arguments": {"expression": "2**16"}}\n```'])
+        # the call written as text is recovered and run; the answer then misses the number
+        server.script(
+            "power of 16",
+            ['```json\n{"name": "calculator", "arguments": {"expression": "2**16"}}\n```', "I could not work it out."],
+        )
         server.script(
             "joke",
             [
