@@ -11,7 +11,7 @@ import pytest
 from store import memory
 from store.dates import EventRelative, event_relative, names_time, query_time_range
 from store.fusion import fuse, normalised
-from store.memory.write import same_source
+from store.memory.write import near_exact, same_source
 from store.names import capitalised_words, mentions, named, without_names
 
 NOW = datetime(2023, 12, 20, 15, 0, tzinfo=UTC)
@@ -266,3 +266,45 @@ async def test_a_speaker_named_in_the_query_lifts_what_they_said(store, monkeypa
     plain = await memory.recall(store, "u", "Which pottery class did Maya start?", "chat", top_k=2, record_access=False)
     spoken = {r["speaker"] for r in plain}
     assert spoken == {"Maya", "Tom"} and abs(plain[0]["score"] - plain[1]["score"]) < 0.3
+
+
+async def test_dedupe_never_replaces_a_different_turn_of_the_same_day(store):
+    # Two different things one person said minutes apart, stored as "Name: words" the way a
+    # conversation log is: vectors alike (cosine above the 0.9 threshold), words not.
+    at = day(2023, 7, 10) + timedelta(hours=18)
+    first = await memory.save_memory(
+        store,
+        "u",
+        "episodic",
+        "Melanie: Thanks, Caroline! This has been great for my mental health. I'm gonna keep it up.",
+        speaker="Melanie",
+        now=at,
+    )
+    later = await memory.save_memory(
+        store,
+        "u",
+        "episodic",
+        "Melanie: Caroline, thanks! Mental health is important to me, and it's made such an improvement!",
+        speaker="Melanie",
+        now=at + timedelta(minutes=3),
+    )
+    repeat = await memory.save_memory(
+        store,
+        "u",
+        "episodic",
+        "Melanie: thanks, Caroline - this has been great for my mental health. I'm gonna keep it up!",
+        speaker="Melanie",
+        now=at + timedelta(minutes=5),
+    )
+    assert [first["action"], later["action"], repeat["action"]] == ["created", "created", "updated"]
+    assert repeat["id"] == first["id"]
+    texts = sorted(item.value["text"] for item in await store.asearch(memory.namespace("u", "episodic"), limit=10))
+    assert len(texts) == 2 and any("improvement" in text for text in texts)
+
+
+def test_near_exact_repeats_only():
+    assert near_exact("The user lives in Berlin.", "the user lives in Berlin")
+    assert near_exact("Ha, same here.", "Ha same here!!")
+    assert not near_exact(
+        "Thanks, Caroline! This has been great for my mental health.", "Caroline, thanks! Mental health is important."
+    )
