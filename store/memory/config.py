@@ -12,6 +12,7 @@ MEMORY_KINDS = ("episodic", "semantic")
 TEXT_KINDS = ("episodic", "semantic", "chat")
 CATEGORIES = ("preference", "fact", "skill", "relationship", "goal", "other")
 ROLES = ("user", "assistant")
+ASSISTANT_SPEAKER = "assistant"  # who the assistant's chat messages are recorded as said by
 SOURCES = ("tool", "extraction", "chat")
 SCORINGS = ("weighted", "plain")
 PROFILE_KEY = "profile"

@@ -131,6 +131,8 @@ async def save_memory(
         }
         if thread_id:
             value["thread_id"] = thread_id
+        if speaker:
+            value["speaker"] = speaker
         if keywords:
             value["keywords"] = list(dict.fromkeys([*(old.get("keywords") or []), *keywords]))
         value = with_expiry(value, config, now)
@@ -185,8 +187,10 @@ def near_exact(old: str, new: str) -> bool:
 
 def same_source(old: dict, kind: str, speaker: str | None, now: datetime) -> bool:
     """Whether a near-duplicate `old` may be merged with a new memory: same speaker (both None
-    counts as the same), and for episodic memories created on the same UTC day as `now`."""
-    if old.get("speaker") != speaker:
+    counts as the same; a semantic fact saved without one matches any), and for episodic
+    memories created on the same UTC day as `now`."""
+    if old.get("speaker") != speaker and not (kind == "semantic" and old.get("speaker") is None):
+        # a fact saved without a speaker (before writes recorded one) is the user's own
         return False
     if kind != "episodic":
         return True

@@ -154,6 +154,8 @@ def test_same_source_needs_the_same_speaker_and_for_events_the_same_day():
     assert not same_source(value, "episodic", "Maya", next_day)
     assert same_source(value, "semantic", "Maya", next_day)
     assert same_source({"created_at": value["created_at"]}, "semantic", None, next_day)
+    assert same_source({"created_at": value["created_at"]}, "semantic", "Maya", next_day)
+    assert not same_source({"created_at": value["created_at"]}, "episodic", "Maya", same_day)
 
 
 async def test_dedupe_keeps_different_speakers_and_days_apart(store):
