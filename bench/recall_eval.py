@@ -195,15 +195,17 @@ TUNE_POOL = 100  # what recall(top_k=20) fetches per signal (20 * MEMORY_CANDIDA
 
 
 def _second_weights(path: str) -> tuple[str, tuple[float, ...]]:
-    """The bonus weight tuned beside the keyword weight: KB name (time as configured), memory
-    speaker."""
-    return ("name" if path == "kb_hybrid" else "speaker", (0.0, 0.1, 0.2, 0.3, 0.5, 1.0))
+    """The weight tuned beside the keyword weight: KB name (time as configured), memory
+    neighbour (speaker as configured)."""
+    if path == "kb_hybrid":
+        return ("name", (0.0, 0.1, 0.2, 0.3, 0.5, 1.0))
+    return ("neighbour", (0.0, 0.5, 0.7, 0.8, 0.9, 0.95))
 
 
 async def tune(pg_store, conversations: list[Conversation], paths: list[str], owners: dict) -> None:
     """Grid of fusion weights on the HELD-IN questions only, through the product's own ranking
     (`gather_signals` of store.memory.hybrid / store.knowledge.search once per question, then
-    their `rank` per weight pair): keyword weight x speaker weight (memory) or x name weight (KB),
+    their `rank` per weight pair): keyword weight x neighbour weight (memory) or x name weight (KB),
     time weight as configured. Prints R@5/10/20 overall, each category's R@10, and the
     worst category's R@10 minus the better single signal's (negative: fusion lost there): the ten
     best pairs, each signal alone, then every second weight at the configured keyword weight."""
@@ -213,6 +215,7 @@ async def tune(pg_store, conversations: list[Conversation], paths: list[str], ow
             continue
         rows = []
         config, kb_config = memory.memory_config(), knowledge.knowledge_config()
+        config = replace(config, neighbour_weight=config.neighbour_weight or 1.0)  # fetch the neighbours
         kind = "chat" if path == "chat" else "episodic"
         for conv in held_in:
             now = conv.turns[-1].at + timedelta(days=1)
@@ -241,7 +244,7 @@ async def tune(pg_store, conversations: list[Conversation], paths: list[str], ow
                             for hit, _ in kb_rank(signal, keyword_weight, kb_config.time_weight, other)
                         ]
                     else:
-                        weights = replace(config, keyword_weight=keyword_weight, speaker_weight=other)
+                        weights = replace(config, keyword_weight=keyword_weight, neighbour_weight=other)
                         ranked = [
                             set(owners.get(f"{kind}:{hit.key}", "").split(",")) for hit, _ in rank(signal, weights)
                         ]
@@ -263,7 +266,7 @@ async def tune(pg_store, conversations: list[Conversation], paths: list[str], ow
         configured = (
             (kb_config.hybrid_keyword_weight, kb_config.name_weight)
             if path == "kb_hybrid"
-            else (config.keyword_weight, config.speaker_weight)
+            else (config.keyword_weight, memory.memory_config().neighbour_weight)
         )
         shown = [*best[:10], ((0.0, 0.0), dense_only), ((1.0, 0.0), keyword_only)]
         shown += [(weights, grid[weights]) for weights in sorted(grid) if weights[0] == configured[0]]

@@ -55,6 +55,8 @@ class MemoryConfig:
     keyword_weight: float = 0.15
     time_weight: float = 1.0
     speaker_weight: float = 0.5
+    neighbour_weight: float = 0.0
+    neighbour_turns: int = 1
     scoring: str = "plain"
 
 
@@ -82,5 +84,7 @@ def memory_config() -> MemoryConfig:
         keyword_weight=values.MEMORY_KEYWORD_WEIGHT,
         time_weight=values.MEMORY_TIME_WEIGHT,
         speaker_weight=values.MEMORY_SPEAKER_WEIGHT,
+        neighbour_weight=values.MEMORY_NEIGHBOUR_WEIGHT,
+        neighbour_turns=values.MEMORY_NEIGHBOUR_TURNS,
         scoring=values.MEMORY_SCORING,
     )
