@@ -52,10 +52,10 @@ class MemoryConfig:
     candidate_factor: int = 5
     scan_limit: int = 5000
     search: str = "hybrid"
-    keyword_weight: float = 0.15
+    keyword_weight: float = 0.35
     time_weight: float = 1.0
     speaker_weight: float = 0.5
-    neighbour_weight: float = 0.0
+    neighbour_weight: float = 0.5
     neighbour_turns: int = 1
     scoring: str = "plain"
 

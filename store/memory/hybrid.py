@@ -184,9 +184,11 @@ async def gather_signals(
     if config.neighbour_weight and config.neighbour_turns:
         seeds = [hit.key for hit in signals.dense[:NEIGHBOUR_SEEDS]]
         seeds += [item.key for item, _ in signals.keyword[:NEIGHBOUR_SEEDS]]
-        signals.neighbours = await thread_neighbours(
-            store, ns, list(dict.fromkeys(seeds)), config.neighbour_turns, config
-        )
+        found = await thread_neighbours(store, ns, list(dict.fromkeys(seeds)), config.neighbour_turns, config)
+        signals.neighbours = {  # the same filter as the search's (role, category), live ones only
+            key: [item for item in items if _matches(item.value, wanted) and not expired(item.value, now)]
+            for key, items in found.items()
+        }
     if timed:
         in_range = [item for item in timed[0] if not expired(item.value, now) and _matches(item.value, wanted)]
         signals.in_range = {item.key for item in in_range}

@@ -203,6 +203,7 @@ async def test_keyword_signal_finds_a_rare_name_dense_ranks_low(store, monkeypat
     assert keyword[0]["similarity"] == pytest.approx(next(r["similarity"] for r in dense if r["id"] == ids["started"]))
     monkeypatch.setenv("MEMORY_KEYWORD_WEIGHT", "0")
     monkeypatch.setenv("MEMORY_TIME_WEIGHT", "0")
+    monkeypatch.setenv("MEMORY_NEIGHBOUR_WEIGHT", "0")
     same = await memory.recall(store, "u", query, "chat", top_k=5, scoring="plain", record_access=False)
     assert [r["id"] for r in same] == [r["id"] for r in dense]
 
