@@ -184,10 +184,10 @@ async def gather_signals(
     if config.neighbour_weight and config.neighbour_turns:
         seeds = [hit.key for hit in signals.dense[:NEIGHBOUR_SEEDS]]
         seeds += [item.key for item, _ in signals.keyword[:NEIGHBOUR_SEEDS]]
-        found = await thread_neighbours(store, ns, list(dict.fromkeys(seeds)), config.neighbour_turns, config)
+        near = await thread_neighbours(store, ns, list(dict.fromkeys(seeds)), config.neighbour_turns, config)
         signals.neighbours = {  # the same filter as the search's (role, category), live ones only
             key: [item for item in items if _matches(item.value, wanted) and not expired(item.value, now)]
-            for key, items in found.items()
+            for key, items in near.items()
         }
     if timed:
         in_range = [item for item in timed[0] if not expired(item.value, now) and _matches(item.value, wanted)]
