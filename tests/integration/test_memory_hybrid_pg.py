@@ -75,6 +75,7 @@ async def test_hybrid_recall_on_postgres(pg_schema, pg_uri, monkeypatch):
 
         monkeypatch.setenv("MEMORY_KEYWORD_WEIGHT", "0")
         monkeypatch.setenv("MEMORY_TIME_WEIGHT", "0")
+        monkeypatch.setenv("MEMORY_NEIGHBOUR_WEIGHT", "0")  # no thread neighbours: the dense order
         same = await memory.recall(s, "alice", query, "chat", top_k=6, scoring="plain", record_access=False)
         assert [r["id"] for r in same] == [r["id"] for r in dense]
 
