@@ -17,7 +17,15 @@ evidence's ("bring home from the rescue center" for "picked up from the shelter"
 - `dated`: "what was X up to in the week of 8 May 2023?" (evidence: X's event turns in the
   Monday-to-Sunday week holding that date);
 - `changed`: the current value of a fact that changed (evidence: the newest statement; the older
-  one is `stale`).
+  one is `stale`);
+- `exchange`: how the other person took a piece of news and what the teller added (evidence: the
+  news, the other's reaction and the teller's follow-up, three turns in a row; the reaction and
+  the follow-up carry no word of the topic, the turn before them does).
+
+Each question has a `style`: `paraphrase` (the above, worded away from the evidence) or `worded`
+(a second set reusing the evidence's own words, as people do when they remember what was said:
+"What did Maya say about picking up a greyhound from the shelter?"; single-hop and exchange
+questions, the answer's own words left out). Both sets were generated before any tuning on them.
 
 Conversations 0-3 draw their storylines from `STORYLINES[:HELD_IN_STORYLINES]` (held in: tune on
 these), conversations 4-5 from the rest (held out: confirm only). Same seed, same data.
@@ -26,12 +34,14 @@ these), conversations 4-5 from the rest (held out: confirm only). Same seed, sam
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 HELD_IN_CONVERSATIONS = (0, 1, 2, 3)
 HELD_OUT_CONVERSATIONS = (4, 5)
-CATEGORIES = ("single-hop", "multi-hop", "temporal", "dated", "changed")
+CATEGORIES = ("single-hop", "multi-hop", "temporal", "dated", "changed", "exchange")
+STYLES = ("paraphrase", "worded")
 SPEAKERS = (
     ("Maya", "Tom"),
     ("Priya", "Daniel"),
@@ -67,6 +77,7 @@ class Question:
     text: str
     evidence: tuple[str, ...]
     stale: tuple[str, ...] = ()
+    style: str = "paraphrase"
 
     @property
     def split(self) -> str:
@@ -724,6 +735,7 @@ def _conversation(index: int, rng: random.Random) -> Conversation:
             planned[session].append((story_index, step, speaker, fills))
             session = min(SESSIONS - 1, session + rng.randint(2, 5))
     said: dict[tuple[int, int], Turn] = {}
+    replies: dict[tuple[int, int], tuple[Turn, Turn]] = {}
     stories: dict[int, tuple[str, dict]] = {}
     for session, at in enumerate(dates):
         clock = [at]
@@ -756,8 +768,8 @@ def _conversation(index: int, rng: random.Random) -> Conversation:
                 other = b if speaker == a else a
                 said[(story_index, step)] = say(speaker, story.steps[step][0].format(**fills))
                 stories[story_index] = (speaker, fills)
-                say(other, rng.choice(REACTIONS).format(A=speaker))
-                say(speaker, rng.choice(FOLLOWUPS))
+                reaction = say(other, rng.choice(REACTIONS).format(A=speaker))
+                replies[(story_index, step)] = (reaction, say(speaker, rng.choice(FOLLOWUPS)))
             speaker = rng.choice((a, b))
             say(speaker, chatter[2 * position])
             say(b if speaker == a else a, rng.choice(SMALL_REPLIES))
@@ -769,6 +781,7 @@ def _conversation(index: int, rng: random.Random) -> Conversation:
             stories[story_index] = (speaker, fills)
         say(second, rng.choice(CLOSERS))
     conv.questions = _questions(conv, bank, said, stories)
+    conv.questions += _more_questions(conv, bank, said, replies, stories, len(conv.questions))
     return conv
 
 
@@ -819,6 +832,96 @@ def _questions(conv: Conversation, bank: tuple[Storyline, ...], said: dict, stor
         within = [t for t in events if t.speaker == anchor.speaker and monday <= t.at < monday + timedelta(days=7)]
         day = anchor.at.strftime("%d %B %Y").lstrip("0")
         ask("dated", f"What was {anchor.speaker} up to in the week of {day}?", within)
+    return questions
+
+
+_OPENING_WORDS = {
+    "so",
+    "ok",
+    "okay",
+    "well",
+    "anyway",
+    "yes",
+    "yeah",
+    "big",
+    "news",
+    "finally",
+    "guess",
+    "what",
+    "oh",
+    "and",
+    "we",
+    "i",
+    "i'm",
+    "i've",
+    "i'll",
+    "we're",
+    "we've",
+    "did",
+    "it",
+    "just",
+    "also",
+    "update",
+    "honestly",
+}
+
+
+def worded(statement: str, fills: dict[str, str]) -> str:
+    """The phrase a question reuses from a statement: its longest clause, in lower case, without
+    the fill values (the answers) and without the clause's opening filler ("we finally did it,
+    we picked up a {breed} from the shelter" -> "picked up a from the shelter on saturday")."""
+    clauses = [c.strip() for c in re.split(r"[,.!?;:]| - ", statement) if c.strip()]
+    clause = max(clauses, key=lambda c: len(c.split()))
+    for value in sorted(fills.values(), key=len, reverse=True):
+        clause = re.sub(re.escape(value), " ", clause, flags=re.I)
+    words = clause.split()
+    while words and words[0].lower() in _OPENING_WORDS:
+        words = words[1:]
+    return " ".join(words).lower().rstrip()
+
+
+def _more_questions(
+    conv: Conversation, bank: tuple[Storyline, ...], said: dict, replies: dict, stories: dict, start: int
+) -> list[Question]:
+    """The `worded` style of the single-hop questions and the `exchange` questions in both
+    styles (written with the dataset, before tuning)."""
+    questions: list[Question] = []
+    a, b = conv.speakers
+
+    def ask(category: str, style: str, text: str, evidence: list[Turn]) -> None:
+        questions.append(
+            Question(
+                f"c{conv.index}-q{start + len(questions)}",
+                conv.index,
+                category,
+                text,
+                tuple(t.id for t in evidence),
+                style=style,
+            )
+        )
+
+    for story_index, (speaker, fills) in sorted(stories.items()):
+        story = bank[story_index]
+        other = b if speaker == a else a
+        for step, (statement, _) in enumerate(story.steps):
+            phrase = worded(statement.format(**fills), fills)
+            ask("single-hop", "worded", f"What did {speaker} say about {phrase}?", [said[(story_index, step)]])
+        if (story_index, 0) in replies:
+            reaction, followup = replies[(story_index, 0)]
+            evidence = [said[(story_index, 0)], reaction, followup]
+            phrase = worded(story.steps[0][0].format(**fills), fills)
+            ask(
+                "exchange",
+                "paraphrase",
+                f"How did {other} take it when {speaker} told them about {story.gist}, and what did {speaker} add?",
+                evidence,
+            )
+            ask(
+                "exchange",
+                "worded",
+                f'What did {other} answer when {speaker} said "{phrase}", and what did {speaker} reply?',
+                evidence,
+            )
     return questions
 
 

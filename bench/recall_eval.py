@@ -13,7 +13,10 @@ KB document per turn dated with the turn's time (`ingest_texts`). Paths: `chat` 
 `kb_hybrid` = `knowledge.retrieve(strategy=...)`. A question's recall@k is the share of its
 evidence turns in the first k results (an episodic memory counts for every turn merged into it);
 recalls do not record access, so questions do not influence each other. Held-in conversations
-are for tuning, held-out ones only confirm. Also prints the p50/p95 latency of each path.
+are for tuning, held-out ones only confirm. Figures are reported per question style
+(`paraphrase`: worded away from the evidence; `worded`: reusing its words), per category and per
+evidence count; tuning ranks weights by the mean of the two styles' R@10, so they hold on both.
+Also prints the p50/p95 latency of each path.
 """
 
 from __future__ import annotations
@@ -32,7 +35,14 @@ from datetime import timedelta
 
 import psycopg
 
-from bench.recall_dataset import CATEGORIES, HELD_IN_CONVERSATIONS, Conversation, build_conversations
+from bench.recall_dataset import (
+    CATEGORIES,
+    HELD_IN_CONVERSATIONS,
+    STYLES,
+    Conversation,
+    Question,
+    build_conversations,
+)
 from store import knowledge, memory
 from store.knowledge.search import gather_signals as kb_signals
 from store.knowledge.search import rank as kb_rank
@@ -150,8 +160,8 @@ async def evaluate(pg_store, conversations: list[Conversation], paths: list[str]
                     value = len(wanted & found) / len(wanted)
                     per_question[question.id].append(value)
                     for split in (question.split, "all"):
-                        for category in (question.category, "all"):
-                            sums[split][category][k].append(value)
+                        for group in groups_of(question):
+                            sums[split][group][k].append(value)
         report[path] = {
             "recall": {
                 split: {
@@ -166,19 +176,36 @@ async def evaluate(pg_store, conversations: list[Conversation], paths: list[str]
     return report
 
 
+def evidence_group(question: Question) -> str:
+    """The question's evidence count as a row name: "1 turn", "2 turns", "3+ turns"."""
+    count = len(question.evidence)
+    return "1 turn" if count == 1 else "2 turns" if count == 2 else "3+ turns"
+
+
+def groups_of(question: Question) -> list[str]:
+    """The report rows a question counts in: its style's category, evidence count and all (and
+    "five" for the five categories the first version of the set had, the figure to compare)."""
+    rows = [question.category, evidence_group(question), "all"]
+    if question.category != "exchange":
+        rows.append("five")
+    return [f"{question.style}/{row}" for row in rows]
+
+
 TUNE_POOL = 100  # what recall(top_k=20) fetches per signal (20 * MEMORY_CANDIDATE_FACTOR)
 
 
 def _second_weights(path: str) -> tuple[str, tuple[float, ...]]:
-    """The bonus weight tuned beside the keyword weight: KB name (time as configured), memory
-    speaker."""
-    return ("name" if path == "kb_hybrid" else "speaker", (0.0, 0.1, 0.2, 0.3, 0.5, 1.0))
+    """The weight tuned beside the keyword weight: KB name (time as configured), memory
+    neighbour (speaker as configured)."""
+    if path == "kb_hybrid":
+        return ("name", (0.0, 0.1, 0.2, 0.3, 0.5, 1.0))
+    return ("neighbour", (0.0, 0.5, 0.7, 0.8, 0.9, 0.95))
 
 
 async def tune(pg_store, conversations: list[Conversation], paths: list[str], owners: dict) -> None:
     """Grid of fusion weights on the HELD-IN questions only, through the product's own ranking
     (`gather_signals` of store.memory.hybrid / store.knowledge.search once per question, then
-    their `rank` per weight pair): keyword weight x speaker weight (memory) or x name weight (KB),
+    their `rank` per weight pair): keyword weight x neighbour weight (memory) or x name weight (KB),
     time weight as configured. Prints R@5/10/20 overall, each category's R@10, and the
     worst category's R@10 minus the better single signal's (negative: fusion lost there): the ten
     best pairs, each signal alone, then every second weight at the configured keyword weight."""
@@ -188,6 +215,7 @@ async def tune(pg_store, conversations: list[Conversation], paths: list[str], ow
             continue
         rows = []
         config, kb_config = memory.memory_config(), knowledge.knowledge_config()
+        config = replace(config, neighbour_weight=config.neighbour_weight or 1.0)  # fetch the neighbours
         kind = "chat" if path == "chat" else "episodic"
         for conv in held_in:
             now = conv.turns[-1].at + timedelta(days=1)
@@ -216,7 +244,7 @@ async def tune(pg_store, conversations: list[Conversation], paths: list[str], ow
                             for hit, _ in kb_rank(signal, keyword_weight, kb_config.time_weight, other)
                         ]
                     else:
-                        weights = replace(config, keyword_weight=keyword_weight, speaker_weight=other)
+                        weights = replace(config, keyword_weight=keyword_weight, neighbour_weight=other)
                         ranked = [
                             set(owners.get(f"{kind}:{hit.key}", "").split(",")) for hit, _ in rank(signal, weights)
                         ]
@@ -224,8 +252,10 @@ async def tune(pg_store, conversations: list[Conversation], paths: list[str], ow
                     for k in KS:
                         found = set().union(*ranked[:k]) if ranked else set()
                         value = len(wanted & found) / len(wanted)
-                        per[question.category][k].append(value)
-                        per["all"][k].append(value)
+                        for group in groups_of(question):
+                            per[group][k].append(value)
+                for k in KS:  # "all": the mean of the styles' figures, so weights hold on both
+                    per["all"][k] = [statistics.mean(statistics.mean(per[f"{s}/all"][k]) for s in STYLES)]
                 grid[(keyword_weight, other)] = {
                     c: {k: statistics.mean(v) for k, v in ks.items()} for c, ks in per.items()
                 }
@@ -236,13 +266,17 @@ async def tune(pg_store, conversations: list[Conversation], paths: list[str], ow
         configured = (
             (kb_config.hybrid_keyword_weight, kb_config.name_weight)
             if path == "kb_hybrid"
-            else (config.keyword_weight, config.speaker_weight)
+            else (config.keyword_weight, memory.memory_config().neighbour_weight)
         )
         shown = [*best[:10], ((0.0, 0.0), dense_only), ((1.0, 0.0), keyword_only)]
         shown += [(weights, grid[weights]) for weights in sorted(grid) if weights[0] == configured[0]]
         for (kw, ow), figures in shown:
             worst = min((figures[c][10] - singles[c], c) for c in figures if c != "all")
-            cats = " ".join(f"{c}={100 * figures[c][10]:.1f}" for c in sorted(figures) if c != "all")
+            cats = " ".join(
+                f"{c}={100 * figures[c][10]:.1f}"
+                for c in sorted(figures)
+                if c.endswith("/all") or c.endswith("/five") or "turn" in c
+            )
             print(
                 f"  kw={kw:.2f} {second}={ow:.1f}: R@5 {100 * figures['all'][5]:.1f} R@10 "
                 f"{100 * figures['all'][10]:.1f} R@20 {100 * figures['all'][20]:.1f} | worst vs best single "
@@ -251,24 +285,28 @@ async def tune(pg_store, conversations: list[Conversation], paths: list[str], ow
 
 
 def render(report: dict) -> str:
-    """Tables: one per path, rows = categories, columns = R@5/10/20 per split."""
+    """Tables: one per path and question style, rows = categories, evidence counts, all (and
+    "five": the five categories of the first version of the set), columns = R@5/10/20 per split."""
     lines = []
     splits = ("held-in", "held-out", "all")
+    rows = (*CATEGORIES, "1 turn", "2 turns", "3+ turns", "five", "all")
     for path, figures in report.items():
         ms = figures["ms"]
-        lines.append(f"\n{path}  (latency p50 {ms['p50']:.0f} ms, p95 {ms['p95']:.0f} ms)")
-        lines.append(f"{'category':<11} | " + " | ".join(f"{s:^20}" for s in splits))
-        lines.append(f"{'':<11} | " + " | ".join(f"{'n':>3} {'R@5':>4} {'R@10':>5} {'R@20':>5}" for _ in splits))
-        for category in (*CATEGORIES, "all"):
-            cells = []
-            for split in splits:
-                row = figures["recall"].get(split, {}).get(category)
-                cells.append(
-                    f"{row['n']:>3} {100 * row[5]:>4.1f} {100 * row[10]:>5.1f} {100 * row[20]:>5.1f}"
-                    if row
-                    else f"{'-':>20}"
-                )
-            lines.append(f"{category:<11} | " + " | ".join(cells))
+        for style in STYLES:
+            lines.append(f"\n{path}, {style} questions  (latency p50 {ms['p50']:.0f} ms, p95 {ms['p95']:.0f} ms)")
+            lines.append(f"{'questions':<11} | " + " | ".join(f"{s:^20}" for s in splits))
+            lines.append(f"{'':<11} | " + " | ".join(f"{'n':>3} {'R@5':>4} {'R@10':>5} {'R@20':>5}" for _ in splits))
+            for name in rows:
+                cells = []
+                for split in splits:
+                    row = figures["recall"].get(split, {}).get(f"{style}/{name}")
+                    cells.append(
+                        f"{row['n']:>3} {100 * row[5]:>4.1f} {100 * row[10]:>5.1f} {100 * row[20]:>5.1f}"
+                        if row
+                        else f"{'-':>20}"
+                    )
+                if any(cell.strip() != "-" for cell in cells):
+                    lines.append(f"{name:<11} | " + " | ".join(cells))
     return "\n".join(lines)
 
 

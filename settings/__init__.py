@@ -472,7 +472,7 @@ class SettingsValues(BaseModel):
         description="Memory search: `hybrid` (vectors + full text + dates named in the query, fused) or `dense` (vectors only).",
     )
     MEMORY_KEYWORD_WEIGHT: float = Field(
-        0.15,
+        0.35,
         ge=0,
         le=1,
         description="Hybrid memory search: weight of the keyword (BM25) score, min-max normalised; the dense score gets 1 minus this.",
@@ -488,6 +488,18 @@ class SettingsValues(BaseModel):
         ge=0,
         le=10,
         description="Hybrid memory search: bonus of memories whose `speaker` the query names (what did Maya say), whose names the vector search then leaves out of the query; 0 = ignore speakers.",
+    )
+    MEMORY_NEIGHBOUR_WEIGHT: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="Hybrid memory search: a top hit brings the messages of its conversation written just before and after it into the ranking, scored this share of the hit's score (a reply found by the words of the message it answers); 0 = off.",
+    )
+    MEMORY_NEIGHBOUR_TURNS: int = Field(
+        1,
+        ge=0,
+        le=5,
+        description="Hybrid memory search: how many messages before and after a top hit count as its neighbours (same conversation thread).",
     )
     MEMORY_SCORING: str = Field(
         "plain",

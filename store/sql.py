@@ -488,6 +488,46 @@ class StoreSQL:
                 {"prefix": prefix, "config": config, "keys": [k for k, _ in pairs], "texts": [t for _, t in pairs]},
             )
 
+    async def memory_neighbours(self, prefix: str, keys: Sequence[str], window: int) -> list[tuple[str, Item]]:
+        """(hit key, neighbour) pairs: for each of `keys` in namespace `prefix` that has a
+        `thread_id`, the `window` live items of the same thread written just before it and the
+        `window` just after it (by the value's `created_at`, UTC ISO stamps of one format)."""
+        rows = await self._fetch(
+            """
+            WITH hit AS (
+                SELECT key, value->>'thread_id' AS thread, value->>'created_at' AS at FROM store
+                WHERE prefix = %(prefix)s AND key = ANY(%(keys)s) AND value ? 'thread_id'
+            )
+            SELECT hit.key AS hit, n.key, n.value, n.created_at, n.updated_at FROM hit
+            CROSS JOIN LATERAL (
+                (SELECT s.key, s.value, s.created_at, s.updated_at FROM store s
+                 WHERE s.prefix = %(prefix)s AND s.value->>'thread_id' = hit.thread
+                   AND s.value->>'created_at' < hit.at AND (s.expires_at IS NULL OR s.expires_at > NOW())
+                 ORDER BY s.value->>'created_at' DESC LIMIT %(window)s)
+                UNION ALL
+                (SELECT s.key, s.value, s.created_at, s.updated_at FROM store s
+                 WHERE s.prefix = %(prefix)s AND s.value->>'thread_id' = hit.thread
+                   AND s.value->>'created_at' > hit.at AND (s.expires_at IS NULL OR s.expires_at > NOW())
+                 ORDER BY s.value->>'created_at' LIMIT %(window)s)
+            ) AS n
+            """,
+            {"prefix": prefix, "keys": list(keys), "window": window},
+        )
+        namespace = tuple(prefix.split("."))
+        return [
+            (
+                row["hit"],
+                Item(
+                    value=row["value"],
+                    key=row["key"],
+                    namespace=namespace,
+                    created_at=row["created_at"],
+                    updated_at=row["updated_at"],
+                ),
+            )
+            for row in rows
+        ]
+
     async def memory_speakers(self, prefix: str) -> list[str]:
         """Who said the memories of namespace `prefix` (speakers given when they were written;
         a speaker stays listed after single deletions, until `delete_under`)."""

@@ -52,6 +52,17 @@ def run_user_id(runtime: Any) -> str:
     return getattr(runtime.context, "user_id", None) or ""
 
 
+def run_user_name(runtime: Any) -> str:
+    """Who the run's user is in their own words, for the memories they write (`speaker`): the
+    authenticated user's display name, else the user id the run acts for (`run_user_id`)."""
+    server_info = getattr(runtime, "server_info", None)
+    user = server_info.user if server_info is not None else None
+    if user is not None and user.identity and not acts_for_any_user(user):
+        name = getattr(user, "display_name", None)
+        return str(name).strip() if isinstance(name, str) and name.strip() else user.identity
+    return run_user_id(runtime)
+
+
 class ThreadOwnerMismatch(RuntimeError):
     """A run acts for a user who does not own the thread it runs on (the thread changed hands
     after the run was queued). A RuntimeError so the server shows its message to the client."""

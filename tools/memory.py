@@ -17,7 +17,7 @@ from langgraph.store.base import BaseStore
 
 from store import memory
 from tools.errors import ToolError, ToolInputError
-from tools.identity import run_user_id
+from tools.identity import run_user_id, run_user_name
 
 T = TypeVar("T")
 
@@ -291,8 +291,11 @@ async def save_memory(
         "created_at", "updated_at", ...}; an update also gives "previous_text".
     """
     store, user_id = _scope(runtime)
+    speaker = run_user_name(runtime)  # the memory is about the user
     return await _call(
-        memory.save_memory(store, user_id, kind, text, category=category, importance=importance, source="tool")
+        memory.save_memory(
+            store, user_id, kind, text, category=category, importance=importance, source="tool", speaker=speaker
+        )
     )
 
 

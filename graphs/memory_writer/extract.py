@@ -125,8 +125,10 @@ async def extract_and_save(
     *,
     retries: int = 2,
     timeout: float | None = None,
+    speaker: str | None = None,
 ) -> dict:
-    """Save what the model extracts from the latest turn of `messages` (dedupe applies).
+    """Save what the model extracts from the latest turn of `messages` (dedupe applies), as
+    memories about `speaker` (the user's name; default their id).
 
     The chat messages themselves are recorded when the turn ends
     (graphs/runtime/memory_schedule.py), not here. Returns counts: {"created", "updated",
@@ -164,6 +166,7 @@ async def extract_and_save(
             importance=importance,
             source="extraction",
             thread_id=thread_id,
+            speaker=speaker or user_id,
         )
         counts[saved["action"]] += 1
     if extraction.profile_updates:

@@ -15,7 +15,7 @@ from graphs.memory_writer.extract import extract_and_save
 from graphs.memory_writer.state import State
 from graphs.runtime.context import Context
 from graphs.runtime.models import load_chat_model
-from tools.identity import run_user_id
+from tools.identity import run_user_id, run_user_name
 
 
 async def extract(state: State, runtime: Runtime[Context]) -> dict:
@@ -32,6 +32,7 @@ async def extract(state: State, runtime: Runtime[Context]) -> dict:
         state.get("thread_id"),
         retries=context.model_retries,
         timeout=context.model_timeout,
+        speaker=state.get("speaker") or run_user_name(runtime),
     )
     return {"result": counts}
 

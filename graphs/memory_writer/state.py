@@ -12,5 +12,7 @@ class State(TypedDict, total=False):
     """The turn as `{"role": "user"|"assistant", "content": str}` dicts."""
     thread_id: str | None
     """The conversation thread the turn came from."""
+    speaker: str | None
+    """Who the memories are about: the user's name (default: the run's user id)."""
     result: dict
     """Counts written: created, updated, profile_fields."""

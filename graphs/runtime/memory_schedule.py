@@ -25,7 +25,7 @@ from graphs.runtime.history import last_turn
 from graphs.runtime.ui import link_to_answer
 from settings import settings
 from store import memory
-from tools.identity import check_thread_owner, run_user_id
+from tools.identity import check_thread_owner, run_user_id, run_user_name
 
 logger = logging.getLogger(__name__)
 ContextT = TypeVar("ContextT", bound=Context)
@@ -51,9 +51,10 @@ async def remember_turn(
     turn = last_turn(messages)
     thread_id = (config.get("configurable") or {}).get("thread_id")
     user_id = run_user_id(runtime)
-    await record_turn(runtime.store, user_id, turn, thread_id)
+    speaker = run_user_name(runtime)
+    await record_turn(runtime.store, user_id, turn, thread_id, speaker=speaker)
     if extract:
-        await schedule_extraction(runtime, user_id, turn, thread_id)
+        await schedule_extraction(runtime, user_id, turn, thread_id, speaker=speaker)
 
 
 async def finish_turn(state: Mapping[str, Any], runtime: Runtime[Any], config: RunnableConfig) -> dict:
@@ -63,11 +64,18 @@ async def finish_turn(state: Mapping[str, Any], runtime: Runtime[Any], config: R
     return link_to_answer(state, config)
 
 
-async def record_turn(store: BaseStore, user_id: str, turn: list[dict], thread_id: str | None) -> None:
-    """Append the turn's messages to the user's chat history (for `search_chat_history`)."""
+async def record_turn(
+    store: BaseStore, user_id: str, turn: list[dict], thread_id: str | None, *, speaker: str | None = None
+) -> None:
+    """Append the turn's messages to the user's chat history (for `search_chat_history`), each
+    with who said it: `speaker` (the user's name, default their id) for the user's message,
+    `memory.ASSISTANT_SPEAKER` for the answer."""
     for message in turn:
         if message["content"].strip():
-            await memory.record_chat_message(store, user_id, message["role"], message["content"], thread_id)
+            said_by = memory.ASSISTANT_SPEAKER if message["role"] == "assistant" else speaker or user_id
+            await memory.record_chat_message(
+                store, user_id, message["role"], message["content"], thread_id, speaker=said_by
+            )
 
 
 def memory_thread_id(user_id: str, thread_id: str | None) -> str:
@@ -76,17 +84,17 @@ def memory_thread_id(user_id: str, thread_id: str | None) -> str:
 
 
 async def schedule_extraction(
-    runtime: Runtime[ContextT], user_id: str, turn: list[dict], thread_id: str | None
+    runtime: Runtime[ContextT], user_id: str, turn: list[dict], thread_id: str | None, *, speaker: str | None = None
 ) -> None:
     """Extract `user_id`'s memories from `turn` after the debounce delay, superseding a pending
-    extraction."""
+    extraction; the memories are about `speaker` (the user's name, default their id)."""
     context = runtime.context
     key = memory_thread_id(user_id, thread_id)
     delay = extraction_delay()
     if runtime.server_info is not None:
         from tools.server_api import server_client
 
-        run_input: dict[str, Any] = {"messages": turn, "thread_id": thread_id}
+        run_input: dict[str, Any] = {"messages": turn, "thread_id": thread_id, "speaker": speaker or user_id}
         await server_client().runs.create(
             key,
             MEMORY_WRITER_GRAPH,
@@ -120,6 +128,7 @@ async def schedule_extraction(
                 thread_id,
                 retries=context.model_retries,
                 timeout=context.model_timeout,
+                speaker=speaker or user_id,
             )
         except Exception:
             logger.exception("memory extraction failed for thread %s", thread_id)

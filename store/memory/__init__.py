@@ -46,6 +46,7 @@ Modules by job: `config` (constants, MEMORY_* settings), `times` (clock, stamps,
 
 from store.dates import DATE_FORMAT_HELP
 from store.memory.config import (
+    ASSISTANT_SPEAKER,
     CATEGORIES,
     KINDS,
     MAX_ID_CHARS,
@@ -95,6 +96,7 @@ from store.memory.write import (
 )
 
 __all__ = [
+    "ASSISTANT_SPEAKER",
     "CATEGORIES",
     "DATE_FORMAT_HELP",
     "KINDS",

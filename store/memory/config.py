@@ -12,6 +12,7 @@ MEMORY_KINDS = ("episodic", "semantic")
 TEXT_KINDS = ("episodic", "semantic", "chat")
 CATEGORIES = ("preference", "fact", "skill", "relationship", "goal", "other")
 ROLES = ("user", "assistant")
+ASSISTANT_SPEAKER = "assistant"  # who the assistant's chat messages are recorded as said by
 SOURCES = ("tool", "extraction", "chat")
 SCORINGS = ("weighted", "plain")
 PROFILE_KEY = "profile"
@@ -51,9 +52,11 @@ class MemoryConfig:
     candidate_factor: int = 5
     scan_limit: int = 5000
     search: str = "hybrid"
-    keyword_weight: float = 0.15
+    keyword_weight: float = 0.35
     time_weight: float = 1.0
     speaker_weight: float = 0.5
+    neighbour_weight: float = 0.5
+    neighbour_turns: int = 1
     scoring: str = "plain"
 
 
@@ -81,5 +84,7 @@ def memory_config() -> MemoryConfig:
         keyword_weight=values.MEMORY_KEYWORD_WEIGHT,
         time_weight=values.MEMORY_TIME_WEIGHT,
         speaker_weight=values.MEMORY_SPEAKER_WEIGHT,
+        neighbour_weight=values.MEMORY_NEIGHBOUR_WEIGHT,
+        neighbour_turns=values.MEMORY_NEIGHBOUR_TURNS,
         scoring=values.MEMORY_SCORING,
     )

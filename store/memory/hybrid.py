@@ -24,9 +24,11 @@ from store.knowledge.keyword_fallback import bm25_rank
 from store.memory.config import TEXT_SEARCH_CONFIG, MemoryConfig
 from store.memory.listing import list_items, scan
 from store.memory.times import expired, parse_stamp, stamp
-from store.names import named, without_names
+from store.names import mentions, named, without_names
 from store.sql import adapter_for
 
+NEIGHBOUR_SEEDS = 10  # top hits of each signal whose thread neighbours are fetched
+NEIGHBOUR_HITS = 10  # top fused hits that bring their neighbours into the ranking
 BM25_K1 = 1.2
 BM25_B = 0.75
 HYBRID_MIN_POOL = 50  # candidates per signal, at least: fusion needs depth to re-order
@@ -103,6 +105,37 @@ class Signals:
     keyword: list[tuple[Item, float]]
     in_range: set[str] = field(default_factory=set)
     speakers: set[str] = field(default_factory=set)
+    neighbours: dict[str, list[Item]] = field(default_factory=dict)
+    """Key -> the messages of the same thread written just before and after it (top hits)."""
+
+
+async def thread_neighbours(
+    store: BaseStore, ns: tuple, keys: list[str], window: int, config: MemoryConfig
+) -> dict[str, list[Item]]:
+    """For each of `keys` with a `thread_id`, the `window` messages of its thread written just
+    before it and the `window` just after it (by `created_at`): one SQL query on Postgres, a
+    scan of the namespace elsewhere."""
+    if not keys or window <= 0:
+        return {}
+    found: dict[str, list[Item]] = {}
+    adapter = adapter_for(store)
+    if adapter is not None:
+        for hit, item in await adapter.memory_neighbours(".".join(ns), keys, window):
+            found.setdefault(hit, []).append(item)
+        return found
+    threads: dict[str, list[Item]] = {}
+    for item in await scan(store, ns, config.scan_limit):
+        if item.value.get("thread_id"):
+            threads.setdefault(str(item.value["thread_id"]), []).append(item)
+    position = {}
+    for thread in threads.values():
+        thread.sort(key=lambda item: str(item.value.get("created_at") or ""))
+        position.update({item.key: (thread, index) for index, item in enumerate(thread)})
+    for key in keys:
+        if key in position:
+            thread, index = position[key]
+            found[key] = thread[max(index - window, 0) : index] + thread[index + 1 : index + 1 + window]
+    return found
 
 
 async def gather_signals(
@@ -148,6 +181,14 @@ async def gather_signals(
         [(item, score) for item, score in keyword if not expired(item.value, now)],
         speakers=speakers,
     )
+    if config.neighbour_weight and config.neighbour_turns:
+        seeds = [hit.key for hit in signals.dense[:NEIGHBOUR_SEEDS]]
+        seeds += [item.key for item, _ in signals.keyword[:NEIGHBOUR_SEEDS]]
+        near = await thread_neighbours(store, ns, list(dict.fromkeys(seeds)), config.neighbour_turns, config)
+        signals.neighbours = {  # the same filter as the search's (role, category), live ones only
+            key: [item for item in items if _matches(item.value, wanted) and not expired(item.value, now)]
+            for key, items in near.items()
+        }
     if timed:
         in_range = [item for item in timed[0] if not expired(item.value, now) and _matches(item.value, wanted)]
         signals.in_range = {item.key for item in in_range}
@@ -183,7 +224,7 @@ def rank(signals: Signals, config: MemoryConfig) -> list[tuple[SearchItem, float
     similarity = {hit.key: hit.score for hit in signals.dense}
     bonus = {
         key: config.time_weight * (key in signals.in_range)
-        + config.speaker_weight * (item.value.get("speaker") in signals.speakers)
+        + config.speaker_weight * speaker_share(item.value, signals.speakers)
         for key, item in by_key.items()
     }
     fused = fuse(
@@ -193,12 +234,42 @@ def rank(signals: Signals, config: MemoryConfig) -> list[tuple[SearchItem, float
         bonus=bonus,
     )
     fused = [(key, score) for key, score in fused if key in by_key]
+    if config.neighbour_weight and signals.neighbours:
+        fused = with_neighbours(fused, signals.neighbours, by_key, config.neighbour_weight)
     results = []
     for key, score in distinct_texts(fused, {key: item.value.get("text") for key, item in by_key.items()}):
         item = by_key[key]
         hit = SearchItem(item.namespace, item.key, item.value, item.created_at, item.updated_at, score)
         results.append((hit, similarity.get(key)))
     return results
+
+
+def speaker_share(value: dict, speakers: set[str]) -> float:
+    """How much of the speaker bonus a memory gets: 1 when the query names its speaker alone; when
+    it names several people (what did Maya tell Tom), 1 for a named speaker's message that names
+    another of them (one speaking about or to the other) and 0.5 for their other messages."""
+    speaker = value.get("speaker")
+    if speaker not in speakers:
+        return 0.0
+    if len(speakers) < 2:
+        return 1.0
+    return 1.0 if mentions(str(value.get("text") or ""), speakers - {speaker}) else 0.5
+
+
+def with_neighbours(
+    fused: list[tuple[str, float]], neighbours: dict[str, list[Item]], by_key: dict[str, Item], weight: float
+) -> list[tuple[str, float]]:
+    """`fused` with the thread neighbours of its first NEIGHBOUR_HITS hits ranked in: a
+    neighbour scores at least `weight` times its hit's score (a reply whose topic the message
+    before it carries is found by that message's words), best first, ties in the fused order."""
+    scores = dict(fused)
+    for key, score in fused[:NEIGHBOUR_HITS]:
+        for item in neighbours.get(key, ()):
+            by_key.setdefault(item.key, item)
+            if weight * score > scores.get(item.key, float("-inf")):
+                scores[item.key] = weight * score
+    order = {key: index for index, (key, _) in enumerate(fused)}
+    return sorted(scores.items(), key=lambda p: (-p[1], order.get(p[0], len(order)), p[0]))
 
 
 async def hybrid_search(

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import UTC, datetime, timedelta
+from difflib import SequenceMatcher
 from typing import Literal
 
 from langgraph.store.base import BaseStore, GetOp, PutOp
@@ -82,7 +84,9 @@ async def save_memory(
     MEMORY_DEDUPE_THRESHOLD is updated instead: text replaced, importance = max(old, new),
     `updated_at` bumped. Never a duplicate: a memory of another `speaker` (who said it, when a
     conversation has several people; stored in the value), nor, for episodic memories (events),
-    one created on another UTC day than `now`. Returns the memory with `"action": "created" | "updated"`
+    one created on another UTC day than `now` or whose text is not a near-exact repeat of `text`
+    (`near_exact`: two different things said the same day stay two memories, however similar
+    their vectors). Returns the memory with `"action": "created" | "updated"`
     (an update also carries `similarity` and `previous_text`). `now` overrides the clock for
     imports and replays.
     """
@@ -112,6 +116,7 @@ async def save_memory(
             if not expired(h.value, now)
             and (h.score or 0) >= config.dedupe_threshold
             and same_source(h.value, kind, speaker, now)
+            and (kind != "episodic" or near_exact(str(h.value.get("text", "")), text))
         ),
         None,
     )
@@ -126,6 +131,8 @@ async def save_memory(
         }
         if thread_id:
             value["thread_id"] = thread_id
+        if speaker:
+            value["speaker"] = speaker
         if keywords:
             value["keywords"] = list(dict.fromkeys([*(old.get("keywords") or []), *keywords]))
         value = with_expiry(value, config, now)
@@ -162,10 +169,28 @@ async def save_memory(
     return {"id": key, **value, "action": "created"}
 
 
+NEAR_EXACT_RATIO = 0.9  # character similarity of two texts that say the same thing in the same words
+
+
+def _normalised(text: str) -> str:
+    return " ".join(re.findall(r"\w+", text.casefold()))
+
+
+def near_exact(old: str, new: str) -> bool:
+    """Whether `new` repeats `old` in (nearly) the same words: equal after case, punctuation and
+    spacing are ignored, or at least NEAR_EXACT_RATIO alike character by character ("The user
+    lives in Berlin." / "the user lives in Berlin"; not "Thanks! This has been great for my mental
+    health." / "Thanks! Mental health is important to me.")."""
+    a, b = _normalised(old), _normalised(new)
+    return a == b or SequenceMatcher(None, a, b, autojunk=False).ratio() >= NEAR_EXACT_RATIO
+
+
 def same_source(old: dict, kind: str, speaker: str | None, now: datetime) -> bool:
     """Whether a near-duplicate `old` may be merged with a new memory: same speaker (both None
-    counts as the same), and for episodic memories created on the same UTC day as `now`."""
-    if old.get("speaker") != speaker:
+    counts as the same; a semantic fact saved without one matches any), and for episodic
+    memories created on the same UTC day as `now`."""
+    if old.get("speaker") != speaker and not (kind == "semantic" and old.get("speaker") is None):
+        # a fact saved without a speaker (before writes recorded one) is the user's own
         return False
     if kind != "episodic":
         return True

@@ -75,6 +75,7 @@ async def test_hybrid_recall_on_postgres(pg_schema, pg_uri, monkeypatch):
 
         monkeypatch.setenv("MEMORY_KEYWORD_WEIGHT", "0")
         monkeypatch.setenv("MEMORY_TIME_WEIGHT", "0")
+        monkeypatch.setenv("MEMORY_NEIGHBOUR_WEIGHT", "0")  # no thread neighbours: the dense order
         same = await memory.recall(s, "alice", query, "chat", top_k=6, scoring="plain", record_access=False)
         assert [r["id"] for r in same] == [r["id"] for r in dense]
 
@@ -256,3 +257,29 @@ async def test_the_week_after_an_event_on_postgres_memory_and_kb(pg_schema, monk
 
         assert await first("1") == (ids[SURF_WEEK[2][1]], "turn-2")
         assert await first("0") == (ids[SURF_WEEK[0][1]], "turn-0")
+
+
+async def test_thread_neighbours_on_postgres_are_the_messages_just_before_and_after(pg_schema, monkeypatch):
+    from store.memory.hybrid import thread_neighbours
+
+    monkeypatch.setenv("MEMORY_NEIGHBOUR_WEIGHT", "0.9")
+    at = datetime(2023, 6, 1, 9, tzinfo=UTC)
+    async with store() as s:
+        written = [
+            await memory.record_chat_message(
+                s, "nb", "user", f"message {i}", "t1" if i < 5 else "t2", speaker="Maya", now=at + timedelta(minutes=i)
+            )
+            for i in range(7)
+        ]
+        ids = [w["id"] for w in written]
+        ns = memory.namespace("nb", "chat")
+        found = await thread_neighbours(s, ns, [ids[2], ids[4], ids[5]], 1, memory.memory_config())
+        assert {key: [item.key for item in items] for key, items in found.items()} == {
+            ids[2]: [ids[1], ids[3]],
+            ids[4]: [ids[3]],  # the last of its thread
+            ids[5]: [ids[6]],  # another thread: message 4 is not its neighbour
+        }
+        wider = await thread_neighbours(s, ns, [ids[2]], 2, memory.memory_config())
+        assert sorted(item.key for item in wider[ids[2]]) == sorted([ids[0], ids[1], ids[3], ids[4]])
+        results = await memory.recall(s, "nb", "message 2", "chat", top_k=3, record_access=False)
+        assert results and results[0]["id"] == ids[2]

@@ -329,3 +329,51 @@ async def test_memory_writer_run_extracts_and_saves_through_the_server(dev_serve
     assert found["items"][0]["value"]["source"] == "extraction"
     profile = await admin.store.get_item(["memories", user_id, "profile"], "profile")
     assert profile["value"]["fields"] == {"name": "Dave"}
+
+
+async def test_turns_record_who_spoke_and_a_fact_from_many_turns_back_is_recalled(dev_server, openai_server):
+    # bob chats as users do (no speaker given anywhere); the runtime records each message with
+    # who said it, and chat recall of a question naming him finds what he said many turns earlier.
+    bob = dev_server.client("bob")
+    first, second = key(), key()
+    early = [
+        f"{first} Morning! Busy week ahead.",
+        "My sister Ines moved to Porto last spring, she teaches piano at a music school there.",
+        "Can you remind me how to boil an egg properly?",
+        "What is a good stretch for a stiff neck?",
+    ]
+    later = [
+        f"{second} I want to plan a weekend trip.",
+        "My colleague Sam keeps recommending Seville for the food.",
+        "Which wine goes with grilled fish?",
+        "I started piano practice again, scales every evening.",
+        "Is it worth taking the night train to Paris?",
+        "My neighbour's cat keeps visiting our balcony.",
+        "How many hours of sleep do adults need?",
+        "Let me think about the music school idea for my son.",
+    ]
+    openai_server.script(first, [f"Answer {i}." for i in range(len(early))])
+    recall_call = {
+        "tool_calls": [
+            {
+                "name": "search_chat_history",
+                "id": "recall",
+                "args": {"query": "Where does Bob's sister live and what does she do?", "limit": 5},
+            }
+        ]
+    }
+    openai_server.script(second, [*(f"Reply {i}." for i in range(len(later))), recall_call, "Porto."])
+    for messages in (early, later):
+        thread = await bob.threads.create()
+        for text in messages:
+            await bob.runs.wait(thread["thread_id"], "react", input=user(text))
+    final = await bob.runs.wait(thread["thread_id"], "react", input=user("Where does my sister live again?"))
+    assert final["messages"][-1]["content"] == "Porto."
+
+    found = tool_messages(await bob.threads.get_state(thread["thread_id"]))["recall"]["content"]["results"]
+    fact = next(r for r in found if "Porto" in r["text"])
+    assert fact["role"] == "user" and fact["speaker"] == "bob"
+    assert found.index(fact) < 3
+    chat = await bob.store.search_items(["memories", "bob", "chat"], limit=100)
+    by_role = {(item["value"]["role"], item["value"].get("speaker")) for item in chat["items"]}
+    assert by_role == {("user", "bob"), ("assistant", "assistant")}

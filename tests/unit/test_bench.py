@@ -103,3 +103,42 @@ async def test_research_fanout_searches_at_once_and_one_by_one_in_the_baseline()
     )
     assert "| deep_research: 2 researchers, each search 0.05 s (median wall), parallel |" in text
     assert f"max_concurrent_research_units=1 {figures['serial']['median_s']:.3f} s | {figures['ratio']:.2f}x |" in text
+
+
+def test_locomo_reader_keeps_answerable_questions_and_their_turns(tmp_path):
+    from bench.locomo_eval import evidence_bucket, read_conversations
+
+    sample = {
+        "sample_id": "x",
+        "conversation": {
+            "speaker_a": "Ana",
+            "speaker_b": "Ben",
+            "session_1_date_time": "1:47 pm on 8 May, 2023",
+            "session_1": [
+                {"speaker": "Ana", "dia_id": "D1:1", "text": "I adopted a cat."},
+                {"speaker": "Ben", "dia_id": "D1:2", "text": "Lovely!"},
+            ],
+            "session_2_date_time": "9:00 am on 10 May, 2023",
+            "session_2": [{"speaker": "Ben", "dia_id": "D2:1", "text": "How is the cat?"}],
+        },
+        "qa": [
+            {"question": "What did Ana adopt?", "answer": "a cat", "evidence": ["D1:1"], "category": 4},
+            {"question": "Who asked?", "answer": "Ben", "evidence": ["D1:2; D2:1", "D9:9"], "category": 1},
+            {"question": "Adversarial?", "evidence": ["D1:1"], "category": 5},
+            {"question": "No evidence?", "answer": "x", "evidence": [], "category": 2},
+        ],
+    }
+    path = tmp_path / "locomo10.json"
+    path.write_text(json.dumps([sample]))
+    (conv,) = read_conversations(path)
+    assert [(t.id, t.role, t.text) for t in conv.turns] == [
+        ("D1:1", "user", "Ana: I adopted a cat."),
+        ("D1:2", "assistant", "Ben: Lovely!"),
+        ("D2:1", "assistant", "Ben: How is the cat?"),
+    ]
+    assert conv.turns[0].at.isoformat() == "2023-05-08T13:47:00+00:00" and conv.turns[1].at > conv.turns[0].at
+    assert [(q.category, q.evidence) for q in conv.questions] == [
+        ("single-hop", ("D1:1",)),
+        ("multi-hop", ("D1:2", "D2:1")),
+    ]
+    assert [evidence_bucket(q) for q in conv.questions] == ["1", "2"]

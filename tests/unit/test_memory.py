@@ -506,6 +506,7 @@ async def test_tools_save_and_search_for_the_context_user_only(store, frozen_now
         ("save_memory", {"text": "The user went to a jazz concert", "kind": "episodic"}),
     )
     assert [payload(m)["action"] for m in saved] == ["created", "created"]
+    assert [payload(m)["speaker"] for m in saved] == ["alice", "alice"]  # the memory is about the user
     await memory.record_chat_message(store, "alice", "assistant", "Try the pastel de nata", "t1")
     await memory.update_profile(store, "alice", {"name": "Alice"})
 

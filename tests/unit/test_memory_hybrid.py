@@ -11,7 +11,8 @@ import pytest
 from store import memory
 from store.dates import EventRelative, event_relative, names_time, query_time_range
 from store.fusion import fuse, normalised
-from store.memory.write import same_source
+from store.memory.hybrid import speaker_share
+from store.memory.write import near_exact, same_source
 from store.names import capitalised_words, mentions, named, without_names
 
 NOW = datetime(2023, 12, 20, 15, 0, tzinfo=UTC)
@@ -154,6 +155,8 @@ def test_same_source_needs_the_same_speaker_and_for_events_the_same_day():
     assert not same_source(value, "episodic", "Maya", next_day)
     assert same_source(value, "semantic", "Maya", next_day)
     assert same_source({"created_at": value["created_at"]}, "semantic", None, next_day)
+    assert same_source({"created_at": value["created_at"]}, "semantic", "Maya", next_day)
+    assert not same_source({"created_at": value["created_at"]}, "episodic", "Maya", same_day)
 
 
 async def test_dedupe_keeps_different_speakers_and_days_apart(store):
@@ -200,6 +203,7 @@ async def test_keyword_signal_finds_a_rare_name_dense_ranks_low(store, monkeypat
     assert keyword[0]["similarity"] == pytest.approx(next(r["similarity"] for r in dense if r["id"] == ids["started"]))
     monkeypatch.setenv("MEMORY_KEYWORD_WEIGHT", "0")
     monkeypatch.setenv("MEMORY_TIME_WEIGHT", "0")
+    monkeypatch.setenv("MEMORY_NEIGHBOUR_WEIGHT", "0")
     same = await memory.recall(store, "u", query, "chat", top_k=5, scoring="plain", record_access=False)
     assert [r["id"] for r in same] == [r["id"] for r in dense]
 
@@ -266,3 +270,104 @@ async def test_a_speaker_named_in_the_query_lifts_what_they_said(store, monkeypa
     plain = await memory.recall(store, "u", "Which pottery class did Maya start?", "chat", top_k=2, record_access=False)
     spoken = {r["speaker"] for r in plain}
     assert spoken == {"Maya", "Tom"} and abs(plain[0]["score"] - plain[1]["score"]) < 0.3
+
+
+async def test_dedupe_never_replaces_a_different_turn_of_the_same_day(store):
+    # Two different things one person said minutes apart, stored as "Name: words" the way a
+    # conversation log is: vectors alike (cosine above the 0.9 threshold), words not.
+    at = day(2023, 7, 10) + timedelta(hours=18)
+    first = await memory.save_memory(
+        store,
+        "u",
+        "episodic",
+        "Melanie: Thanks, Caroline! This has been great for my mental health. I'm gonna keep it up.",
+        speaker="Melanie",
+        now=at,
+    )
+    later = await memory.save_memory(
+        store,
+        "u",
+        "episodic",
+        "Melanie: Caroline, thanks! Mental health is important to me, and it's made such an improvement!",
+        speaker="Melanie",
+        now=at + timedelta(minutes=3),
+    )
+    repeat = await memory.save_memory(
+        store,
+        "u",
+        "episodic",
+        "Melanie: thanks, Caroline - this has been great for my mental health. I'm gonna keep it up!",
+        speaker="Melanie",
+        now=at + timedelta(minutes=5),
+    )
+    assert [first["action"], later["action"], repeat["action"]] == ["created", "created", "updated"]
+    assert repeat["id"] == first["id"]
+    texts = sorted(item.value["text"] for item in await store.asearch(memory.namespace("u", "episodic"), limit=10))
+    assert len(texts) == 2 and any("improvement" in text for text in texts)
+
+
+def test_near_exact_repeats_only():
+    assert near_exact("The user lives in Berlin.", "the user lives in Berlin")
+    assert near_exact("Ha, same here.", "Ha same here!!")
+    assert not near_exact(
+        "Thanks, Caroline! This has been great for my mental health.", "Caroline, thanks! Mental health is important."
+    )
+
+
+async def test_a_reply_is_found_through_the_message_it_answers(store, monkeypatch):
+    # The reply says nothing of the topic; the message before it (same thread) does.
+    monkeypatch.setenv("MEMORY_NEIGHBOUR_WEIGHT", "0.9")
+    at = day(2023, 6, 1) + timedelta(hours=9)
+    said = [
+        ("Maya", "Did you ever get the sourdough starter going?", "t1"),
+        ("Tom", "Yes! Three so far, and the last one finally came out right.", "t1"),
+        ("Maya", "The weather has been so grey lately.", "t1"),
+        ("Tom", "Work has been crazy this week.", "t1"),
+    ]
+    said += [
+        ("Maya", "I bought flour and yeast at the market.", "t2"),
+        ("Tom", "The bakery on the corner closed down.", "t2"),
+        ("Maya", "Bread prices went up again.", "t2"),
+        ("Tom", "My starter for the quiz night was a disaster.", "t2"),
+    ]
+    written = []
+    for minute, (speaker, text, thread) in enumerate(said):
+        role = "user" if speaker == "Maya" else "assistant"
+        written.append(
+            await memory.record_chat_message(
+                store, "u", role, text, thread, speaker=speaker, now=at + timedelta(minutes=minute)
+            )
+        )
+    question = "Did the sourdough starter work out?"
+    found = await memory.recall(store, "u", question, "chat", top_k=3, record_access=False)
+    assert [r["id"] for r in found[:2]] == [written[0]["id"], written[1]["id"]]
+    monkeypatch.setenv("MEMORY_NEIGHBOUR_WEIGHT", "0")
+    alone = await memory.recall(store, "u", question, "chat", top_k=3, record_access=False)
+    assert written[1]["id"] not in [r["id"] for r in alone[:2]]
+
+
+def test_a_question_naming_two_people_favours_one_speaking_about_the_other():
+    speakers = {"Maya", "Tom"}
+    assert speaker_share({"speaker": "Maya", "text": "Maya: Tom, you should try bouldering."}, speakers) == 1.0
+    assert speaker_share({"speaker": "Maya", "text": "Maya: I tried bouldering."}, speakers) == 0.5
+    assert speaker_share({"speaker": "Ben", "text": "Ben: Tom and Maya climb."}, speakers) == 0.0
+    assert speaker_share({"speaker": "Maya", "text": "Maya: I tried bouldering."}, {"Maya"}) == 1.0
+
+
+async def test_two_named_people_rank_the_turn_where_one_advises_the_other(store, monkeypatch):
+    monkeypatch.setenv("MEMORY_KEYWORD_WEIGHT", "0")
+    at = day(2023, 6, 1) + timedelta(hours=9)
+    turns = [
+        ("Maya", "Maya: I think I should start running, my knees feel fine these days."),
+        ("Tom", "Tom: Maya, get fitted at a proper store for running shoes before you buy any."),
+        ("Maya", "Maya: Any advice on running shoes? Running shoes are so confusing."),
+        ("Tom", "Tom: I bought new running shoes last month, they were expensive."),
+    ]
+    written = [
+        await memory.record_chat_message(store, "u", "user", text, "t", speaker=speaker, now=at + timedelta(minutes=i))
+        for i, (speaker, text) in enumerate(turns)
+    ]
+    found = await memory.recall(
+        store, "u", "What advice did Tom give Maya about running shoes?", "chat", top_k=2, record_access=False
+    )
+    assert found[0]["id"] == written[1]["id"]

@@ -80,6 +80,9 @@ async def test_extraction_saves_memories_and_merges_profile(store):
     semantic = await store.asearch(memory.namespace("alice", "semantic"), limit=10)
     assert len(semantic) == 2
     assert {s.value["source"] for s in semantic} == {"extraction"}
+    # memories are about the user (their id when no name is given); the fact saved without a
+    # speaker is the user's too: merged, and now says whose it is
+    assert [s.value.get("speaker") for s in semantic] == ["alice", "alice"]
     vegetarian = next(s for s in semantic if "vegetarian" in s.value["text"])
     assert vegetarian.value["importance"] == 0.9
     profile = await memory.get_profile(store, "alice")

@@ -1,0 +1,266 @@
+"""An independent check of memory and knowledge-base recall on LoCoMo (snap-research/locomo: 10
+long two-person conversations, 5,882 turns over dated sessions, 1,536 questions with turn-level
+evidence), through the project's own write and recall paths, on the embedded Postgres.
+
+    python -m bench.locomo_eval PATH                 # load (schema bench_locomo), evaluate, keep data
+    python -m bench.locomo_eval PATH --reuse         # evaluate the data already loaded
+    python -m bench.locomo_eval PATH --paths chat --json out.json
+
+PATH is the benchmark's `data/locomo10.json` (a list of samples with `conversation` and `qa`), or
+one sample file / a folder of sample files of the same shape (the data is not part of this
+repository: fetch it from the benchmark's repository). Each conversation is one memory user and
+one knowledge base. Every turn ("Name: words") is written at its session's date and time (turns a
+few seconds apart) the way the product writes it: `record_chat_message` with who spoke and the
+session as its thread (what the runtime records for each message), and one KB document per turn
+dated with its session (`ingest_texts`). Questions of categories 1-4 with evidence (the
+adversarial category 5 has no answer in the conversation) are asked through `recall(kind="chat")`
+and `knowledge.retrieve(strategy="hybrid")`. recall@k is the share of a question's evidence turns
+among the first k results, reported overall, per evidence count (1, 2, 3, 4+) and per category.
+
+This is a check, never a tuning set: weights are chosen on bench/recall_eval's held-in questions.
+Latency (p50/p95 per recall, query embedding included) is printed with the load average: figures
+from a busy machine are not the quiet-machine target.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import statistics
+import sys
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import psycopg
+
+from store import knowledge, memory
+from store.postgres import postgres_uri, store
+
+SCHEMA = "bench_locomo"
+PATHS = ("chat", "kb_hybrid")
+KS = (5, 10, 20)
+CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+TURN_GAP = timedelta(seconds=30)
+
+
+@dataclass(frozen=True)
+class Turn:
+    id: str  # the benchmark's dia_id, "D3:12"
+    session: int
+    at: datetime
+    speaker: str
+    role: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Question:
+    id: str
+    category: str
+    text: str
+    evidence: tuple[str, ...]
+
+
+@dataclass
+class Conversation:
+    index: int
+    speakers: tuple[str, str]
+    turns: list[Turn] = field(default_factory=list)
+    questions: list[Question] = field(default_factory=list)
+
+
+def _session_time(text: str) -> datetime:
+    """`"1:47 pm on 18 May, 2023"` as a UTC datetime."""
+    return datetime.strptime(text.replace(",", "").strip(), "%I:%M %p on %d %B %Y").replace(tzinfo=UTC)
+
+
+def _samples(path: Path) -> list[dict]:
+    if path.is_dir():
+        return [json.loads(p.read_text()) for p in sorted(path.glob("*.json"))]
+    data = json.loads(path.read_text())
+    return data if isinstance(data, list) else [data]
+
+
+def read_conversations(path: Path) -> list[Conversation]:
+    """The conversations and their answerable questions (categories 1-4 with evidence)."""
+    conversations = []
+    for index, sample in enumerate(_samples(path)):
+        body = sample.get("conversation", sample)
+        qa = sample.get("qa", body.get("qa", []))
+        a, b = body["speaker_a"], body["speaker_b"]
+        conv = Conversation(index, (a, b))
+        sessions = sorted(int(m.group(1)) for key in body if (m := re.fullmatch(r"session_(\d+)", key)))
+        for number in sessions:
+            at = _session_time(body[f"session_{number}_date_time"])
+            for position, turn in enumerate(body[f"session_{number}"]):
+                conv.turns.append(
+                    Turn(
+                        turn["dia_id"],
+                        number,
+                        at + position * TURN_GAP,
+                        turn["speaker"],
+                        "user" if turn["speaker"] == a else "assistant",
+                        f"{turn['speaker']}: {turn['text']}",
+                    )
+                )
+        known = {t.id for t in conv.turns}
+        for number, item in enumerate(qa):
+            evidence = tuple(
+                dict.fromkeys(e for raw in item.get("evidence", []) for e in re.findall(r"D\d+:\d+", raw) if e in known)
+            )
+            if item.get("category") in CATEGORY_NAMES and evidence:
+                conv.questions.append(
+                    Question(f"c{index}-q{number}", CATEGORY_NAMES[item["category"]], item["question"], evidence)
+                )
+        conversations.append(conv)
+    return conversations
+
+
+def name_of(conv: Conversation) -> str:
+    """The memory user and the knowledge base holding conversation `conv`."""
+    return f"locomo_c{conv.index}"
+
+
+async def load(pg_store, conversations: list[Conversation]) -> None:
+    for conv in conversations:
+        user = name_of(conv)
+        await memory.forget_user(pg_store, user)
+        for turn in conv.turns:
+            await memory.record_chat_message(
+                pg_store, user, turn.role, turn.text, f"session-{turn.session}", speaker=turn.speaker, now=turn.at
+            )
+        if user in [kb["name"] for kb in await knowledge.list_kbs(pg_store)]:
+            await knowledge.delete_kb(pg_store, user)
+        await knowledge.create_kb(pg_store, user, f"LoCoMo conversation {conv.index}")
+        documents = [{"text": t.text, "source": f"turn:{t.id}", "title": t.id, "date": t.at} for t in conv.turns]
+        await knowledge.ingest_texts(pg_store, user, documents, chunk_size=2000, chunk_overlap=0)
+        print(f"  loaded conversation {conv.index}: {len(conv.turns)} turns", flush=True)
+
+
+async def search(pg_store, path: str, conv: Conversation, query: str, owners: dict[str, str], now) -> list[str]:
+    """Ranked turn ids of one path."""
+    if path == "kb_hybrid":
+        found = await knowledge.retrieve(pg_store, name_of(conv), query, strategy="hybrid", top_k=max(KS))
+        return [r["source"].removeprefix("turn:") for r in found["retrieval_results"]]
+    results = await memory.recall(pg_store, name_of(conv), query, "chat", top_k=max(KS), record_access=False, now=now)
+    return [owners.get(r["id"], "") for r in results]
+
+
+async def chat_owners(pg_store, conversations: list[Conversation]) -> dict[str, str]:
+    """Chat memory id -> turn id, by the turn's text and time."""
+    owners = {}
+    for conv in conversations:
+        by_text_time = {(t.text[: memory.memory_config().max_text_chars].strip(), t.at): t.id for t in conv.turns}
+        ns = memory.namespace(name_of(conv), "chat")
+        offset = 0
+        while page := await pg_store.asearch(ns, limit=1000, offset=offset, refresh_ttl=False):
+            offset += len(page)
+            for item in page:
+                at = datetime.fromisoformat(item.value["created_at"])
+                owners[item.key] = by_text_time.get((item.value["text"], at), "")
+    return owners
+
+
+def evidence_bucket(question: Question) -> str:
+    return "4+" if len(question.evidence) >= 4 else str(len(question.evidence))
+
+
+async def evaluate(pg_store, conversations: list[Conversation], paths: list[str], owners: dict) -> dict:
+    report: dict = {}
+    for path in paths:
+        sums: dict = defaultdict(lambda: defaultdict(list))
+        latencies = []
+        for conv in conversations:
+            now = conv.turns[-1].at + timedelta(days=1)
+            for question in conv.questions:
+                started = time.perf_counter()
+                ranked = await search(pg_store, path, conv, question.text, owners, now)
+                latencies.append((time.perf_counter() - started) * 1000)
+                wanted = set(question.evidence)
+                for k in KS:
+                    value = len(wanted & set(ranked[:k])) / len(wanted)
+                    for group in ("all", f"evidence {evidence_bucket(question)}", question.category):
+                        sums[group][k].append(value)
+        report[path] = {
+            "recall": {
+                g: {k: statistics.mean(v) for k, v in ks.items()} | {"n": len(ks[KS[0]])} for g, ks in sums.items()
+            },
+            "ms": {"p50": statistics.median(latencies), "p95": statistics.quantiles(latencies, n=20)[-1]},
+        }
+    return report
+
+
+def render(report: dict, load_average: tuple[float, float, float]) -> str:
+    groups = ["all", "evidence 1", "evidence 2", "evidence 3", "evidence 4+", *CATEGORY_NAMES.values()]
+    lines = [
+        f"load average during the run (1/5/15 min): {load_average[0]:.1f} {load_average[1]:.1f} {load_average[2]:.1f}"
+    ]
+    for path, figures in report.items():
+        ms = figures["ms"]
+        lines.append(f"\n{path}  (latency p50 {ms['p50']:.0f} ms, p95 {ms['p95']:.0f} ms)")
+        lines.append(f"{'questions':<12} | {'n':>4} {'R@5':>5} {'R@10':>5} {'R@20':>5}")
+        for group in groups:
+            row = figures["recall"].get(group)
+            if row:
+                lines.append(
+                    f"{group:<12} | {row['n']:>4} {100 * row[5]:>5.1f} {100 * row[10]:>5.1f} {100 * row[20]:>5.1f}"
+                )
+    return "\n".join(lines)
+
+
+async def run(args: argparse.Namespace) -> dict:
+    os.environ["POSTGRES_SCHEMA"] = args.schema
+    conversations = read_conversations(Path(args.path))
+    if args.conversations is not None:
+        conversations = [c for c in conversations if c.index in args.conversations]
+    uri = await asyncio.to_thread(postgres_uri)
+    if not args.reuse:
+        async with await psycopg.AsyncConnection.connect(uri, autocommit=True) as conn:
+            await conn.execute(f"DROP SCHEMA IF EXISTS {args.schema} CASCADE")
+    async with store() as pg_store:
+        if not args.reuse:
+            started = time.perf_counter()
+            await load(pg_store, conversations)
+            print(f"loaded in {time.perf_counter() - started:.0f} s", flush=True)
+        owners = await chat_owners(pg_store, conversations) if "chat" in args.paths else {}
+        questions = sum(len(c.questions) for c in conversations)
+        turns = sum(len(c.turns) for c in conversations)
+        print(f"{len(conversations)} conversations, {turns} turns, {questions} questions", flush=True)
+        return await evaluate(pg_store, conversations, args.paths, owners)
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench.locomo_eval", description=__doc__.split("\n")[0])
+    parser.add_argument("path", help="LoCoMo's data/locomo10.json (or a sample file, or a folder of them)")
+    parser.add_argument("--paths", default=",".join(PATHS), type=lambda s: [p for p in s.split(",") if p])
+    parser.add_argument("--reuse", action="store_true", help="evaluate the data already in the schema")
+    parser.add_argument("--schema", default=SCHEMA)
+    parser.add_argument("--conversations", type=lambda s: [int(x) for x in s.split(",")], default=None)
+    parser.add_argument("--json", help="also write the report here")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str]) -> int:
+    """Entry point of `python -m bench.locomo_eval`."""
+    args = parse_args(argv)
+    unknown = set(args.paths) - set(PATHS)
+    if unknown:
+        raise SystemExit(f"unknown paths {sorted(unknown)}: use {', '.join(PATHS)}")
+    if not Path(args.path).exists():
+        raise SystemExit(f"no such file or folder: {args.path} (LoCoMo's data/locomo10.json)")
+    report = asyncio.run(run(args))
+    text = render(report, os.getloadavg())
+    print(text)
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
