@@ -26,6 +26,7 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from graphs.runtime.deadline import RunDeadlineExceeded, bounded
 from graphs.runtime.events import emit, preview
 from graphs.runtime.retry import RetriesExhausted, call_with_retries
+from graphs.runtime.ui import deferred_state_writes
 from tools.errors import TransientToolError
 from tools.identity import check_thread_owner
 
@@ -187,7 +188,8 @@ async def run_tool_calls(
 
     Returns `{"messages": [ToolMessage, ...], "execution_log": [entry, ...]}`, one message per
     call in the order the model made them, every call answered (unknown tools and bad arguments
-    included) so no tool call is ever left dangling.
+    included) so no tool call is ever left dangling; plus `"ui"`, the tool cards (graphs/runtime/ui.py)
+    for the node's update, when there are any.
     """
     last = state["messages"][-1]
     if not isinstance(last, AIMessage) or not last.tool_calls:
@@ -200,10 +202,11 @@ async def run_tool_calls(
     log: list[dict] = []
     token = _BATCH.set(_Batch(step, timeout_s, retries, log))
     try:
-        output = await _node_for(tools).ainvoke(state, config)
+        with deferred_state_writes() as cards:  # the tool cards join the node's update
+            output = await _node_for(tools).ainvoke(state, config)
     finally:
         _BATCH.reset(token)
     messages = output["messages"] if isinstance(output, dict) else output
     order = {call["id"]: i for i, call in enumerate(last.tool_calls)}
     log.sort(key=lambda entry: order.get(entry["tool_call_id"], 0))
-    return {"messages": messages, "execution_log": log}
+    return {"messages": messages, "execution_log": log, **({"ui": cards} if cards else {})}

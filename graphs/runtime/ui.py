@@ -10,7 +10,9 @@ which UI message each event becomes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Annotated, Any
 
 from langchain_core.messages import AIMessage
@@ -140,9 +142,31 @@ def push_for_event(event: dict) -> dict | None:
     return out
 
 
+_DEFERRED: ContextVar[list[UIMessage] | None] = ContextVar("deferred_ui_writes", default=None)
+
+
+@contextmanager
+def deferred_state_writes() -> Iterator[list[UIMessage]]:
+    """Inside: UI messages still stream at once, but reach the `ui` channel only through the list
+    this yields, for the node to return with its update. A node stopped half-way (a cancelled run)
+    then leaves no write behind: LangGraph counts a task with writes as done and would not run it
+    again on resume (react's `tools` node keeps its pending calls resumable this way)."""
+    deferred: list[UIMessage] = []
+    token = _DEFERRED.set(deferred)
+    try:
+        yield deferred
+    finally:
+        _DEFERRED.reset(token)
+
+
 def _write_state(config: RunnableConfig, message: UIMessage) -> None:
     """Add `message` to the running graph's `ui` channel, the way `push_ui_message` does (the
-    library has no public call for a state write without its own stream write)."""
+    library has no public call for a state write without its own stream write), or to the list
+    of `deferred_state_writes` when one is open."""
+    deferred = _DEFERRED.get()
+    if deferred is not None:
+        deferred.append(message)
+        return
     from langgraph._internal._constants import CONFIG_KEY_SEND  # what push_ui_message uses
 
     send = (config.get("configurable") or {}).get(CONFIG_KEY_SEND)
