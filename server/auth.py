@@ -36,7 +36,7 @@ from server.jwt_auth import JWTConfig, JWTRejected, jwt_config, looks_like_jwt, 
 from settings import check_settings, settings
 from store import knowledge, memory
 from tools.identity import ADMIN, acts_for_any_user
-from tools.server_api import is_internal_request, request_headers, server_kind, store_namespace
+from tools.server_api import internal_user, is_internal_request, request_headers, server_kind, store_namespace
 
 logger = logging.getLogger(__name__)
 
@@ -110,8 +110,10 @@ async def authenticate(authorization: Any, headers: Any = None) -> Auth.types.Mi
     (`langgraph_api` passes `authorization` and bytes-keyed `headers`, Aegra one str-keyed headers
     dict: tools/server_api.py reads both.)"""
     headers = request_headers(authorization, headers)
-    if server_kind() == "aegra" and is_internal_request(headers):
-        return {"identity": SERVER_USER, "permissions": [ADMIN]}  # the server's own in-process client
+    if server_kind() == "aegra" and is_internal_request(headers):  # the server's own in-process client
+        if acting_for := internal_user(headers):
+            return {"identity": acting_for, "permissions": []}
+        return {"identity": SERVER_USER, "permissions": [ADMIN]}
     keys = api_keys()
     tokens = jwt_config()
     local_dev = settings().LANGSMITH_LANGGRAPH_API_VARIANT == "local_dev"

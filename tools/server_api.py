@@ -31,6 +31,7 @@ from typing import Any, Literal
 ServerKind = Literal["langgraph", "aegra"]
 
 INTERNAL_HEADER = "x-agent-engine-internal"
+ACT_AS_HEADER = "x-agent-engine-act-as"
 _INTERNAL_TOKEN = secrets.token_urlsafe(32)  # never leaves this process: sent only over the ASGI transport
 
 
@@ -39,16 +40,18 @@ def server_kind() -> ServerKind:
     return "aegra" if "aegra_api.main" in sys.modules else "langgraph"
 
 
-def server_client() -> Any:
-    """The server's in-process `langgraph_sdk` client."""
+def server_client(act_as: str | None = None) -> Any:
+    """The server's in-process `langgraph_sdk` client. `act_as` names the user a call is made
+    for: Aegra keeps threads and runs per user, so its calls are made as that user (on
+    `langgraph_api` the in-process client sees every thread anyway)."""
     if server_kind() == "aegra":
-        return _aegra_client()
+        return _aegra_client(act_as)
     from langgraph_sdk import get_client
 
     return get_client()
 
 
-def _aegra_client() -> Any:
+def _aegra_client(act_as: str | None) -> Any:
     import httpx
     from langgraph_sdk.client import LangGraphClient
 
@@ -56,7 +59,7 @@ def _aegra_client() -> Any:
     http = httpx.AsyncClient(
         base_url="http://aegra.internal",
         transport=httpx.ASGITransport(app=app),
-        headers={INTERNAL_HEADER: _INTERNAL_TOKEN},
+        headers={INTERNAL_HEADER: _INTERNAL_TOKEN, **({ACT_AS_HEADER: act_as} if act_as else {})},
         timeout=httpx.Timeout(connect=5, read=300, write=300, pool=5),
     )
     return LangGraphClient(http)
@@ -93,6 +96,11 @@ def is_internal_request(headers: Mapping[str, str]) -> bool:
     """The request is this process's own in-process client (Aegra): it acts as the server."""
     presented = headers.get(INTERNAL_HEADER) or ""
     return bool(presented) and hmac.compare_digest(presented.encode(), _INTERNAL_TOKEN.encode())
+
+
+def internal_user(headers: Mapping[str, str]) -> str | None:
+    """The user an internal request acts for (`server_client(act_as=...)`); None for the server."""
+    return headers.get(ACT_AS_HEADER) or None if is_internal_request(headers) else None
 
 
 def store_namespace(value: Mapping[str, Any]) -> tuple[str, ...]:

@@ -94,3 +94,11 @@ async def test_server_store_is_aegras_under_aegra(aegra, monkeypatch):
     database.db_manager = type("Manager", (), {"get_store": lambda self: store})()  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "aegra_api.core.database", database)
     assert await server_api.server_store() is store
+
+
+async def test_aegra_in_process_client_acts_for_the_named_user(keys, aegra):
+    # Aegra keeps threads per user: the server's calls for a user's run are made as that user.
+    thread = await server_api.server_client(act_as="alice").threads.get("t-2")
+    assert thread["metadata"] == {"seen_as": "alice"}
+    with pytest.raises(Auth.exceptions.HTTPException):  # the act-as header alone is nobody
+        await server_auth.authenticate({server_api.ACT_AS_HEADER: "alice"})
