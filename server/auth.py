@@ -36,11 +36,13 @@ from server.jwt_auth import JWTConfig, JWTRejected, jwt_config, looks_like_jwt, 
 from settings import check_settings, settings
 from store import knowledge, memory
 from tools.identity import ADMIN, acts_for_any_user
+from tools.server_api import internal_user, is_internal_request, request_headers, server_kind, store_namespace
 
 logger = logging.getLogger(__name__)
 
 OPEN_USER = "anonymous"
 STUDIO_USER = "langgraph-studio-user"
+SERVER_USER = "agent-engine-server"  # the server's own in-process calls under Aegra
 KB_ROOTS = (
     knowledge.CHUNK_NAMESPACE_ROOT,
     knowledge.DOCUMENT_NAMESPACE_ROOT,
@@ -75,16 +77,16 @@ def api_keys() -> dict[bytes, tuple[str, bool]]:
     return _parse_keys(spec, frozenset(config.AGENT_ADMIN_USERS))
 
 
-def _presented_key(authorization: str | None, headers: dict[bytes, bytes] | None) -> str | None:
-    if authorization:
+def _presented_key(headers: dict[str, str]) -> str | None:
+    if authorization := headers.get("authorization"):
         scheme, _, token = authorization.strip().partition(" ")
         if scheme.lower() == "bearer" and token.strip():
             return token.strip()
-    return _header(headers, b"x-api-key") or None
+    return _header(headers, "x-api-key") or None
 
 
-def _header(headers: dict[bytes, bytes] | None, name: bytes) -> str:
-    return (headers or {}).get(name, b"").decode(errors="replace").strip()
+def _header(headers: dict[str, str], name: str) -> str:
+    return headers.get(name, "").strip()
 
 
 def trust_studio_header() -> bool:
@@ -103,13 +105,20 @@ def _warn_open() -> None:
 
 
 @auth.authenticate
-async def authenticate(authorization: str | None, headers: dict[bytes, bytes] | None) -> Auth.types.MinimalUserDict:
-    """Map the request's API key to its user; without configured keys, an open administrator."""
+async def authenticate(authorization: Any, headers: Any = None) -> Auth.types.MinimalUserDict:
+    """Map the request's API key to its user; without configured keys, an open administrator.
+    (`langgraph_api` passes `authorization` and bytes-keyed `headers`, Aegra one str-keyed headers
+    dict: tools/server_api.py reads both.)"""
+    headers = request_headers(authorization, headers)
+    if server_kind() == "aegra" and is_internal_request(headers):  # the server's own in-process client
+        if acting_for := internal_user(headers):
+            return {"identity": acting_for, "permissions": []}
+        return {"identity": SERVER_USER, "permissions": [ADMIN]}
     keys = api_keys()
     tokens = jwt_config()
     local_dev = settings().LANGSMITH_LANGGRAPH_API_VARIANT == "local_dev"
     configured = bool(keys) or tokens is not None
-    if configured and local_dev and trust_studio_header() and _header(headers, b"x-auth-scheme") == "langsmith":
+    if configured and local_dev and trust_studio_header() and _header(headers, "x-auth-scheme") == "langsmith":
         return {"identity": STUDIO_USER, "permissions": [ADMIN]}
     if not configured:
         if not local_dev:
@@ -119,7 +128,7 @@ async def authenticate(authorization: str | None, headers: dict[bytes, bytes] | 
             )
         _warn_open()
         return {"identity": OPEN_USER, "permissions": [ADMIN]}
-    presented = _presented_key(authorization, headers)
+    presented = _presented_key(headers)
     if presented is None:
         raise Auth.exceptions.HTTPException(
             status_code=401,
@@ -251,7 +260,7 @@ async def store_scope(ctx: Auth.types.AuthContext, value: dict) -> None:
     """Own memories in full, knowledge bases one may read read-only, nothing else."""
     if acts_for_any_user(ctx.user):
         return None
-    namespace = tuple(value.get("namespace") or ())
+    namespace = store_namespace(value)
     if namespace[:2] == memory.user_prefix(ctx.user.identity):
         return None
     if namespace[:1] and namespace[0] in KB_ROOTS:

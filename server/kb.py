@@ -32,10 +32,10 @@ UPLOAD_MAX_BYTES = 20 * 1024 * 1024
 
 async def server_store() -> BaseStore:
     """The LangGraph server's store (the one the graphs' runs get): our Postgres store under
-    langgraph.json, the platform's store under langgraph.platform.json."""
-    from langgraph_api.store import get_store
+    langgraph.json, the platform's store under langgraph.platform.json, Aegra's under Aegra."""
+    from tools.server_api import server_store as running_server_store
 
-    return await get_store()
+    return await running_server_store()
 
 
 class KBForbidden(PermissionError):

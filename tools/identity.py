@@ -83,7 +83,7 @@ async def check_thread_owner(config: Any) -> None:
         return
     from tools.server_api import server_client
 
-    thread = await server_client().threads.get(thread_id)
+    thread = await server_client(act_as=user.identity).threads.get(thread_id)
     owner = (thread.get("metadata") or {}).get("owner")
     if owner is not None and owner != user.identity:
         raise ThreadOwnerMismatch(

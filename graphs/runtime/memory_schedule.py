@@ -95,7 +95,7 @@ async def schedule_extraction(
         from tools.server_api import server_client
 
         run_input: dict[str, Any] = {"messages": turn, "thread_id": thread_id, "speaker": speaker or user_id}
-        await server_client().runs.create(
+        await server_client(act_as=user_id).runs.create(
             key,
             MEMORY_WRITER_GRAPH,
             input=run_input,
