@@ -41,7 +41,7 @@ from store.knowledge.search import (
 
 DAMPING = 0.5  # probability of following an edge (HippoRAG's reset 0.5)
 ITERATIONS = 30
-PASSAGE_SEED_WEIGHT = 0.05  # dense seeds next to entity seeds (HippoRAG 2)
+PASSAGE_SEED_WEIGHT = 0.01  # per dense seed (scaled by its score), next to the entity seeds (sum 1)
 LINK_SIMILARITY = 0.8  # an unmatched query phrase links to its nearest entity at least this close
 MAX_NGRAM = 6
 PATH_DEPTH = 6
