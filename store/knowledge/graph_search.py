@@ -39,12 +39,13 @@ from store.knowledge.search import (
     _vector_query,
 )
 
-DAMPING = 0.5  # probability of following an edge (HippoRAG's reset 0.5)
+DAMPING = 0.7  # probability of following an edge
 ITERATIONS = 30
 PASSAGE_SEED_WEIGHT = 0.01  # per dense seed (scaled by its score), next to the entity seeds (sum 1)
 LINK_SIMILARITY = 0.8  # an unmatched query phrase links to its nearest entity at least this close
 MAX_NGRAM = 6
 PATH_DEPTH = 6
+DEGREE_DISCOUNT = 0.5  # chunk scores divided by degree ** this (a walk favours well-linked chunks)
 # Weighted reciprocal rank fusion: the graph's list counts as much as dense and keyword together
 # (they agree with each other far more often than with the graph); ties go to the graph's order.
 FUSION_WEIGHTS = {"dense": 1.0, "keyword": 1.0, "graph": 2.0}  # nodes (entities and chunks) a path may run through
@@ -139,14 +140,19 @@ async def link_entities(graph: _Walkable, query: str) -> dict[str, float]:
     words = query.replace("?", " ").replace(",", " ").split()
     linked: dict[str, float] = {}
     covered: set[str] = set()
+    taken = [False] * len(words)  # words inside a longer match already linked
     for size in range(min(MAX_NGRAM, len(words)), 0, -1):
         for start in range(len(words) - size + 1):
-            key = entity_key(" ".join(words[start : start + size]))
-            if key in graph.index and not key.startswith("chunk:") and key not in covered:
-                if size == 1 and not words[start][:1].isupper():
-                    continue  # a lone lower-case word ("town") is too vague to seed a walk
+            span = words[start : start + size]
+            if all(taken[start : start + size]) or not any(word[:1].isupper() for word in span):
+                continue  # part of a longer name, or no name at all ("chief of staff", "town")
+            if size == 1 and start == 0:
+                continue  # capitalised only because it opens the question
+            key = entity_key(" ".join(span))
+            if key in graph.index and not key.startswith("chunk:"):
                 linked[key] = 1.0
-                covered.update(entity_key(w) for w in words[start : start + size])
+                covered.update(entity_key(w) for w in span)
+                taken[start : start + size] = [True] * size
     phrases = [
         p for p in query_phrases(query) if entity_key(p) not in linked and not set(entity_key(p).split()) <= covered
     ]
@@ -231,7 +237,7 @@ async def graph_ranking(
             seeds[chunk_node] = seeds.get(chunk_node, 0.0) + PASSAGE_SEED_WEIGHT * max(hit.score, 0.0) / top
     scores = await asyncio.to_thread(personalized_pagerank, graph, seeds)
     first = len(graph.entities)
-    chunk_scores = scores[first:]
+    chunk_scores = scores[first:] / np.power(np.maximum(graph.degree[first:], 1.0), DEGREE_DISCOUNT)
     order = np.argsort(-chunk_scores, kind="stable")[:depth]
     ranked = [(graph.chunks[i], float(chunk_scores[i])) for i in order if chunk_scores[i] > 0]
     known = {key for key, _ in ranked}
