@@ -98,18 +98,26 @@ def percentile(values: Sequence[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
 
 
-async def ingest(store, dataset: Dataset) -> tuple[str, float, int]:
+async def ingest(store, dataset: Dataset, suffix: str = "", **options) -> tuple[str, float, int]:
     """Recreate the dataset's knowledge base; (kb, seconds, chunks)."""
     from store import knowledge
 
-    kb = f"gb-{dataset.name}"
+    kb = f"gb-{dataset.name}{suffix}"
     if kb in [entry["name"] for entry in await knowledge.list_kbs(store)]:
         await knowledge.delete_kb(store, kb)
     await knowledge.create_kb(store, kb, f"multi-hop benchmark: {dataset.name}")
     await store.embeddings.aembed_query("load the model before timing")
     started = time.perf_counter()
-    results = await knowledge.ingest_texts(store, kb, dataset.documents)
+    results = await knowledge.ingest_texts(store, kb, dataset.documents, **options)
     return kb, time.perf_counter() - started, sum(r["chunks"] for r in results)
+
+
+def _no_graph_supported() -> bool:
+    import inspect
+
+    from store import knowledge
+
+    return "build_graph" in inspect.signature(knowledge.ingest_texts).parameters
 
 
 async def evaluate(store, kb: str, dataset: Dataset, strategies: Sequence[str]) -> dict:
@@ -149,6 +157,11 @@ def render(results: dict) -> str:
         lines.append(
             f"{name}: {result['documents']} documents, {result['chunks']} chunks, {result['questions']} questions; "
             f"ingest {result['ingest_seconds']:.1f} s"
+            + (
+                f" (without the graph, same run: {result['ingest_seconds_without_graph']:.1f} s)"
+                if result.get("ingest_seconds_without_graph")
+                else ""
+            )
         )
         lines.append(f"  {'group':<17} {'strategy':<8} {'n':>4} {'R@2':>6} {'R@5':>6} {'p50 ms':>8} {'p95 ms':>8}")
         report = result["report"]
@@ -163,19 +176,26 @@ def render(results: dict) -> str:
     return "\n".join(lines)
 
 
-async def run(datasets: Sequence[Dataset], strategies: Sequence[str]) -> dict:
+async def run(datasets: Sequence[Dataset], strategies: Sequence[str], baseline_ingest: bool = False) -> dict:
     os.environ["POSTGRES_SCHEMA"] = os.environ.get("GRAPH_BENCH_SCHEMA", "bench_graph")
     from store.postgres import store
 
     results = {}
     async with store() as pg_store:
         for dataset in datasets:
+            baseline = None
+            if baseline_ingest and _no_graph_supported():  # the same run, without the graph
+                base_kb, baseline, _ = await ingest(pg_store, dataset, "-nograph", build_graph=False)
+                from store import knowledge
+
+                await knowledge.delete_kb(pg_store, base_kb)
             kb, seconds, chunks = await ingest(pg_store, dataset)
             results[dataset.name] = {
                 "documents": len(dataset.documents),
                 "chunks": chunks,
                 "questions": len(dataset.cases),
                 "ingest_seconds": seconds,
+                "ingest_seconds_without_graph": baseline,
                 "report": await evaluate(pg_store, kb, dataset, strategies),
             }
             print(render({dataset.name: results[dataset.name]}), flush=True)
@@ -188,6 +208,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, help="folder with HippoRAG's hotpotqa/musique *_train*.json files")
     parser.add_argument("--datasets", default="bridge,hotpotqa", help=f"comma-separated, of {', '.join(DATASETS)}")
     parser.add_argument("--strategies", default=",".join(ALL_STRATEGIES))
+    parser.add_argument(
+        "--baseline-ingest",
+        action="store_true",
+        help="also time each dataset's ingest without the knowledge graph, in the same run",
+    )
     parser.add_argument("--json", type=Path, help="also write the results as JSON to this file")
     args = parser.parse_args(argv)
     from store.knowledge import STRATEGIES
@@ -203,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
             datasets.append(hippo_dataset(name, args.data))
         else:
             parser.error(f"unknown dataset {name!r}: use {', '.join(DATASETS)}")
-    results = asyncio.run(run(datasets, strategies))
+    results = asyncio.run(run(datasets, strategies, args.baseline_ingest))
     if args.json:
         args.json.write_text(json.dumps({"strategies": strategies, "results": results}, indent=2))
     return 0

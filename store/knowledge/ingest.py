@@ -71,6 +71,7 @@ async def _write_documents(
     documents: list[PreparedDocument],
     extractor: Extractor | None = None,
     progress: Progress | None = None,
+    build_graph: bool = True,
 ) -> list[dict]:
     """Replace each document's chunks in `kb`, skipping unchanged ones; batched across documents
     so the store embeds many chunks per call."""
@@ -116,7 +117,9 @@ async def _write_documents(
     await graph.index_chunks(
         store,
         kb,
-        [ChunkText(op.key, titles.get(op.key), op.value["content"]) for op in puts if op.value is not None],
+        [ChunkText(op.key, titles.get(op.key), op.value["content"]) for op in puts if op.value is not None]
+        if build_graph
+        else [],
         extractor,
         progress,
     )
@@ -136,6 +139,7 @@ async def _write_prepared(
     preparers: Iterable[Callable[[], PreparedDocument]],
     extractor: Extractor | None = None,
     progress: Progress | None = None,
+    build_graph: bool = True,
 ) -> list[dict]:
     """Prepare documents off the event loop and write them in groups of about GROUP_CHUNKS chunks."""
     results: list[dict] = []
@@ -146,10 +150,10 @@ async def _write_prepared(
         group.append(document)
         size += len(document.chunks)
         if size >= GROUP_CHUNKS or len(group) >= GROUP_DOCUMENTS:
-            results += await _write_documents(store, kb, group, extractor, progress)
+            results += await _write_documents(store, kb, group, extractor, progress, build_graph)
             group, size = [], 0
     if group:
-        results += await _write_documents(store, kb, group, extractor, progress)
+        results += await _write_documents(store, kb, group, extractor, progress, build_graph)
     return results
 
 
@@ -194,6 +198,7 @@ async def ingest_texts(
     chunk_overlap: int | None = None,
     extractor: Extractor | None = None,
     progress: Progress | None = None,
+    build_graph: bool = True,
 ) -> list[dict]:
     """Ingest many text documents at once: each a mapping {"text", "source", "title"?, "format"?,
     "date"?} (format "text" by default, or "markdown" / "html"; date: when the document was
@@ -202,7 +207,9 @@ async def ingest_texts(
 
     The chunks' entities and relations go to the knowledge base's graph (store/knowledge/graph.py):
     by `extractor` (a `ModelExtractor` over a chat model; default the offline extractor), with
-    `progress(done, total)` called as chunks are extracted.
+    `progress(done, total)` called as chunks are extracted; `build_graph=False` leaves the graph
+    out (a baseline for the ingest benchmark; such documents are found by graph search only
+    through the dense seeds).
 
     Returns one result per document, as ingest_text. Sources must be distinct within one call.
     """
@@ -229,6 +236,7 @@ async def ingest_texts(
         ),
         extractor,
         progress,
+        build_graph,
     )
     await refresh_stats(store, kb)
     return results
