@@ -216,7 +216,7 @@ class SettingsValues(BaseModel):
     )
     ROUTER_RETRIEVAL_AGENTS: CommaList = Field(
         ["hybrid_agent", "dense_agent", "keyword_agent"],
-        description="Retrieve-only worker types fanned out in parallel on the retrieval route (hybrid_agent, dense_agent, keyword_agent; env: comma-separated).",
+        description="Retrieve-only worker types fanned out in parallel on the retrieval route (hybrid_agent, dense_agent, keyword_agent, naive_rag_agent, graph_agent, fusion_agent; env: comma-separated); a multi-hop question also gets graph_agent and fusion_agent, first.",
     )
     ROUTER_TOP_K: int = Field(
         5, ge=1, le=50, description="Passages per worker, and sources kept after merging (default 5)."

@@ -34,6 +34,7 @@ from psycopg_pool.abc import ACT
 from settings import settings
 from store.embeddings import embeddings_spec, get_embeddings
 from store.knowledge.config import knowledge_config
+from store.knowledge.graph import ensure_graph_schema
 from store.sql import CHECKPOINT_COLUMNS, STORE_COLUMNS, StoreSQL
 
 if TYPE_CHECKING:
@@ -389,7 +390,7 @@ async def store() -> AsyncIterator[PostgresStore]:
     configured here from `EMBEDDINGS_MODEL`; opening fails (StoreIndexMismatch) when the index
     was built with another dimension or another model (`check_index_dims`, `check_index_model`).
     The SQL adapter checks the library's tables and creates the knowledge-base full-text table
-    (`kb_fulltext`) if needed. Expired items are deleted when the store opens and then every
+    (`kb_fulltext`) if needed, and migrates the knowledge graph's tables (store/knowledge/graph.py). Expired items are deleted when the store opens and then every
     `STORE_TTL_SWEEP_MINUTES` by a background task, stopped on exit (see `store_ttl_config`).
     """
     index = store_index_config()
@@ -401,6 +402,7 @@ async def store() -> AsyncIterator[PostgresStore]:
         await pg_store.setup()
         await pg_store.sql.check_tables(STORE_COLUMNS)
         await pg_store.sql.ensure_kb_fulltext(knowledge_config().text_search_config)
+        await ensure_graph_schema(pool)
         if ttl["sweep_interval_minutes"]:
             await pg_store.sweep_ttl()  # a server restarted often would otherwise never sweep
             await pg_store.start_ttl_sweeper()

@@ -49,6 +49,7 @@ def merge_runs(runs: list[dict], top_k: int) -> list[dict]:
                 "content": result.get("content") or "",
                 "score": round(score, 6),
                 "found_by": found_by[key],
+                **({"path": result["path"]} if result.get("path") else {}),
             }
         )
     return sources

@@ -40,7 +40,7 @@ from graphs.router import feedback as feedback_sink
 from graphs.router.citations import check_citations as check_answer_citations
 from graphs.router.context import RouterContext
 from graphs.router.evidence import extractive_answer, merge_runs, passages_text
-from graphs.router.intent import Guess, guess_route
+from graphs.router.intent import Guess, guess_route, is_multi_hop
 from graphs.router.prompts import (
     ANSWER_PROMPT,
     CLASSIFY_PROMPT,
@@ -54,7 +54,7 @@ from graphs.router.prompts import (
 )
 from graphs.router.protocol import GENERAL_KB, RouteDecision, worker_name_for
 from graphs.router.state import InputState, State
-from graphs.router.workers import get_worker
+from graphs.router.workers import MULTI_HOP_AGENTS, get_worker
 from graphs.runtime.events import emit
 from graphs.runtime.memory_schedule import remember_turn
 from graphs.runtime.models import ModelConfigError, ainvoke_with_retries, load_chat_model
@@ -290,6 +290,9 @@ async def worker_select(state: State, runtime: Runtime[RouterContext]) -> dict:
     plan: list[dict] = []
     if decision["route"] == "retrieval":
         agent_types = runtime.context.retrieval_agents
+        if cue := is_multi_hop(_question(state["messages"])):  # graph walk and fusion first
+            agent_types = [*MULTI_HOP_AGENTS, *(t for t in agent_types if t not in MULTI_HOP_AGENTS)]
+            decision["reason"] = f"{decision['reason']}; multi-hop cue {cue!r}: graph and fusion workers"
         decision["worker_name"] = worker_name_for(decision["kb_prefix"], agent_types[0])
         plan = [{"agent_type": t, "worker_name": worker_name_for(decision["kb_prefix"], t)} for t in agent_types]
     else:
@@ -351,6 +354,16 @@ async def retrieve(task: WorkerTask, runtime: Runtime[RouterContext], config: Ru
             runtime.store, task["query"], thread_id=thread_id, top_k=runtime.context.retrieval_top_k
         )
         run.update(status="success", retrieval_results=result["retrieval_results"], error=None)
+        if any(item.get("path") for item in result["retrieval_results"]):  # how the graph reached each passage
+            emit(
+                "evidence",
+                worker_name=task["worker_name"],
+                agent_type=task["agent_type"],
+                paths=[
+                    {"id": item["id"], "title": item.get("title"), "source": item["source"], "path": item["path"]}
+                    for item in result["retrieval_results"]
+                ],
+            )
     except Exception as exc:
         error = str(exc) or type(exc).__name__
         run.update(status="error", retrieval_results=[], error=error)

@@ -111,6 +111,23 @@ PLAN_CUES = (
     r"\bmulti[- ]step\b",
     r"\bfirst\b.+\bthen\b.+\bfinally\b",
 )
+# Questions whose evidence spans documents linked by an entity: a relation of something the
+# question only describes ("the founder of X", "the town where Y was born"), or a comparison.
+MULTI_HOP_CUES = (
+    r"\bthe (\w+ ){0,2}(founder|director|author|creator|owner|producer|composer|spouse|wife|husband|"
+    r"father|mother|son|daughter|birthplace|hometown|headquarters|capital|leader|publisher|manufacturer|"
+    r"singer|writer|star|designer|architect|coach|president|members?) of (the )?[\w'-]+( [\w'-]+){0,4} "
+    r"(born|die|died|located|based|founded|made|published|released|married|flows?|live[sd]?|work(ed|s)?|"
+    r"studied|educated|play(ed|s)?|formed|built|named)\b",
+    r"\b(through|in|of|near|from) the (town|city|country|place|company|film|band|university|school|person) "
+    r"(where|that|which|who|whose)\b",
+    r"\bthe (\w+ ){0,2}of the (\w+ ){0,2}(that|which|who|whose|where)\b",
+    r"\b(both|the same)\b.*\?",
+    r"\bwhich\b[^?]*\b\w+ or [A-Z]",
+    r"\bthe (woman|man|person|actor|actress|singer|player|company|film|band|group|team|city|town) "
+    r"(who|that|which|whose)\b",
+    r"\b(flows?|runs?|located|lies|born|died) (through|in|at|near) the (birthplace|hometown|headquarters|capital) of\b",
+)
 GREETING = re.compile(r"^\s*(hi|hello|hey|thanks|thank you|good (morning|evening|afternoon))\b[\s!.,]*$", re.I)
 
 
@@ -178,3 +195,9 @@ def guess_route(message: str, kbs: list[dict]) -> Guess:
     if not kbs:
         return Guess("general", "", 0.5, "no cue, and no knowledge base exists")
     return Guess("general", "", 0.3, "no knowledge base or tool cue matched")
+
+
+def is_multi_hop(message: str) -> str | None:
+    """The cue that marks `message` as a multi-hop question (its answer needs documents linked
+    through an entity the question never names, or two documents compared), else None."""
+    return _matches(MULTI_HOP_CUES, message)

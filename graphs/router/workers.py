@@ -69,8 +69,19 @@ def worker_types() -> list[str]:
     return sorted(_TYPES)
 
 
-for _type, _strategy in (("hybrid_agent", "hybrid"), ("dense_agent", "dense"), ("keyword_agent", "keyword")):
+for _type, _strategy in (
+    ("hybrid_agent", "hybrid"),
+    ("dense_agent", "dense"),
+    ("keyword_agent", "keyword"),
+    ("naive_rag_agent", "dense"),  # the design's name for plain dense retrieval
+    ("graph_agent", "graph"),  # knowledge-graph walk; results carry the entity `path`
+    ("fusion_agent", "fusion"),  # dense, keyword and graph fused
+):
     register_worker_type(_type, functools.partial(KnowledgeWorker, strategy=_strategy))
+
+
+MULTI_HOP_AGENTS = ("fusion_agent", "graph_agent")
+"""The worker types the router puts first for a multi-hop question (graphs/router/intent.py)."""
 
 
 def instance_key(kb_prefix: str, agent_type: str, agent_mode: str = AGENT_MODE) -> str:

@@ -42,6 +42,7 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     ),
     "progress": ("stage", "completed", "total", "agent_type", "retrieval_count", "error"),
     "worker_failed": ("worker_name", "agent_type", "error", "error_type"),
+    "evidence": ("worker_name", "agent_type", "paths"),
     "router_error": ("stage", "error"),
     "conversation_cleared": ("removed_messages",),
     "feedback_recorded": ("run_id", "score", "sink"),

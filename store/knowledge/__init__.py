@@ -20,7 +20,9 @@ own table `kb_fulltext` (one tsvector per chunk, GIN-indexed, written on ingest 
 other stores (InMemoryStore in unit tests and evals) `keyword_fallback.py` ranks in process.
 
 Modules by job: `config` (constants, KB_* settings), `registry` (names, create/list/get/delete),
-`parse` (parsing and chunking), `ingest`, `search` (dense, keyword, hybrid, retrieve),
+`parse` (parsing and chunking), `ingest`, `search` (dense, keyword, hybrid, retrieve), `extract` (entities and relations of chunks),
+`graph` (the knowledge graph: tables, ingest, delete, your own triples), `graph_search` (graph
+walk, fusion),
 `keyword_fallback` (in-process BM25).
 """
 
@@ -39,6 +41,9 @@ from store.knowledge.config import (
     KnowledgeConfig,
     knowledge_config,
 )
+from store.knowledge.extract import ModelExtractor, OfflineExtractor, entity_key, offline_extract
+from store.knowledge.graph import insert_triples
+from store.knowledge.graph_search import fusion_search, graph_search
 from store.knowledge.ingest import ingest_bytes, ingest_path, ingest_text, ingest_texts
 from store.knowledge.keyword_fallback import bm25_rank, tokenize
 from store.knowledge.parse import (
@@ -75,9 +80,12 @@ from store.knowledge.search import (
     dense_search,
     hybrid_search,
     keyword_search,
+    per_document,
     reciprocal_rank_fusion,
     retrieve,
 )
+
+SEARCHES.update(graph=graph_search, fusion=fusion_search)
 
 __all__ = [
     "BM25_B",
@@ -97,6 +105,8 @@ __all__ = [
     "KBExistsError",
     "KBUnknownError",
     "KnowledgeConfig",
+    "ModelExtractor",
+    "OfflineExtractor",
     "PreparedDocument",
     "bm25_rank",
     "chunk_id",
@@ -109,19 +119,25 @@ __all__ = [
     "dense_search",
     "document_key",
     "document_namespace",
+    "entity_key",
     "format_for",
+    "fusion_search",
     "get_kb",
+    "graph_search",
     "html_to_markdown",
     "hybrid_search",
     "ingest_bytes",
     "ingest_path",
     "ingest_text",
     "ingest_texts",
+    "insert_triples",
     "is_shared",
     "keyword_search",
     "knowledge_config",
     "list_kbs",
+    "offline_extract",
     "pdf_pages",
+    "per_document",
     "prepare_bytes",
     "prepare_text",
     "readable_by",

@@ -17,6 +17,7 @@ from langgraph.store.base import BaseStore, GetOp, Item, PutOp
 
 from store.clean import strip_nul
 from store.dates import parse_date, stamp
+from store.knowledge import graph
 from store.knowledge.config import (
     FORMAT_BY_EXTENSION,
     GROUP_CHUNKS,
@@ -25,6 +26,7 @@ from store.knowledge.config import (
     TEXT_FORMATS,
     knowledge_config,
 )
+from store.knowledge.extract import ChunkText, Extractor
 from store.knowledge.parse import PreparedDocument, format_for, prepare_bytes, prepare_text, text_splitter
 from store.knowledge.registry import (
     chunk_id,
@@ -36,6 +38,8 @@ from store.knowledge.registry import (
     refresh_stats,
 )
 from store.sql import adapter_for
+
+Progress = Callable[[int, int], None]
 
 
 def _fingerprint(values: list[dict]) -> str:
@@ -61,7 +65,14 @@ def _chunk_values(kb: str, document: PreparedDocument) -> list[dict]:
     )
 
 
-async def _write_documents(store: BaseStore, kb: str, documents: list[PreparedDocument]) -> list[dict]:
+async def _write_documents(
+    store: BaseStore,
+    kb: str,
+    documents: list[PreparedDocument],
+    extractor: Extractor | None = None,
+    progress: Progress | None = None,
+    build_graph: bool = True,
+) -> list[dict]:
     """Replace each document's chunks in `kb`, skipping unchanged ones; batched across documents
     so the store embeds many chunks per call."""
     namespace, docs = chunk_namespace(kb), document_namespace(kb)
@@ -101,17 +112,34 @@ async def _write_documents(store: BaseStore, kb: str, documents: list[PreparedDo
         await adapter.index_kb_chunks(
             kb, [(op.key, op.value["content"]) for op in puts if op.value is not None], config
         )
+    # the graph of the written chunks, then without the stale ones (see store/knowledge/graph.py)
+    titles = {chunk_id(kb, d.source, c.position): d.title or d.source for d in documents for c in d.chunks}
+    await graph.index_chunks(
+        store,
+        kb,
+        [ChunkText(op.key, titles.get(op.key), op.value["content"]) for op in puts if op.value is not None]
+        if build_graph
+        else [],
+        extractor,
+        progress,
+    )
     if stale:
         await store.abatch(stale)
         if adapter is not None:
             await adapter.unindex_kb_chunks(kb, [op.key for op in stale])
+        await graph.unindex_chunks(store, kb, [op.key for op in stale])
     if records:
         await store.abatch(records)
     return results
 
 
 async def _write_prepared(
-    store: BaseStore, kb: str, preparers: Iterable[Callable[[], PreparedDocument | None]]
+    store: BaseStore,
+    kb: str,
+    preparers: Iterable[Callable[[], PreparedDocument | None]],
+    extractor: Extractor | None = None,
+    progress: Progress | None = None,
+    build_graph: bool = True,
 ) -> list[dict]:
     """Prepare documents off the event loop and write them in groups of about GROUP_CHUNKS chunks
     (a preparer returning None has nothing to write)."""
@@ -125,10 +153,10 @@ async def _write_prepared(
         group.append(document)
         size += len(document.chunks)
         if size >= GROUP_CHUNKS or len(group) >= GROUP_DOCUMENTS:
-            results += await _write_documents(store, kb, group)
+            results += await _write_documents(store, kb, group, extractor, progress, build_graph)
             group, size = [], 0
     if group:
-        results += await _write_documents(store, kb, group)
+        results += await _write_documents(store, kb, group, extractor, progress, build_graph)
     return results
 
 
@@ -171,11 +199,20 @@ async def ingest_texts(
     *,
     chunk_size: int | None = None,
     chunk_overlap: int | None = None,
+    extractor: Extractor | None = None,
+    progress: Progress | None = None,
+    build_graph: bool = True,
 ) -> list[dict]:
     """Ingest many text documents at once: each a mapping {"text", "source", "title"?, "format"?,
     "date"?} (format "text" by default, or "markdown" / "html"; date: when the document was
     written or said, ISO 8601 or a datetime, kept on its chunks so hybrid search can favour the
     documents of a time range the query names). Chunks are embedded in large batches.
+
+    The chunks' entities and relations go to the knowledge base's graph (store/knowledge/graph.py):
+    by `extractor` (a `ModelExtractor` over a chat model; default the offline extractor), with
+    `progress(done, total)` called as chunks are extracted; `build_graph=False` leaves the graph
+    out (a baseline for the ingest benchmark; such documents are found by graph search only
+    through the dense seeds).
 
     Returns one result per document, as ingest_text. Sources must be distinct within one call.
     """
@@ -200,6 +237,9 @@ async def ingest_texts(
             )
             for d, source, date in zip(documents, sources, dates, strict=False)
         ),
+        extractor,
+        progress,
+        build_graph,
     )
     await refresh_stats(store, kb)
     return results
@@ -216,6 +256,8 @@ async def ingest_text(
     date: str | datetime | None = None,
     chunk_size: int | None = None,
     chunk_overlap: int | None = None,
+    extractor: Extractor | None = None,
+    progress: Progress | None = None,
 ) -> dict:
     """Chunk and store one text document (format "text", "markdown" or "html") in `kb`; `date`
     as in ingest_texts.
@@ -225,7 +267,15 @@ async def ingest_text(
     deleted)}. Raises KBUnknownError if `kb` does not exist.
     """
     document = {"text": text, "source": source, "title": title, "format": format, "date": date}
-    (result,) = await ingest_texts(store, kb, [document], chunk_size=chunk_size, chunk_overlap=chunk_overlap)
+    (result,) = await ingest_texts(
+        store,
+        kb,
+        [document],
+        chunk_size=chunk_size,
+        chunk_overlap=chunk_overlap,
+        extractor=extractor,
+        progress=progress,
+    )
     return result
 
 
@@ -240,6 +290,8 @@ async def ingest_bytes(
     date: str | datetime | None = None,
     chunk_size: int | None = None,
     chunk_overlap: int | None = None,
+    extractor: Extractor | None = None,
+    progress: Progress | None = None,
 ) -> dict:
     """Chunk and store one document given as bytes: "pdf", or UTF-8 "text"/"markdown"/"html";
     `date` as in ingest_texts.
@@ -253,7 +305,11 @@ async def ingest_bytes(
     await get_kb(store, kb)
     chunking = _chunking(chunk_size, chunk_overlap)
     (result,) = await _write_prepared(
-        store, kb, [_dated(functools.partial(prepare_bytes, data, source, title, format, chunking), checked_date)]
+        store,
+        kb,
+        [_dated(functools.partial(prepare_bytes, data, source, title, format, chunking), checked_date)],
+        extractor,
+        progress,
     )
     await refresh_stats(store, kb)
     return result
@@ -303,6 +359,8 @@ async def ingest_path(
     *,
     chunk_size: int | None = None,
     chunk_overlap: int | None = None,
+    extractor: Extractor | None = None,
+    progress: Progress | None = None,
 ) -> dict:
     """Ingest a file, or every supported file under a folder (recursive; hidden entries ignored).
 
@@ -319,6 +377,8 @@ async def ingest_path(
     chunking = _chunking(chunk_size, chunk_overlap)
     files, skipped = _files_under(root.resolve())
     failed: list[dict] = []
-    documents = await _write_prepared(store, kb, (_prepare_or_note(f, chunking, failed) for f in files))
+    documents = await _write_prepared(
+        store, kb, (_prepare_or_note(f, chunking, failed) for f in files), extractor, progress
+    )
     await refresh_stats(store, kb)
     return {"kb": kb, "documents": documents, "skipped": [str(p) for p in skipped], "failed": failed}

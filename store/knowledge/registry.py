@@ -206,6 +206,9 @@ async def delete_kb(store: BaseStore, name: str) -> dict:
     adapter = adapter_for(store)
     if adapter is not None:
         await adapter.unindex_kb_chunks(name)
+    from store.knowledge.graph import drop_graph
+
+    await drop_graph(store, name)
     documents = await _delete_namespace(store, document_namespace(name))
     await store.adelete(REGISTRY_NAMESPACE, name)
     return {"name": name, "documents": documents, "chunks": chunks}

@@ -6,10 +6,10 @@ searches embed the query without the names most chunks hold (`common_names`, sto
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from langgraph.store.base import BaseStore, GetOp, Item
 
@@ -29,6 +29,7 @@ from store.knowledge.registry import chunk_namespace, get_kb, search_all
 from store.names import capitalised_words, mentions, without_names
 from store.sql import adapter_for
 
+T = TypeVar("T")
 IN_PROCESS_DATED_SCAN = 10_000  # chunks scanned for a date range on stores without SQL (tests, evals)
 
 
@@ -69,11 +70,24 @@ async def _dense_hits(
     return [Hit(item.key, dict(item.value), float(item.score or 0.0)) for item in items if item.score is not None]
 
 
+def per_document(ranked: Sequence[T], source: Callable[[T], str]) -> list[T]:
+    """`ranked` with each document's best chunk first, in order, then the other chunks in order:
+    documents compete, not chunks (the chunks of one long document cannot crowd out the others)."""
+    seen: set[str] = set()
+    first: list[T] = []
+    rest: list[T] = []
+    for item in ranked:
+        key = source(item)
+        (rest if key in seen else first).append(item)
+        seen.add(key)
+    return first + rest
+
+
 def _distinct(hits: list[Hit], top_k: int) -> list[Hit]:
-    """The first `top_k` hits with each chunk text once."""
+    """The first `top_k` hits with each chunk text once, one chunk per document before any second."""
     by_id = {hit.id: hit for hit in hits}
     kept = distinct_texts([(hit.id, hit.score) for hit in hits], {hit.id: hit.value["content"] for hit in hits})
-    return [by_id[doc_id] for doc_id, _ in kept[:top_k]]
+    return per_document([by_id[doc_id] for doc_id, _ in kept], lambda hit: hit.value["source"])[:top_k]
 
 
 async def _keyword_hits(store: BaseStore, kb: str, entry: dict, query: str, limit: int) -> list[Hit]:
@@ -306,7 +320,7 @@ async def hybrid_search(
     signals = await gather_signals(
         store, kb, entry, query, _candidate_depth(top_k), now or datetime.now(UTC), config.time_weight
     )
-    ranked = rank(signals, weight, config.time_weight, config.name_weight)
+    ranked = per_document(rank(signals, weight, config.time_weight, config.name_weight), lambda p: p[0].value["source"])
     return _result(kb, query, "hybrid", ranked[:top_k])
 
 
@@ -322,7 +336,7 @@ async def retrieve(
     top_k: int = 5,
     reader: str | None = None,
 ) -> dict[str, Any]:
-    """Search `kb` with one strategy ("dense", "keyword" or "hybrid") and return the retrieve-only
+    """Search `kb` with one strategy ("dense", "keyword", "hybrid", "graph" or "fusion") and return the retrieve-only
     contract {"context", "retrieval_results", "reference"} (plus "kb", "query", "strategy"), for
     the user `reader` (their own and the shared knowledge bases; None: any, see `readable_by`).
 

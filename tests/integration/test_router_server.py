@@ -338,3 +338,41 @@ async def test_a_chat_message_answers_a_sub_agents_plan_approval_on_the_router_t
     await alice.runs.wait(thread, "router", input=user(f"{k} compute 6*7 again"), context=context)
     final = await alice.runs.wait(thread, "router", command={"resume": {"action": "approve"}}, context=context)
     assert final["messages"][-1]["content"] == "Still 42."
+
+
+async def test_graph_worker_by_name_and_multi_hop_questions_to_graph_and_fusion(dev_server, openai_server, kb):
+    alice = dev_server.client("alice")
+    k = key()
+    openai_server.script(k, [{"content": "The keeper starts the diaphone [1]."}] * 2)
+    thread = await alice.threads.create()
+    # a worker named `{kb}:graph_agent:retrieve_only` answers through the router
+    _, parts = await stream(
+        alice,
+        thread["thread_id"],
+        user(f"{k} What does the Skerryvore keeper start in fog?"),
+        context={"kb": kb, "retrieval_agents": ["graph_agent"]},
+    )
+    [decision] = custom(parts, "route_decided")
+    assert decision["worker_name"] == f"{kb}:graph_agent:retrieve_only"
+    state = (await alice.threads.get_state(thread["thread_id"]))["values"]
+    assert [
+        (e["agent_type"], e["status"], e["error"]) for e in state["execution_log"] if e.get("node") == "retrieve"
+    ] == [("graph_agent", "success", None)]
+    assert state["sources"][0]["source"].endswith("lighthouse.txt")
+    [evidence] = custom(parts, "evidence")
+    assert evidence["agent_type"] == "graph_agent" and evidence["paths"][0]["path"] == ["Skerryvore"]
+    # a multi-hop question goes to the fusion and graph workers first, beside the configured ones
+    _, parts = await stream(
+        alice,
+        thread["thread_id"],
+        user(f"{k} Do both the Skerryvore keeper and the greenhouse guide mention a pump?"),
+        context={"kb": kb},
+    )
+    [decision] = custom(parts, "route_decided")
+    assert decision["worker_name"] == f"{kb}:fusion_agent:retrieve_only" and "multi-hop" in decision["reason"]
+    state = (await alice.threads.get_state(thread["thread_id"]))["values"]
+    agents = {e["agent_type"]: e["status"] for e in state["execution_log"][-5:] if e.get("node") == "retrieve"}
+    assert agents == dict.fromkeys(
+        ("fusion_agent", "graph_agent", "hybrid_agent", "dense_agent", "keyword_agent"), "success"
+    )
+    assert any(s.get("path") for s in state["sources"])

@@ -17,6 +17,7 @@ from langgraph.types import Command
 import graphs.router.graph as router
 from graphs.router import feedback as feedback_sink
 from graphs.router.context import RouterContext
+from graphs.router.intent import is_multi_hop
 from graphs.router.workers import KnowledgeWorker, register_worker_type
 from graphs.runtime.models import ModelConfigError
 from store import knowledge, memory
@@ -413,8 +414,26 @@ async def test_sub_agent_node_mirrors_summarized_history_back_to_the_router():
 
 
 def test_context_refuses_unknown_worker_types():
-    with pytest.raises(ValueError, match="retrieval_agents.*graph_agent.*worker types: dense_agent"):
-        RouterContext(retrieval_agents=["graph_agent"])
+    with pytest.raises(ValueError, match="retrieval_agents.*movie_agent.*worker types: dense_agent"):
+        RouterContext(retrieval_agents=["movie_agent"])
+    assert RouterContext(retrieval_agents=["graph_agent", "fusion_agent"]).retrieval_agents[0] == "graph_agent"
+
+
+@pytest.mark.parametrize(
+    ("question", "multi_hop"),
+    [
+        ("In which town was the founder of Prajor Dynamics born?", True),
+        ("Which river flows through the birthplace of Edda Delkel?", True),
+        ("Were Scott Derrickson and Ed Wood of the same nationality?", True),
+        ("What government position was held by the woman who portrayed Corliss Archer in Kiss and Tell?", True),
+        ("Which magazine was started first Arthur's Magazine or First for Women?", True),
+        ("What does fault code ZX-4480 mean?", False),
+        ("What is the capital of France?", False),
+        ("What did Edda Delkel study?", False),
+    ],
+)
+def test_multi_hop_questions_are_recognised(question, multi_hop):
+    assert bool(is_multi_hop(question)) is multi_hop
 
 
 # --- fan-out, failures, citations, extractive ----------------------------------------------

@@ -56,8 +56,8 @@ def test_workers_are_cached_per_instance_key_never_per_session():
     assert get_worker("edu:keyword_agent:retrieve_only").strategy == "keyword"
     assert instance_key("edu", "hybrid_agent") in cached_instances()
     assert all(key.count(":") == 2 for key in cached_instances())
-    with pytest.raises(ValueError, match="Unknown agent_type 'graph_agent'.*hybrid_agent"):
-        get_worker("edu:graph_agent:retrieve_only")
+    with pytest.raises(ValueError, match="Unknown agent_type 'movie_agent'.*fusion_agent.*graph_agent"):
+        get_worker("edu:movie_agent:retrieve_only")
     with pytest.raises(ValueError, match="names no knowledge base"):
         get_worker("hybrid_agent")
 
@@ -134,3 +134,11 @@ def test_extractive_answer_lists_top_passages_with_sources():
     text = extractive_answer(sources, "Extracted:", "nothing", limit=2)
     assert text.startswith("Extracted:") and "[1] A (/d/a.md)" in text and "[2] B" in text and "[3]" not in text
     assert extractive_answer([], "Extracted:", "nothing") == "nothing"
+
+
+def test_graph_naive_rag_and_fusion_workers_exist():
+    strategies = {
+        agent_type: get_worker(f"movie:{agent_type}:retrieve_only").strategy
+        for agent_type in ("graph_agent", "naive_rag_agent", "fusion_agent")
+    }
+    assert strategies == {"graph_agent": "graph", "naive_rag_agent": "dense", "fusion_agent": "fusion"}

@@ -1,0 +1,229 @@
+"""The knowledge graph of a knowledge base on InMemoryStore: extraction (offline and by a scripted
+model), entity resolution, the walk, graph and fusion retrieval with entity paths, consistency
+after re-ingest and delete, your own triples, and documents (not chunks) competing."""
+
+from __future__ import annotations
+
+import pytest
+from langgraph.store.memory import InMemoryStore
+
+from store import knowledge
+from store.embeddings import get_embeddings
+from store.knowledge.extract import ChunkText, ModelExtractor, entity_key, offline_extract
+from store.knowledge.graph import MemoryGraph
+from store.knowledge.graph_search import _graph, entity_paths, personalized_pagerank
+from tests.fakes import ScriptedChatModel
+
+# Two hops: the question names the company; the founder's page never names it.
+DOCUMENTS = [
+    {
+        "source": "doc:company",
+        "title": "Prajor Dynamics",
+        "text": "Prajor Dynamics is a manufacturer of precision sensors. Prajor Dynamics was founded in 1964 "
+        "by Edda Delkel. The company later opened a training school for machinists.",
+    },
+    {
+        "source": "doc:founder",
+        "title": "Edda Delkel",
+        "text": "Edda Delkel (born 1931) is an entrepreneur and engineer. Edda Delkel was born in Morvenholm "
+        "and studied chemistry at the Ostvel Institute. Colleagues remember a patient manager.",
+    },
+    *[
+        {
+            "source": f"doc:person-{i}",
+            "title": name,
+            "text": f"{name} (born 19{40 + i}) is an entrepreneur and engineer. {name} was born in {town} and "
+            f"studied law at the {school} Institute. Colleagues remember a patient manager.",
+        }
+        for i, (name, town, school) in enumerate(
+            [
+                ("Tomas Vorkel", "Sarford", "Belmar"),
+                ("Ingrid Halnor", "Zanburg", "Quelros"),
+                ("Oskar Mokdel", "Ulstad", "Tovar"),
+            ]
+        )
+    ],
+]
+
+
+def new_store() -> InMemoryStore:
+    return InMemoryStore(index={"dims": 384, "embed": get_embeddings(), "fields": ["content"]})
+
+
+async def ingested(**kwargs) -> InMemoryStore:
+    store = new_store()
+    await knowledge.create_kb(store, "kg")
+    await knowledge.ingest_texts(store, "kg", DOCUMENTS, **kwargs)
+    return store
+
+
+def test_offline_extraction_finds_names_title_and_co_occurrences():
+    extraction = offline_extract(
+        ChunkText(
+            "k",
+            "Arquel Mills",
+            "Arquel Mills makes barges. Colleagues remember Jarek Marost of the Bank of England. "
+            "Marost moved to Sarford. Several workshops closed.",
+        )
+    )
+    # the title is an entity; "Colleagues" and "Several" open sentences and name nothing;
+    # the lone "Marost" resolves to the full name it shortens
+    assert extraction.entities == ["Arquel Mills", "Jarek Marost", "Bank of England", "Sarford"]
+    assert ("Jarek Marost", "co_occurs", "Bank of England") in extraction.triples
+    assert ("Jarek Marost", "co_occurs", "Sarford") in extraction.triples
+    assert ("Arquel Mills", "mentions", "Sarford") in extraction.triples
+
+
+def test_entity_resolution_merges_surface_forms():
+    forms = ["Lilu (mythology)", "lilu", "LILU", "The Lilu", "Lilu's"]
+    assert {entity_key(form) for form in forms} == {"lilu"}
+    assert entity_key("Café Zürich") == entity_key("Cafe Zurich")
+    assert entity_key("Lilu") != entity_key("Lilith")
+
+
+async def test_model_extraction_is_batched_bounded_cached_and_reports_progress():
+    graph_call = {
+        "name": "_BatchGraph",
+        "args": {
+            "chunks": [
+                {
+                    "index": 0,
+                    "entities": ["Prajor Dynamics", "Edda Delkel"],
+                    "triples": [{"head": "Edda Delkel", "relation": "founded", "tail": "Prajor Dynamics"}],
+                },
+                {"index": 1, "entities": ["Morvenholm"], "triples": []},
+            ]
+        },
+    }
+    model = ScriptedChatModel(responses=[{"tool_calls": [graph_call]}])
+    extractor = ModelExtractor(model, batch_size=2, max_chunks=2)
+    chunks = [
+        ChunkText("a", "Prajor Dynamics", "Prajor Dynamics was founded by Edda Delkel."),
+        ChunkText("b", "Morvenholm", "Morvenholm is a town."),
+        ChunkText("c", "Sarford", "Sarford lies on the Belmar river."),  # over the bound: offline
+    ]
+    seen: list[tuple[int, int]] = []
+    results = await extractor.extract(chunks, lambda done, total: seen.append((done, total)))
+    assert len(model.calls) == 1  # one batch of two, the third chunk beyond max_chunks
+    assert results[0].triples == [("Edda Delkel", "founded", "Prajor Dynamics")]
+    assert results[1].entities == ["Morvenholm"]
+    assert results[2].entities == offline_extract(chunks[2]).entities
+    assert seen[-1] == (3, 3)
+    again = await extractor.extract(chunks[:2])  # cached by chunk hash: no second call
+    assert len(model.calls) == 1 and again[0].triples == results[0].triples
+
+
+async def test_ingest_with_a_model_extractor_builds_the_graph_from_its_triples():
+    store = new_store()
+    await knowledge.create_kb(store, "kg")
+    call = {
+        "name": "_BatchGraph",
+        "args": {
+            "chunks": [
+                {
+                    "index": 0,
+                    "entities": ["Zorbel"],
+                    "triples": [{"head": "Zorbel", "relation": "invented", "tail": "the Quillon Engine"}],
+                }
+            ]
+        },
+    }
+    extractor = ModelExtractor(ScriptedChatModel(responses=[{"tool_calls": [call]}]))
+    await knowledge.ingest_text(store, "kg", "zorbel built an engine.", "doc:z", "Notes", extractor=extractor)
+    data = await MemoryGraph(store).load("kg")
+    assert ("zorbel", "invented", "quillon engine") in [(h, r, t) for _, h, r, t in data.relations]
+    assert {"notes", "zorbel", "quillon engine"} <= set(data.names)
+
+
+async def test_graph_walk_reaches_the_second_document_and_shows_the_path():
+    store = await ingested()
+    question = "In which town was the founder of Prajor Dynamics born?"
+    graph = await knowledge.retrieve(store, "kg", question, strategy="graph", top_k=2)
+    by_source = {r["source"]: r for r in graph["retrieval_results"]}
+    assert set(by_source) == {"doc:company", "doc:founder"}
+    assert by_source["doc:founder"]["path"] == ["Prajor Dynamics", "Edda Delkel"]
+    dense = await knowledge.retrieve(store, "kg", question, strategy="dense", top_k=2)
+    assert "doc:founder" not in {r["source"] for r in dense["retrieval_results"]}
+    fusion = await knowledge.retrieve(store, "kg", question, strategy="fusion", top_k=3)
+    assert "doc:founder" in {r["source"] for r in fusion["retrieval_results"]}
+    assert set(fusion["retrieval_results"][0]["ranks"]) == {"dense", "keyword", "graph"}
+
+
+async def test_personalized_pagerank_spreads_from_the_seed_along_edges():
+    store = await ingested()
+    graph = await _graph(store, "kg")
+    seed = graph.index["prajor dynamics"]
+    scores = personalized_pagerank(graph, {seed: 1.0})
+    assert scores.sum() == pytest.approx(1.0, abs=1e-3)
+    founder_chunk = next(
+        i
+        for key, i in graph.index.items()
+        if key.startswith("chunk:")
+        and i in graph.neighbours[graph.index["edda delkel"]]
+        and i not in graph.neighbours[seed]
+    )
+    other_chunks = [graph.index[k] for k in graph.index if k.startswith("chunk:")]
+    assert scores[founder_chunk] > min(scores[i] for i in other_chunks)
+    paths = entity_paths(graph, [seed], {founder_chunk})
+    assert paths[founder_chunk] == ["Prajor Dynamics", "Edda Delkel"]
+
+
+async def test_reingest_and_delete_keep_the_graph_consistent():
+    store = await ingested()
+    graph = MemoryGraph(store)
+    assert "morvenholm" in (await graph.load("kg")).names
+    changed = {**DOCUMENTS[1], "text": "Edda Delkel was born in Quarnby and studied law."}
+    await knowledge.ingest_texts(store, "kg", [changed])
+    names = (await graph.load("kg")).names
+    assert "quarnby" in names and "morvenholm" not in names and "ostvel institute" not in names
+    # fewer chunks on re-ingest: the stale chunk's links go with it
+    await knowledge.ingest_texts(
+        store,
+        "kg",
+        [{**DOCUMENTS[0], "text": " ".join(f"Filler{i} word{i}." for i in range(120))}],
+        chunk_size=200,
+        chunk_overlap=0,
+    )
+    await knowledge.ingest_texts(store, "kg", [{**DOCUMENTS[0], "text": "Prajor Dynamics makes sensors."}])
+    data = await graph.load("kg")
+    chunk_keys = {item.key for item in await store.asearch(("kb", "kg"), limit=100)}
+    assert {chunk for chunk, _ in data.mentions} <= chunk_keys
+    await knowledge.delete_kb(store, "kg")
+    assert (await graph.load("kg")).names == {}
+
+
+async def test_inserted_triples_link_entities_the_walk_crosses():
+    store = await ingested()
+    with pytest.raises(ValueError, match="three non-empty strings"):
+        await knowledge.insert_triples(store, "kg", [("Tomas Vorkel", "mentored")])
+    with pytest.raises(knowledge.KBUnknownError):
+        await knowledge.insert_triples(store, "nope", [("a", "b", "c")])
+    question = "Who did the mentor of Oskar Mokdel study with?"
+    before = await knowledge.retrieve(store, "kg", question, strategy="graph", top_k=2)
+    assert not any("Tomas Vorkel" in r["path"] for r in before["retrieval_results"])
+    assert await knowledge.insert_triples(store, "kg", [("Tomas Vorkel", "mentored", "Oskar Mokdel")]) == {
+        "entities": 2,
+        "relations": 1,
+    }
+    after = await knowledge.retrieve(store, "kg", question, strategy="graph", top_k=2)
+    found = {r["source"]: r["path"] for r in after["retrieval_results"]}
+    assert found.get("doc:person-0") == ["Oskar Mokdel", "Tomas Vorkel"]
+
+
+async def test_documents_not_chunks_compete_in_every_strategy():
+    store = new_store()
+    await knowledge.create_kb(store, "long")
+    long_text = " ".join(f"Section {i}: the pressure valve of the pump is checked weekly." for i in range(60))
+    await knowledge.ingest_texts(
+        store,
+        "long",
+        [
+            {"source": "doc:long", "title": "Pump manual", "text": long_text},
+            {"source": "doc:short", "title": "Valve note", "text": "The pump's pressure valve is replaced yearly."},
+        ],
+        chunk_size=200,
+        chunk_overlap=0,
+    )
+    for strategy in knowledge.STRATEGIES:
+        result = await knowledge.retrieve(store, "long", "pressure valve of the pump", strategy=strategy, top_k=2)
+        assert {r["source"] for r in result["retrieval_results"]} == {"doc:long", "doc:short"}, strategy
