@@ -267,23 +267,20 @@ async def upload_documents(
 ) -> dict:
     """Ingest uploaded files (multipart field `files`, one or more; optional field `date`: when
     they were written, so hybrid search can favour them for queries naming that time);
-    re-uploading a file name replaces that document."""
+    re-uploading a file name replaces that document. All or none: an unsupported file, a file
+    too big or a request over the ingest quota is refused before any file is written."""
     store = await kb_service.server_store()
     with _kb_errors():
         await kb_service.writable_kb(store, _user(request), _kb_path(name))
-        documents = []
+        uploads = []
         for upload in files:
-            data = await upload.read()
             filename = upload.filename or "upload"
             if knowledge.format_for(filename) is None and knowledge.format_for(media_type=upload.content_type) is None:
                 raise ApiError(
                     "UNSUPPORTED_FILE_TYPE", f"{filename}: upload .txt, .md, .html or .pdf files.", {"file": filename}
                 )
-            documents.append(
-                await kb_service.ingest_upload(
-                    store, name, filename, data, upload.content_type, date=date, user=_user(request)
-                )
-            )
+            uploads.append((filename, await upload.read(), upload.content_type))
+        documents = await kb_service.ingest_uploads(store, name, uploads, date=date, user=_user(request))
         return {"kb": await knowledge.get_kb(store, name), "documents": documents}
 
 

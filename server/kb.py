@@ -75,26 +75,29 @@ async def ingest_url(store: BaseStore, kb: str, url: str, *, date: str | None = 
     return await knowledge.ingest_bytes(store, kb, data, fetched.url, fmt, date=date)
 
 
-async def ingest_upload(
+async def ingest_uploads(
     store: BaseStore,
     kb: str,
-    filename: str,
-    data: bytes,
-    media_type: str | None = None,
+    uploads: list[tuple[str, bytes, str | None]],
     *,
     date: str | None = None,
     user: Any = None,
-) -> dict:
-    """Ingest an uploaded file (txt, md, html or pdf, by extension, else by media type); the
-    source is the file name. ValueError when the type is not supported or the file is too big;
-    QuotaExceeded when it does not fit in `user`'s ingest quota."""
-    if len(data) > UPLOAD_MAX_BYTES:
-        raise ValueError(f"{filename} is larger than {UPLOAD_MAX_BYTES // (1024 * 1024)} MB.")
-    fmt = knowledge.format_for(filename) or knowledge.format_for(media_type=media_type)
-    if fmt is None:
-        raise ValueError(f"{filename}: unsupported file type; upload .txt, .md, .html or .pdf files.")
-    await charge_bytes(store, user, len(data))
-    return await knowledge.ingest_bytes(store, kb, data, filename, fmt, date=date)
+) -> list[dict]:
+    """Ingest uploaded files, `(file name, bytes, media type)` each (txt, md, html or pdf, by
+    extension, else by media type; the source is the file name), all or none: every file is
+    checked and the request's bytes taken from `user`'s ingest quota before the first is written.
+    ValueError naming the file when a type is not supported or a file is too big; QuotaExceeded
+    when the files do not fit in the quota."""
+    checked: list[tuple[str, bytes, str]] = []
+    for filename, data, media_type in uploads:
+        if len(data) > UPLOAD_MAX_BYTES:
+            raise ValueError(f"{filename} is larger than {UPLOAD_MAX_BYTES // (1024 * 1024)} MB.")
+        fmt = knowledge.format_for(filename) or knowledge.format_for(media_type=media_type)
+        if fmt is None:
+            raise ValueError(f"{filename}: unsupported file type; upload .txt, .md, .html or .pdf files.")
+        checked.append((filename, data, fmt))
+    await charge_bytes(store, user, sum(len(data) for _, data, _ in checked))
+    return [await knowledge.ingest_bytes(store, kb, data, name, fmt, date=date) for name, data, fmt in checked]
 
 
 def can_write(user: Any, entry: dict) -> bool:

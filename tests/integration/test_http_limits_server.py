@@ -185,6 +185,17 @@ async def test_ingest_has_a_per_user_byte_budget(limits_server, web):
         body = assert_error(third, 429, "QUOTA_EXCEEDED")
         assert "bytes" in body["message"] and body["details"]["kind"] == "ingest_bytes"
         assert int(third.headers["retry-after"]) > 0
+        # several files are all or none: one that would not fit leaves the others out too
+        both = await client.post(
+            f"/api/v1/kb/{kb}/documents",
+            files=[("files", ("four.txt", b"Short.", "text/plain")), ("files", ("five.txt", small, "text/plain"))],
+        )
+        assert_error(both, 429, "QUOTA_EXCEEDED")
+        mixed = await client.post(
+            f"/api/v1/kb/{kb}/documents",
+            files=[("files", ("six.txt", b"Short.", "text/plain")), ("files", ("logo.png", b"\x89PNG", "image/png"))],
+        )
+        assert_error(mixed, 415, "UNSUPPORTED_FILE_TYPE")
         urls = await client.post(f"/api/v1/kb/{kb}/urls", json={"urls": [web.url("/notes.md")]})
         assert_error(urls, 429, "QUOTA_EXCEEDED")  # fetched pages count too
         sources = (await client.get(f"/api/v1/kb/{kb}/sources")).json()["items"]
