@@ -319,7 +319,8 @@ async def approve(state: State, runtime: Runtime[PlanExecuteContext]) -> dict:
             "messages": [*update.get("messages", []), AIMessage(text)],
         }
     emit("plan_reviewed", action=action, steps=edited or plan)
-    return start_progress(state, update | ({"plan": edited} if edited is not None else {}))
+    edit = {"plan": edited} if edited is not None else {}
+    return start_progress(state, update | edit, replaced=("plan",))  # the plan card just pushed replaces the first
 
 
 def after_approve(state: State, runtime: Runtime[PlanExecuteContext]) -> list[Send] | str:

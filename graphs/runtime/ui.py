@@ -144,18 +144,19 @@ def _linked(message: Mapping[str, Any], message_id: str) -> dict:
     return {**message, "metadata": {**message.get("metadata", {}), "merge": False, "message_id": message_id}}
 
 
-def start_progress(state: Mapping[str, Any], update: dict | None = None) -> dict:
+def start_progress(state: Mapping[str, Any], update: dict | None = None, *, replaced: tuple[str, ...] = ()) -> dict:
     """`update` plus this run's progress message (an empty AI message agent-chat-ui renders the
     run's cards under while the run goes on) and the turn's earlier cards moved under it (a plan
-    made before an approval pause was linked to that run's progress message)."""
+    made before an approval pause was linked to that run's progress message). Earlier cards named
+    in `replaced` are removed instead: this run pushes their new version (the reviewed plan)."""
     update = dict(update or {})
     progress_id = progress_message_id()
     update["messages"] = [*update.get("messages", []), AIMessage("", id=progress_id)]
-    moved = [
-        _linked(m, progress_id)
-        for m in state.get("ui") or []
-        if _unanswered(m) and m.get("metadata", {}).get("message_id") != progress_id
-    ]
+    moved: list[dict] = []
+    for m in state.get("ui") or []:
+        if not _unanswered(m) or m.get("metadata", {}).get("message_id") == progress_id:
+            continue
+        moved.append({"type": "remove-ui", "id": m["id"]} if m.get("name") in replaced else _linked(m, progress_id))
     if moved:
         update["ui"] = [*update.get("ui", []), *moved]
     return update

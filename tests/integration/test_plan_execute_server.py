@@ -95,6 +95,9 @@ async def test_plan_approval_interrupt_and_resume_with_an_edited_plan(dev_server
     )
     assert final["status"] == "completed" and final["messages"][-1]["content"] == "It is 81."
     assert [e["step_id"] for e in final["execution_log"]] == ["e"] and "81" in final["execution_log"][0]["result"]
+    # One plan card: the reviewed plan replaced the one shown before the pause; all under the answer.
+    assert [m["props"]["status"] for m in final["ui"] if m["name"] == "plan"] == ["edit"]
+    assert {m["metadata"]["message_id"] for m in final["ui"]} == {final["messages"][-1]["id"]}
 
 
 async def test_cancelled_mid_execution_leaves_the_thread_usable(dev_server, openai_server):
