@@ -3,7 +3,8 @@
 // servers and passes a JSON config as argv[2]:
 // {clientDir, uiUrl, apiUrl, chromium, outDir, scenarios: [{name, assistant, message, steps}]}
 // A step: {waitText}, {click: "button text"}, {fill: {label, find, replace} | {label, text}},
-// {send: "a chat message"}, {waitCard: "CSS selector inside a generative-UI card"}. Each scenario ends with a full-page screenshot <outDir>/<name>.png.
+// {send: "a chat message"}, {waitCard: "CSS selector inside a generative-UI card"},
+// {shot: "name"} (a screenshot <outDir>/<name>.png taken while the run still goes on; fails if it is over). Each scenario ends with a full-page screenshot <outDir>/<name>.png.
 import { createRequire } from "node:module";
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -110,6 +111,13 @@ try {
         if (step.fill) await fill(page, step.fill);
         if (step.click) await clickButton(page, step.click);
         if (step.send) await send(page, step.send);
+        if (step.shot) {
+          const running = await page.evaluate(() =>
+            [...document.querySelectorAll("button")].some((b) => b.innerText.trim() === "Cancel"),
+          );
+          await page.screenshot({ path: path.join(config.outDir, `${step.shot}.png`), fullPage: true });
+          if (!running) throw new Error(`${step.shot}: the run was already over`);
+        }
       }
       // The run is over when the input's Cancel button is gone: the end state, cards attached.
       await runOver(page);

@@ -15,7 +15,8 @@
    state to `--out` (default `.data/chat-ui-test/`): react (streamed answer, tool card and tool
    progress), router (retrieval answer, route / progress / citations cards with the sources),
    plan_execute (Approve, Edit with a changed plan, Reject, and "approve" typed as a message;
-   plan and step cards), deep_research (the clarifying question answered in the form, research
+   plan and step cards; `plan_live` also takes `plan_live_midrun.png` while a slow step runs,
+   its step cards already showing), deep_research (the clarifying question answered in the form, research
    progress card). Exit status 0 when every scenario reached its end state.
 """
 
@@ -151,6 +152,25 @@ def scenarios() -> list[tuple[dict, list]]:
         ]
     }
     step_card = '[data-ui="plan_step"]'
+    live_plan = {
+        "content": "",
+        "tool_calls": [
+            {
+                "name": "Plan",
+                "args": {
+                    "steps": [
+                        {
+                            "id": "a",
+                            "description": "multiply 6 by 7",
+                            "tool": "calculator",
+                            "args": {"expression": "6*7"},
+                        },
+                        {"id": "b", "description": "think the result over", "depends_on": ["a"]},
+                    ]
+                },
+            }
+        ],
+    }
     return [
         (
             {
@@ -185,6 +205,26 @@ def scenarios() -> list[tuple[dict, list]]:
                 "steps": [{"click": "Approve"}, {"waitText": "6 times 7 is 42."}, {"waitCard": step_card}],
             },
             [plan("6*7", "multiply 6 by 7"), {"content": "6 times 7 is 42.", "delay_per_token": slow}],
+        ),
+        (
+            {  # progress while the run goes on: step a done and step b running, shot mid-run
+                "name": "plan_live",
+                "assistant": "plan_execute",
+                "message": "uiPlanL What is 6 times 7, thought over?",
+                "steps": [
+                    {"click": "Approve"},
+                    {"waitCard": '[data-ui="plan_step"][data-status="completed"]'},
+                    {"waitCard": '[data-ui="plan_step"][data-status="running"]'},
+                    {"shot": "plan_live_midrun"},
+                    {"waitText": "Thought over: 42."},
+                ],
+            },
+            [
+                live_plan,
+                {"content": "", "tool_calls": [{"name": "Replan", "args": {"action": "continue", "reason": "ok"}}]},
+                {"content": "42 it is, after some thought.", "delay": 8},
+                {"content": "Thought over: 42.", "delay_per_token": slow},
+            ],
         ),
         (
             {

@@ -38,6 +38,7 @@ from graphs.runtime.memory_schedule import finish_turn
 from graphs.runtime.models import load_chat_model
 from graphs.runtime.readable import summarize_errors
 from graphs.runtime.structured import ainvoke_structured
+from graphs.runtime.ui import chat_messages, start_progress
 
 STRUCTURED_ATTEMPTS = 3
 REPORT_OUTPUT_RESERVE = 0.25
@@ -124,7 +125,7 @@ async def clarify(state: State, runtime: Runtime[ResearchContext], config: Runna
         return {"clarification": "", "reply": None, "messages": [*removed, AIMessage(pending), answer_message]}
     if not runtime.context.allow_clarification:
         return {"clarification": "", "reply": None}
-    prompt = CLARIFY_PROMPT.format(today=_today(), conversation=get_buffer_string(state["messages"]))
+    prompt = CLARIFY_PROMPT.format(today=_today(), conversation=get_buffer_string(chat_messages(state["messages"])))
     decision = await structured(ClarifyDecision, prompt, "research", runtime, config)
     question = decision.question.strip() if decision.need_clarification else ""
     if question:
@@ -189,7 +190,9 @@ async def plan(state: State, runtime: Runtime[ResearchContext], config: Runnable
     """Write the research brief and the sub-questions; answer with the plan in plan-only mode."""
     context = runtime.context
     prompt = PLAN_PROMPT.format(
-        today=_today(), conversation=get_buffer_string(state["messages"]), max_sub_questions=context.max_sub_questions
+        today=_today(),
+        conversation=get_buffer_string(chat_messages(state["messages"])),
+        max_sub_questions=context.max_sub_questions,
     )
     result = await structured(ResearchPlan, prompt, "research", runtime, config)
     questions = _sub_questions(result.sub_questions)
@@ -221,7 +224,8 @@ async def plan(state: State, runtime: Runtime[ResearchContext], config: Runnable
             for n, q in enumerate(kept, 1)
         )
         update["messages"] = [AIMessage(PLAN_ANSWER.format(brief=result.brief, steps=steps))]
-    return update
+        return update
+    return start_progress(state, update)  # the researchers' cards show under it while they run
 
 
 def after_plan(state: State, runtime: Runtime[ResearchContext]) -> str:

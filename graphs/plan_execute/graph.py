@@ -48,6 +48,7 @@ from graphs.runtime.memory_schedule import finish_turn
 from graphs.runtime.models import ModelCallError, ainvoke_with_retries, load_chat_model
 from graphs.runtime.readable import readable
 from graphs.runtime.structured import StructuredOutputError, ainvoke_structured
+from graphs.runtime.ui import chat_messages, start_progress
 from tools.registry import select_tools
 
 PLAN_ATTEMPTS = 3
@@ -169,7 +170,7 @@ async def planner(state: State, runtime: Runtime[PlanExecuteContext], config: Ru
     fresh = {"execution_log": Overwrite([]), "replans": 0, "waves": 0, "final_answer": ""}
     try:
         steps, attempts = await _structured(
-            Plan, [SystemMessage(prompt), *state["messages"]], check, context, config, step=0
+            Plan, [SystemMessage(prompt), *chat_messages(state["messages"])], check, context, config, step=0
         )
     except PlanError as exc:
         emit("plan_failed", error=str(exc), attempts=PLAN_ATTEMPTS)
@@ -182,7 +183,8 @@ async def planner(state: State, runtime: Runtime[PlanExecuteContext], config: Ru
         # waits is read as the answer (approve_or_plan) instead of a new request.
         update["awaiting"] = _approval_request(_task(state), steps, None)
         update["awaiting_since"] = state["messages"][-1].id
-    return update
+        return update
+    return start_progress(state, update)  # the steps' cards show under it while they run
 
 
 def _approval_request(task: str, plan: list[dict], error: str | None) -> dict:
@@ -317,7 +319,8 @@ async def approve(state: State, runtime: Runtime[PlanExecuteContext]) -> dict:
             "messages": [*update.get("messages", []), AIMessage(text)],
         }
     emit("plan_reviewed", action=action, steps=edited or plan)
-    return update | ({"plan": edited} if edited is not None else {})
+    edit = {"plan": edited} if edited is not None else {}
+    return start_progress(state, update | edit, replaced=("plan",))  # the plan card just pushed replaces the first
 
 
 def after_approve(state: State, runtime: Runtime[PlanExecuteContext]) -> list[Send] | str:
@@ -465,7 +468,7 @@ async def synthesizer(state: State, runtime: Runtime[PlanExecuteContext], config
     try:
         response = await ainvoke_with_retries(
             model,
-            [SystemMessage(prompt), *state["messages"]],
+            [SystemMessage(prompt), *chat_messages(state["messages"])],
             config,
             retries=context.model_retries,
             timeout=context.model_timeout,

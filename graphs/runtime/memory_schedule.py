@@ -22,7 +22,7 @@ from langgraph.store.base import BaseStore
 
 from graphs.runtime.context import Context
 from graphs.runtime.history import last_turn
-from graphs.runtime.ui import link_to_answer
+from graphs.runtime.ui import chat_messages, link_to_answer
 from settings import settings
 from store import memory
 from tools.identity import check_thread_owner, run_user_id, run_user_name
@@ -60,7 +60,7 @@ async def remember_turn(
 async def finish_turn(state: Mapping[str, Any], runtime: Runtime[Any], config: RunnableConfig) -> dict:
     """The last node of a graph's turn: `remember_turn` on the thread's messages; this run's UI
     messages are attached to the answer."""
-    await remember_turn(state["messages"], runtime, config)
+    await remember_turn(chat_messages(state["messages"]), runtime, config)
     return link_to_answer(state, config)
 
 

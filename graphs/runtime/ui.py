@@ -6,6 +6,12 @@ same `custom` stream, so a graph emits one event and SDK clients and chat client
 One UI message per card: its id is fixed by the run and the card's key, and later events update
 it in place (`merge`), so a step's card goes from started to completed. docs/events.md lists
 which UI message each event becomes.
+
+agent-chat-ui shows a card only under the AI message its `metadata.message_id` names. A card is
+linked when pushed to the run's progress message (`progress_message_id`): an empty AI message that
+plan_execute and deep_research add to `messages` before their long phase (`start_progress`), so
+steps and researchers show while the run goes on. At the end of the turn `link_to_answer` moves
+the cards under the answer and removes the progress message: the thread keeps only the chat.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Annotated, Any
 
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, RemoveMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_config, get_stream_writer
 from langgraph.graph.ui import AnyUIMessage, UIMessage, ui_message_reducer
@@ -110,6 +116,52 @@ def _run_id() -> str:
     return str(metadata.get("run_id") or config.get("run_id") or "")
 
 
+PROGRESS_ID_PREFIX = "progress-"
+"""Id prefix of the progress messages (`start_progress`); never a model's message id."""
+
+
+def progress_message_id() -> str:
+    """The id of this run's progress message, which the cards pushed in the run are linked to."""
+    return f"{PROGRESS_ID_PREFIX}{_run_id()}"
+
+
+def is_progress(message: BaseMessage) -> bool:
+    return bool(message.id and message.id.startswith(PROGRESS_ID_PREFIX))
+
+
+def chat_messages(messages: list[AnyMessage]) -> list[AnyMessage]:
+    """`messages` without progress messages: what a model or the chat history should see."""
+    return [m for m in messages if not is_progress(m)]
+
+
+def _unanswered(message: Mapping[str, Any]) -> bool:
+    """A card of the turn not yet under its answer (unlinked, or linked to a progress message)."""
+    linked = str(message.get("metadata", {}).get("message_id") or "")
+    return message.get("type") == "ui" and (not linked or linked.startswith(PROGRESS_ID_PREFIX))
+
+
+def _linked(message: Mapping[str, Any], message_id: str) -> dict:
+    return {**message, "metadata": {**message.get("metadata", {}), "merge": False, "message_id": message_id}}
+
+
+def start_progress(state: Mapping[str, Any], update: dict | None = None, *, replaced: tuple[str, ...] = ()) -> dict:
+    """`update` plus this run's progress message (an empty AI message agent-chat-ui renders the
+    run's cards under while the run goes on) and the turn's earlier cards moved under it (a plan
+    made before an approval pause was linked to that run's progress message). Earlier cards named
+    in `replaced` are removed instead: this run pushes their new version (the reviewed plan)."""
+    update = dict(update or {})
+    progress_id = progress_message_id()
+    update["messages"] = [*update.get("messages", []), AIMessage("", id=progress_id)]
+    moved: list[dict] = []
+    for m in state.get("ui") or []:
+        if not _unanswered(m) or m.get("metadata", {}).get("message_id") == progress_id:
+            continue
+        moved.append({"type": "remove-ui", "id": m["id"]} if m.get("name") in replaced else _linked(m, progress_id))
+    if moved:
+        update["ui"] = [*update.get("ui", []), *moved]
+    return update
+
+
 def push_for_event(event: dict) -> dict | None:
     """Stream the UI message of `event`, if its kind has one; return it."""
     entry = UI_MESSAGES.get(event["event"])
@@ -132,6 +184,7 @@ def push_for_event(event: dict) -> dict | None:
             "tags": config.get("tags"),
             "name": config.get("run_name"),
             "event": event["event"],
+            "message_id": progress_message_id(),
         },
     }
     # What `push_ui_message(..., merge=True)` streams, plus `"event": "ui"` so SDK clients that read
@@ -175,16 +228,18 @@ def _write_state(config: RunnableConfig, message: UIMessage) -> None:
 
 
 def link_to_answer(state: Mapping[str, Any], config: RunnableConfig) -> dict:
-    """At the end of a turn: attach the UI messages not yet attached (this turn's, from every run of
-    it: a plan made before an approval pause too) to the turn's answer (the last AI message), as
-    agent-chat-ui shows a UI message under the message its `metadata.message_id` names."""
+    """At the end of a turn: move the UI messages not yet under an answer (this turn's, from every
+    run of it: a plan made before an approval pause too) under the turn's answer (the last AI
+    message), and remove the turn's progress messages (`start_progress`)."""
     messages = state.get("messages") or []
     answer = messages[-1] if messages and isinstance(messages[-1], AIMessage) else None
-    if answer is None or not answer.id:
+    if answer is None or not answer.id or is_progress(answer):
         return {}
-    linked = [
-        {**m, "metadata": {**m.get("metadata", {}), "merge": False, "message_id": answer.id}}
-        for m in state.get("ui") or []
-        if m.get("type") == "ui" and "message_id" not in m.get("metadata", {})
-    ]
-    return {"ui": linked} if linked else {}
+    update: dict = {}
+    linked = [_linked(m, answer.id) for m in state.get("ui") or [] if _unanswered(m)]
+    if linked:
+        update["ui"] = linked
+    progress = [RemoveMessage(id=m.id) for m in messages if is_progress(m) and m.id]
+    if progress:
+        update["messages"] = progress
+    return update

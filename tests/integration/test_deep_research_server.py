@@ -133,8 +133,15 @@ async def test_clarify_resume_parallel_research_and_validated_report(research_se
     # Only the report streamed as model tokens, in many chunks (ask_user's messages come whole).
     chunks = [(c, m) for c, m in parts["messages"] if c.get("content") and c["type"] == "AIMessageChunk"]
     assert {m["langgraph_node"] for _, m in chunks} == {"write_report"} and len(chunks) > 10
-    whole = {m["langgraph_node"] for c, m in parts["messages"] if c["type"] != "AIMessageChunk"}
-    assert whole <= {"ask_user", "write_report"}
+    whole = {(m["langgraph_node"], c["id"]) for c, m in parts["messages"] if c["type"] != "AIMessageChunk"}
+    # The plan node's only message is the empty progress message the research cards show under
+    # while the researchers run (agent-chat-ui renders a card under the message it names).
+    [progress] = [(c["id"], c["content"]) for c, m in parts["messages"] if m["langgraph_node"] == "plan"]
+    assert progress[0].startswith("progress-") and progress[1] == ""
+    assert {node for node, _ in whole} <= {"ask_user", "plan", "write_report"}
+    cards = [e for e in parts["custom"] if e["event"] == "ui" and e["name"] in ("researcher", "research_progress")]
+    assert {e["props"].get("researcher_id") for e in cards} >= {"r1.1", "r1.2"}
+    assert {e["metadata"]["message_id"] for e in cards} == {progress[0]}
 
     [check] = custom(parts, "citations_checked")
     assert check["invented_urls"] == ["https://invented.example/lab"] and check["invalid_numbers"] == [7]
@@ -146,6 +153,9 @@ async def test_clarify_resume_parallel_research_and_validated_report(research_se
     messages = final["messages"]
     assert [m["content"] for m in messages[1:3]] == ["For which climate?", "A hot, dry one"]
     assert messages[-1]["type"] == "ai" and messages[-1]["content"] == report
+    # At the end the cards are under the report and the progress message is gone.
+    assert not [m for m in messages if m["id"].startswith("progress-")]
+    assert {m["metadata"]["message_id"] for m in final["ui"]} == {messages[-1]["id"]}
     assert final["plan"] == ["What about the kettle?", "What about the pump?"] and len(final["notes"]) == 2
     # The plan model saw the user's answer.
     plan_request = [r for r in openai_server.requests() if k in str(r.get("messages"))][1]

@@ -59,7 +59,9 @@ async def test_streams_step_events_step_tokens_and_the_answer(dev_server, openai
         if event == "messages" and d[1].get("langgraph_node") == "synthesizer" and d[0].get("content")
     ]
     assert len(answer) > 3 and "".join(answer) == "The sum of 6*7 and 2**10 is 1066."
-    assert not [d for event, d in messages if d[1].get("langgraph_node") in ("planner", "replanner")]
+    # The planner's only message is the empty progress message (the step cards show under it).
+    planned = [d[0] for event, d in messages if d[1].get("langgraph_node") in ("planner", "replanner")]
+    assert [(m["content"], m["id"].startswith("progress-")) for m in planned] == [("", True)]
     state = (await client.threads.get_state(thread["thread_id"]))["values"]
     assert [m["type"] for m in state["messages"]] == ["human", "ai"]
     assert state["status"] == "completed" and state["final_answer"].endswith("1066.")
@@ -93,6 +95,9 @@ async def test_plan_approval_interrupt_and_resume_with_an_edited_plan(dev_server
     )
     assert final["status"] == "completed" and final["messages"][-1]["content"] == "It is 81."
     assert [e["step_id"] for e in final["execution_log"]] == ["e"] and "81" in final["execution_log"][0]["result"]
+    # One plan card: the reviewed plan replaced the one shown before the pause; all under the answer.
+    assert [m["props"]["status"] for m in final["ui"] if m["name"] == "plan"] == ["edit"]
+    assert {m["metadata"]["message_id"] for m in final["ui"]} == {final["messages"][-1]["id"]}
 
 
 async def test_cancelled_mid_execution_leaves_the_thread_usable(dev_server, openai_server):
@@ -163,3 +168,101 @@ async def test_plan_approval_in_the_standard_hitl_shape_answered_with_decisions_
     assert final["status"] == "completed" and final["messages"][-1]["content"] == "It is 42."
     assert [e["step_id"] for e in final["execution_log"]] == ["a"] and "42" in final["execution_log"][0]["result"]
     assert final["messages"][1]["additional_kwargs"]["plan_review"] == "approve"
+
+
+CLIENT_STREAM = ["values", "messages-tuple", "custom"]
+"""What agent-chat-ui streams a run with."""
+
+
+def progress_ids(values: dict) -> list[str]:
+    return [m["id"] for m in values.get("messages", []) if m["type"] == "ai" and m["id"].startswith("progress-")]
+
+
+async def test_step_cards_show_under_a_progress_message_while_the_run_goes_on(dev_server, openai_server):
+    """agent-chat-ui shows a card only under the AI message its `metadata.message_id` names: the
+    cards of a running plan name the run's progress message, which is in the thread's messages
+    while the steps run; at the end they name the answer and the progress message is gone."""
+    client = dev_server.client("alice")
+    k = key()
+    openai_server.script(
+        k,
+        [
+            plan(
+                {"id": "a", "description": "6*7", "tool": "calculator", "args": {"expression": "6*7"}},
+                {"id": "b", "description": "think it over", "depends_on": ["a"]},
+            ),
+            {"content": "", "tool_calls": [{"name": "Replan", "args": {"action": "continue", "reason": "on track"}}]},
+            {"content": "b thought it over", "delay": 1.5},
+            "Both steps are done.",
+        ],
+    )
+    thread = await client.threads.create()
+    values: list[dict] = []
+    ui_events: list[dict] = []
+    async for part in client.runs.stream(
+        thread["thread_id"], "plan_execute", input=user(f"{k} plan it"), stream_mode=CLIENT_STREAM
+    ):
+        assert part.event != "error", part.data
+        if part.event == "values":
+            values.append(part.data)
+        elif part.event == "custom" and part.data.get("event") == "ui":
+            ui_events.append(part.data)
+    # While step b ran, the thread showed step a done, under the progress message.
+    live = [v for v in values if progress_ids(v)]
+    assert live, "no state with a progress message was streamed"
+    [progress] = {p for v in live for p in progress_ids(v)}
+    seen_live = {
+        (m["name"], m["props"].get("step_id"), m["props"].get("status"))
+        for v in live
+        for m in v.get("ui", [])
+        if m["metadata"].get("message_id") == progress
+    }
+    assert {("plan", None, "planned"), ("plan_step", "a", "completed")} <= seen_live
+    # The streamed UI messages (agent-chat-ui merges them into `ui` as they come, between two
+    # states) name the progress message too: step b shows as running while it runs.
+    assert {e["metadata"]["message_id"] for e in ui_events} == {progress}
+    streamed = [(e["name"], e["props"].get("step_id"), e["props"].get("status")) for e in ui_events]
+    assert streamed.index(("plan_step", "b", "running")) < streamed.index(("plan_step", "b", "completed"))
+    # At the end: the chat only, every card under the answer.
+    final = (await client.threads.get_state(thread["thread_id"]))["values"]
+    assert [m["type"] for m in final["messages"]] == ["human", "ai"] and not progress_ids(final)
+    answer = final["messages"][-1]
+    assert answer["content"] == "Both steps are done."
+    assert {m["metadata"]["message_id"] for m in final["ui"]} == {answer["id"]}
+    steps = {m["props"]["step_id"]: m["props"]["status"] for m in final["ui"] if m["name"] == "plan_step"}
+    assert steps == {"a": "completed", "b": "completed"}
+
+
+async def test_a_run_cancelled_mid_stream_leaves_the_thread_answering(dev_server, openai_server):
+    """A client streaming a run on its thread cancels it through the API half-way: the next message
+    on the thread runs and answers, and the state holds the chat with every card under an answer."""
+    client = dev_server.client("alice")
+    k = key()
+    openai_server.script(
+        k,
+        [
+            plan({"id": "slow", "description": "think at length"}),
+            {"content": "a very slow thought " * 40, "delay_per_token": 0.2},
+            plan({"id": "m", "description": "6*7", "tool": "calculator", "args": {"expression": "6*7"}}),
+            "It is 42.",
+        ],
+    )
+    thread = await client.threads.create()
+    tid = thread["thread_id"]
+    run_id = None
+    async for part in client.runs.stream(tid, "plan_execute", input=user(f"{k} first"), stream_mode=CLIENT_STREAM):
+        if part.event == "metadata":
+            run_id = part.data["run_id"]
+        if part.event == "custom" and part.data.get("event") == "plan_step_started":
+            await client.runs.cancel(tid, run_id, wait=True, action="interrupt")
+            break
+    assert run_id is not None and await wait_status(client, tid, run_id, {"interrupted"}) == "interrupted"
+    final = await client.runs.wait(tid, "plan_execute", input=user("second"))
+    assert final["status"] == "completed" and final["messages"][-1]["content"] == "It is 42."
+    assert [e["step_id"] for e in final["execution_log"]] == ["m"]
+    state = await client.threads.get_state(tid)
+    assert state["next"] == [] and (await client.threads.get(tid))["status"] == "idle"
+    messages = state["values"]["messages"]
+    assert [m["type"] for m in messages] == ["human", "human", "ai"] and not progress_ids(state["values"])
+    ai_ids = {m["id"] for m in messages if m["type"] == "ai"}
+    assert {m["metadata"]["message_id"] for m in state["values"]["ui"]} <= ai_ids

@@ -376,3 +376,33 @@ async def test_graph_worker_by_name_and_multi_hop_questions_to_graph_and_fusion(
         ("fusion_agent", "graph_agent", "hybrid_agent", "dense_agent", "keyword_agent"), "success"
     )
     assert any(s.get("path") for s in state["sources"])
+
+
+async def test_a_sub_agents_step_cards_name_its_progress_message_on_the_router_stream(dev_server, openai_server):
+    """Under the router, agent-chat-ui (values, messages-tuple and custom with subgraphs) gets the
+    sub-agent's progress message on the messages stream and the step cards naming it, while the
+    router's node runs; the router's final state has every card under the answer."""
+    alice = dev_server.client("alice")
+    k = key()
+    step = {"id": "a", "description": "6*7", "tool": "calculator", "args": {"expression": "6*7"}, "depends_on": []}
+    openai_server.script(k, [{"content": "", "tool_calls": [{"name": "Plan", "args": {"steps": [step]}}]}, "It is 42."])
+    thread = (await alice.threads.create())["thread_id"]
+    progress_ids, card_links = [], []
+    async for part in alice.runs.stream(
+        thread,
+        "router",
+        input=user(f"{k} compute 6*7"),
+        context={"route": "plan_execute"},
+        stream_mode=["values", "messages-tuple", "custom"],
+        stream_subgraphs=True,
+    ):
+        assert part.event != "error", part.data
+        if part.event.startswith("messages|") and part.data[0]["id"].startswith("progress-"):
+            progress_ids.append(part.data[0]["id"])
+        if part.event.startswith("custom|") and part.data.get("name") == "plan_step":
+            card_links.append(part.data["metadata"]["message_id"])
+    assert len(set(progress_ids)) == 1 and card_links and set(card_links) == set(progress_ids)
+    final = (await alice.threads.get_state(thread))["values"]
+    assert [m["type"] for m in final["messages"]] == ["human", "ai"]
+    assert final["messages"][-1]["content"] == "It is 42."
+    assert {m["metadata"]["message_id"] for m in final["ui"]} == {final["messages"][-1]["id"]}

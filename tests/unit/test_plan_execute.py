@@ -17,6 +17,7 @@ import tools.registry as registry
 from graphs.plan_execute.context import PlanExecuteContext, plan_context_fields
 from graphs.plan_execute.graph import builder
 from graphs.plan_execute.plan import PlanError, PlanStep, resolve_references, validate_steps
+from graphs.runtime.ui import is_progress
 from tests.fakes import ScriptedChatModel
 from tools.errors import TransientToolError
 
@@ -183,7 +184,11 @@ async def test_independent_steps_run_concurrently_and_a_dependent_step_sees_thei
     assert [m.type for m in state["messages"]] == ["human", "ai"]
     assert state["messages"][-1].content == state["final_answer"] == "Final: both met and were combined."
     assert state["status"] == "completed"
-    nodes = {meta["langgraph_node"] for _, meta in run.tokens}
+    # The planner's only message is the empty progress message (the steps' cards show under it).
+    assert [(c.content, is_progress(c)) for c, meta in run.tokens if meta["langgraph_node"] == "planner"] == [
+        ("", True)
+    ]
+    nodes = {meta["langgraph_node"] for c, meta in run.tokens if not is_progress(c)}
     assert "planner" not in nodes and "replanner" not in nodes
     answer = [c.content for c, meta in run.tokens if meta["langgraph_node"] == "synthesizer" and c.content]
     assert len(answer) > 2 and "".join(answer) == state["final_answer"]
