@@ -33,10 +33,19 @@ STATUS = {
     "PAYLOAD_TOO_LARGE": 413,
     "JSON_TOO_DEEP": 400,
     "DATABASE_UNAVAILABLE": 503,
+    "QUEUE_UNAVAILABLE": 503,
 }
 
 # Seconds a client is told to wait (Retry-After) while the database is unavailable.
 DATABASE_RETRY_AFTER_S = 2
+QUEUE_UNAVAILABLE_MESSAGE = (
+    "The run queue is unavailable (no connection to Redis). A run being created may have been "
+    "recorded: it starts once Redis is back (list the thread's runs before creating it again). "
+    "The server reconnects by itself: retry shortly."
+)
+# redis-py's errors that mean Redis cannot be reached (matched by name: redis is a dependency of
+# the self-hosted server only, not of this package).
+_REDIS_CONNECTION_ERRORS = {"ConnectionError", "TimeoutError", "BusyLoadingError"}
 
 
 class ApiError(Exception):
@@ -83,8 +92,39 @@ async def validation_error_handler(request: Request, exc: Exception) -> JSONResp
     return error_response(ApiError("VALIDATION_ERROR", message, {"errors": problems}))
 
 
+def is_queue_unavailable(exc: BaseException) -> bool:
+    """Whether `exc` (or an exception it wraps or groups) says Redis cannot be reached: the
+    self-hosted server (Aegra) queues runs and streams their events through Redis."""
+    seen: set[int] = set()
+    pending: list[BaseException] = [exc]
+    while pending:
+        error = pending.pop()
+        if id(error) in seen:
+            continue
+        seen.add(id(error))
+        if any(
+            cls.__module__.split(".")[0] == "redis" and cls.__name__ in _REDIS_CONNECTION_ERRORS
+            for cls in type(error).__mro__
+        ):
+            return True
+        if isinstance(error, BaseExceptionGroup):
+            pending.extend(error.exceptions)
+        pending.extend(e for e in (error.__cause__, error.__context__) if e is not None)
+    return False
+
+
+def unavailable_error(exc: BaseException) -> ApiError | None:
+    """The 503 answering `exc` when it says a backend cannot be reached, else None."""
+    if is_database_unavailable(exc):
+        return ApiError("DATABASE_UNAVAILABLE", DATABASE_UNAVAILABLE_MESSAGE, {"retry_after": DATABASE_RETRY_AFTER_S})
+    if is_queue_unavailable(exc):
+        return ApiError("QUEUE_UNAVAILABLE", QUEUE_UNAVAILABLE_MESSAGE, {"retry_after": DATABASE_RETRY_AFTER_S})
+    return None
+
+
 class DatabaseUnavailableMiddleware:
-    """Answer 503 DATABASE_UNAVAILABLE whenever Postgres cannot be reached, on every route.
+    """Answer 503 DATABASE_UNAVAILABLE whenever Postgres cannot be reached, on every route
+    (and 503 QUEUE_UNAVAILABLE when the self-hosted server's Redis cannot be).
 
     Added to the custom app (server/http.py), which the LangGraph server runs outside its own
     routes too (`/threads`, `/runs`, `/store`, ...), so this is the one place that turns a lost
@@ -111,9 +151,7 @@ class DatabaseUnavailableMiddleware:
         try:
             await self.app(scope, receive, tracking_send)
         except Exception as exc:
-            if started or not is_database_unavailable(exc):
+            error = None if started else unavailable_error(exc)
+            if error is None:
                 raise
-            error = ApiError(
-                "DATABASE_UNAVAILABLE", DATABASE_UNAVAILABLE_MESSAGE, {"retry_after": DATABASE_RETRY_AFTER_S}
-            )
             await error_response(error)(scope, receive, send)

@@ -26,6 +26,7 @@ from server.errors import ApiError, DatabaseUnavailableMiddleware, api_error_han
 from server.limits import BodyLimitMiddleware
 from server.logs import quiet_duplicate_run_errors
 from server.mcp_tools import mcp
+from server.route_auth import protect_routes
 from settings.redact import install_log_redaction
 from store import knowledge
 from store.embeddings import preload_embeddings
@@ -351,3 +352,5 @@ async def search_kb(name: str, body: KBSearch, request: Request) -> dict:
 
 # MCP (server/mcp_tools.py): its route joins the app's, so the server's auth wraps it too.
 app.router.routes.extend(mcp.streamable_http_app().routes)
+# Every route above authenticates its request where the server has not (Aegra: server/route_auth.py).
+protect_routes(app)

@@ -19,6 +19,7 @@ import logging
 import os
 import sys
 import time
+import traceback
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -77,6 +78,16 @@ class DatabaseUnavailable(psycopg.OperationalError, RuntimeError):
         super().__init__(message)
 
 
+def _raised_by(exc: BaseException, package: str) -> bool:
+    """Whether `exc` is one of `package`'s errors or was raised inside `package`'s code."""
+    if type(exc).__module__.split(".")[0] == package:
+        return True
+    return any(
+        str(frame.f_globals.get("__name__", "")).split(".")[0] == package
+        for frame, _ in traceback.walk_tb(exc.__traceback__)
+    )
+
+
 def is_database_unavailable(exc: BaseException) -> bool:
     """Whether `exc` (or an exception it wraps or groups) says Postgres cannot be reached.
 
@@ -98,9 +109,18 @@ def is_database_unavailable(exc: BaseException) -> bool:
     return False
 
 
+# asyncpg's errors that mean the connection failed (Aegra's own tables go through asyncpg).
+_ASYNCPG_CONNECTION_ERRORS = {"ConnectionDoesNotExistError", "CannotConnectNowError", "ConnectionFailureError"}
+
+
 def _is_connection_failure(exc: BaseException) -> bool:
     if isinstance(exc, PoolTimeout):
         return True
+    if _raised_by(exc, "asyncpg"):
+        # A socket that cannot connect (refused, or the unix socket gone: FileNotFoundError), or
+        # asyncpg's own connection errors; matched by name, asyncpg being optional.
+        names = {cls.__name__ for cls in type(exc).__mro__}
+        return isinstance(exc, OSError) or bool(names & _ASYNCPG_CONNECTION_ERRORS)
     if not isinstance(exc, psycopg.OperationalError):
         return False
     sqlstate = getattr(exc, "sqlstate", None)

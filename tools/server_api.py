@@ -16,7 +16,9 @@ Aegra (self-hosted, several replicas). This module owns where they differ:
   (bytes keys) by name, Aegra passes one headers dict (str keys) positionally (`request_headers`);
 - the server's store (`server_store`), which `langgraph_api` and Aegra keep in different modules;
 - store auth values: `namespace` for get/put/delete, `namespace_prefix` (search) and `prefix`
-  (list namespaces) under Aegra (`store_namespace`).
+  (list namespaces) under Aegra (`store_namespace`);
+- delayed runs: `langgraph_api` honours `after_seconds` and `multitask_strategy`, Aegra neither
+  (`server_delays_runs`; graphs/runtime/memory_schedule.py debounces without them).
 """
 
 from __future__ import annotations
@@ -38,6 +40,12 @@ _INTERNAL_TOKEN = secrets.token_urlsafe(32)  # never leaves this process: sent o
 def server_kind() -> ServerKind:
     """Which server runs this process: Aegra when its app module is loaded, else `langgraph_api`."""
     return "aegra" if "aegra_api.main" in sys.modules else "langgraph"
+
+
+def server_delays_runs() -> bool:
+    """Whether the server honours a run's `after_seconds` and `multitask_strategy="rollback"`
+    (`langgraph_api` does; Aegra accepts and ignores them)."""
+    return server_kind() == "langgraph"
 
 
 def server_client(act_as: str | None = None) -> Any:

@@ -2,7 +2,8 @@
 
 The `react` graph schedules one run of it per turn (graphs/runtime/memory_schedule.py): delayed,
 on a thread per user and conversation, with `multitask_strategy="rollback"`, so a newer turn
-cancels an extraction that has not finished yet (debounce).
+cancels an extraction that has not finished yet (debounce). On a server without delayed runs
+(Aegra) the run waits the delay itself and extracts only if its turn is still the latest.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from langgraph.runtime import Runtime
 from graphs.memory_writer.extract import extract_and_save
 from graphs.memory_writer.state import State
 from graphs.runtime.context import Context
+from graphs.runtime.memory_schedule import latest_turn_after_delay
 from graphs.runtime.models import load_chat_model
 from tools.identity import run_user_id, run_user_name
 
@@ -22,11 +24,17 @@ async def extract(state: State, runtime: Runtime[Context]) -> dict:
     """Extract episodic/semantic memories and profile updates from the turn and save them."""
     if runtime.store is None:
         raise RuntimeError("memory_writer needs a store (langgraph.json `store`)")
+    user_id = run_user_id(runtime)
+    turn_id = state.get("turn_id")
+    if turn_id and not await latest_turn_after_delay(
+        runtime.store, user_id, state.get("thread_id"), turn_id, state.get("not_before")
+    ):
+        return {"result": {"superseded": True}}
     context = runtime.context
     model = load_chat_model(context.model, temperature=0, timeout=context.model_timeout)
     counts = await extract_and_save(
         runtime.store,
-        run_user_id(runtime),
+        user_id,
         convert_to_messages(state.get("messages") or []),
         model,
         state.get("thread_id"),

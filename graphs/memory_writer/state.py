@@ -14,5 +14,10 @@ class State(TypedDict, total=False):
     """The conversation thread the turn came from."""
     speaker: str | None
     """Who the memories are about: the user's name (default: the run's user id)."""
+    turn_id: str | None
+    """On a server without delayed runs (Aegra): this turn's id; the run extracts only while it is
+    still the conversation's latest scheduled turn (graphs/runtime/memory_schedule.py)."""
+    not_before: float | None
+    """With `turn_id`: Unix time the run waits for before extracting (the debounce delay)."""
     result: dict
     """Counts written: created, updated, profile_fields."""

@@ -4,6 +4,9 @@ Extraction is debounced per user and conversation and a newer turn supersedes a 
 - inside the LangGraph server, as a run of the `memory_writer` graph created through the
   in-process SDK client with `after_seconds` and `multitask_strategy="rollback"` on a thread of
   its own (a background run: it survives this run and shows in the server's run list);
+- on a server without delayed runs (Aegra), as such a run started at once that waits the delay
+  itself, then extracts only if its turn is still the latest one scheduled for the conversation
+  (the latest turn's id is kept in the store, `("memory_schedule", <user>)`);
 - elsewhere (a graph compiled in-process), as an asyncio task that a newer turn cancels.
 """
 
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
@@ -31,6 +35,7 @@ logger = logging.getLogger(__name__)
 ContextT = TypeVar("ContextT", bound=Context)
 
 MEMORY_WRITER_GRAPH = "memory_writer"
+SCHEDULE_NAMESPACE_ROOT = "memory_schedule"
 _local_tasks: dict[str, tuple[asyncio.Task, asyncio.Event]] = {}
 
 
@@ -83,6 +88,22 @@ def memory_thread_id(user_id: str, thread_id: str | None) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"memory-writer:{user_id}:{thread_id or '-'}"))
 
 
+def _schedule_namespace(user_id: str) -> tuple[str, str]:
+    return (SCHEDULE_NAMESPACE_ROOT, user_id)
+
+
+async def latest_turn_after_delay(
+    store: BaseStore, user_id: str, thread_id: str | None, turn_id: str, not_before: float | None
+) -> bool:
+    """In a `memory_writer` run scheduled without a server delay: wait until `not_before`, then
+    whether `turn_id` is still the latest turn scheduled for `user_id`'s conversation `thread_id`
+    (False: a newer turn superseded it, and its own run extracts)."""
+    if not_before is not None and (wait := not_before - time.time()) > 0:
+        await asyncio.sleep(wait)
+    latest = await store.aget(_schedule_namespace(user_id), memory_thread_id(user_id, thread_id), refresh_ttl=False)
+    return latest is None or latest.value.get("turn_id") == turn_id
+
+
 async def schedule_extraction(
     runtime: Runtime[ContextT], user_id: str, turn: list[dict], thread_id: str | None, *, speaker: str | None = None
 ) -> None:
@@ -92,17 +113,23 @@ async def schedule_extraction(
     key = memory_thread_id(user_id, thread_id)
     delay = extraction_delay()
     if runtime.server_info is not None:
-        from tools.server_api import server_client
+        from tools.server_api import server_client, server_delays_runs
 
         run_input: dict[str, Any] = {"messages": turn, "thread_id": thread_id, "speaker": speaker or user_id}
+        options: dict[str, Any] = {"multitask_strategy": "rollback", "after_seconds": int(delay)}
+        if not server_delays_runs() and runtime.store is not None:
+            # No `after_seconds` nor rollback: the run waits itself and the latest turn wins.
+            turn_id = uuid.uuid4().hex
+            await runtime.store.aput(_schedule_namespace(user_id), key, {"turn_id": turn_id}, index=False)
+            run_input |= {"turn_id": turn_id, "not_before": time.time() + delay}
+            options = {}
         await server_client(act_as=user_id).runs.create(
             key,
             MEMORY_WRITER_GRAPH,
             input=run_input,
             context={"user_id": user_id, "model": context.model},
-            multitask_strategy="rollback",
             if_not_exists="create",
-            after_seconds=int(delay),
+            **options,
         )
         return
     store = runtime.store

@@ -10,7 +10,7 @@ from psycopg_pool import PoolTimeout
 from starlette.applications import Starlette
 from starlette.routing import Route
 
-from server.errors import DatabaseUnavailableMiddleware
+from server.errors import DatabaseUnavailableMiddleware, is_queue_unavailable
 from store.postgres import DatabaseUnavailable, is_database_unavailable
 
 
@@ -70,3 +70,68 @@ def _raise(error: BaseException):
         raise error
 
     return endpoint
+
+
+# The self-hosted server (Aegra) reaches its own tables through asyncpg and queues runs in Redis;
+# neither package is a dependency of this one, so their errors are recognised by module and name.
+def _raised_in(module: str, error: BaseException) -> BaseException:
+    """`error` as raised by code of `module` (its traceback has a frame of that module)."""
+    namespace: dict = {"__name__": module, "error": error}
+    exec("def connect():\n    raise error\n", namespace)
+    try:
+        namespace["connect"]()
+    except BaseException as raised:
+        return raised
+    raise AssertionError("not raised")
+
+
+def _foreign(module: str, name: str, base: type[BaseException] = Exception) -> BaseException:
+    return type(name, (base,), {"__module__": module})(f"{name} from {module}")
+
+
+@pytest.mark.parametrize(
+    ("error", "unavailable"),
+    [
+        # asyncpg connecting to a stopped Postgres: the unix socket is gone, or the port refuses
+        (_raised_in("asyncpg.connect_utils", FileNotFoundError(2, "No such file or directory")), True),
+        (_raised_in("asyncpg.connect_utils", ConnectionRefusedError(111, "Connection refused")), True),
+        (_wrapped(RuntimeError("sqlalchemy"), _foreign("asyncpg.exceptions", "ConnectionDoesNotExistError")), True),
+        (_foreign("asyncpg.exceptions", "CannotConnectNowError"), True),
+        # the same OS errors elsewhere (a file, a web tool) are not the database
+        (FileNotFoundError(2, "No such file or directory"), False),
+        (_raised_in("httpx._transports", ConnectionRefusedError(111, "Connection refused")), False),
+        (_foreign("asyncpg.exceptions", "UniqueViolationError"), False),
+    ],
+)
+def test_asyncpg_connection_failures_are_the_database_unavailable(error, unavailable):
+    assert is_database_unavailable(error) is unavailable
+
+
+@pytest.mark.parametrize(
+    ("error", "unavailable"),
+    [
+        (_foreign("redis.exceptions", "ConnectionError"), True),
+        (_wrapped(RuntimeError("enqueue"), _foreign("redis.exceptions", "TimeoutError")), True),
+        (_foreign("redis.exceptions", "ResponseError"), False),
+        (ConnectionError("not redis"), False),
+    ],
+)
+def test_redis_connection_failures_are_the_queue_unavailable(error, unavailable):
+    assert is_queue_unavailable(error) is unavailable
+
+
+async def test_the_middleware_answers_503_queue_unavailable_and_database_unavailable_for_asyncpg():
+    app = Starlette(
+        routes=[
+            Route("/redis", _raise(_foreign("redis.exceptions", "ConnectionError"))),
+            Route("/asyncpg", _raise(_raised_in("asyncpg.connect_utils", FileNotFoundError(2, "gone")))),
+        ]
+    )
+    app.add_middleware(DatabaseUnavailableMiddleware)
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=True)
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+        queue = await client.get("/redis")
+        assert queue.status_code == 503 and queue.headers["retry-after"] == "2"
+        assert queue.json()["error"] == "QUEUE_UNAVAILABLE" and "Redis" in queue.json()["message"]
+        database = await client.get("/asyncpg")
+        assert database.status_code == 503 and database.json()["error"] == "DATABASE_UNAVAILABLE"

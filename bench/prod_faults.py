@@ -1,0 +1,493 @@
+"""Fault checks of the production stack (`scripts/prod`: Aegra replicas, Redis, embedded Postgres).
+
+    .venv/bin/python -m bench.prod_faults [--replicas 2] [--port 28600]
+
+Starts the stack on this machine with a scripted OpenAI-compatible model (tests/openai_server.py)
+and API keys, then, in order:
+1. custom routes (`/api/v1/...`, the MCP endpoint) without a key: 401 on every replica;
+2. store scopes: a memory put through the store API lands in `("memories", <user>, ...)`;
+3. `kill -9` of the replica running a streamed run: the run completes on another replica, the
+   thread's final state has the question once and the answer once;
+4. `kill -9` of every replica, then the restart `scripts/prod` does: threads, checkpoints,
+   memories and knowledge bases intact, the run in flight ends in a terminal state;
+5. Postgres stopped then started: the answers while it is down, time to recover;
+6. Redis stopped then started: the answers while it is down, time to recover.
+Prints each result and a summary of the figures (time to recover, runs lost, duplicates); exits
+1 when a check fails. Takes 3-5 minutes (Aegra's 30 s run lease dominates). Not run in CI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+from langgraph_sdk import get_client
+
+from tests.openai_server import spawn_openai_server
+
+ROOT = Path(__file__).resolve().parent.parent
+KEYS = {"alice": "k-alice-faults", "bob": "k-bob-faults", "ops": "k-ops-faults"}
+TERMINAL = {"success", "error", "interrupted", "timeout"}
+
+
+class Stack:
+    """`scripts/prod` as a child process, with the replicas' URLs and pids it printed."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.lines: list[str] = []
+        self.process = subprocess.Popen(
+            ["scripts/prod"],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+        threading.Thread(target=self._read, daemon=True).start()
+        self.urls: list[str] = []
+        self.postgres_uri = self.redis_url = ""
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.append(line.rstrip())
+
+    def wait_started(self, replicas: int, timeout: float = 600) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            text = "\n".join(self.lines)
+            self.urls = re.findall(r"Aegra replica \d+: (http://\S+)", text)
+            if found := re.search(r"Postgres: (\S+)\s+Redis: (\S+)", text):
+                self.postgres_uri, self.redis_url = found.groups()
+            if len(self.urls) >= replicas and self.redis_url:
+                break
+            if self.process.poll() is not None:
+                raise RuntimeError("scripts/prod exited:\n" + text[-4000:])
+            time.sleep(0.5)
+        else:
+            raise RuntimeError("scripts/prod did not start its replicas")
+        for url in self.urls:
+            wait_until(lambda url=url: healthy(url), timeout=deadline - time.monotonic(), what=f"{url}/health")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+
+
+def healthy(url: str) -> bool:
+    try:
+        return httpx.get(f"{url}/health", timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def wait_until(check: Any, timeout: float, what: str, every: float = 0.1) -> float:
+    """Seconds until `check()` was true; RuntimeError after `timeout`."""
+    started = time.monotonic()
+    while time.monotonic() - started < timeout:
+        if check():
+            return time.monotonic() - started
+        time.sleep(every)
+    raise RuntimeError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def replica_pids() -> list[int]:
+    """Pids of the Aegra replicas (uvicorn processes of this worktree's .venv-prod)."""
+    out = subprocess.run(["pgrep", "-f", "uvicorn aegra_api.main:app"], capture_output=True, text=True).stdout
+    mine = []
+    for pid in map(int, out.split()):
+        try:
+            if Path(f"/proc/{pid}/cwd").resolve() == ROOT:
+                mine.append(pid)
+        except OSError:
+            continue
+    return mine
+
+
+def claimed_pid(postgres_uri: str, run_id: str) -> int | None:
+    """The pid of the replica whose worker holds run `run_id` (Aegra's `runs.claimed_by` is
+    `<host>-<pid>-worker-<n>`)."""
+    with psycopg.connect(postgres_uri, autocommit=True) as conn:
+        row = conn.execute("select claimed_by from runs where run_id = %s", (run_id,)).fetchone()
+    if not row or not row[0]:
+        return None
+    found = re.search(r"-(\d+)-worker-\d+$", row[0])
+    return int(found.group(1)) if found else None
+
+
+def client(url: str, user: str) -> Any:
+    return get_client(url=url, api_key=KEYS[user])
+
+
+def headers(user: str | None) -> dict[str, str]:
+    return {"x-api-key": KEYS[user]} if user else {}
+
+
+class Report:
+    def __init__(self) -> None:
+        self.failures: list[str] = []
+        self.figures: dict[str, Any] = {}
+
+    def check(self, ok: bool, what: str) -> None:
+        print(("  ok    " if ok else "  FAIL  ") + what, flush=True)
+        if not ok:
+            self.failures.append(what)
+
+
+def answer_of(words: int) -> str:
+    return " ".join(f"w{i}" for i in range(words))
+
+
+def human_and_ai_counts(state: dict, key: str, answer: str) -> tuple[int, int]:
+    messages = state.get("values", {}).get("messages", [])
+    humans = sum(1 for m in messages if m.get("type") == "human" and key in str(m.get("content")))
+    ais = sum(1 for m in messages if m.get("type") == "ai" and m.get("content") == answer)
+    return humans, ais
+
+
+async def check_route_auth(stack: Stack, report: Report) -> None:
+    print("1. custom routes without a key", flush=True)
+    async with httpx.AsyncClient(timeout=10) as http:
+        for url in stack.urls:
+            tools = await http.get(f"{url}/api/v1/tools")
+            mcp = await http.post(
+                f"{url}/api/v1/mcp",
+                json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                headers={"accept": "application/json, text/event-stream"},
+            )
+            kb = await http.get(f"{url}/api/v1/kb")
+            report.check(
+                (tools.status_code, mcp.status_code, kb.status_code) == (401, 401, 401),
+                f"{url}: /api/v1/tools, /api/v1/mcp, /api/v1/kb without a key -> "
+                f"{tools.status_code}, {mcp.status_code}, {kb.status_code} (want 401)",
+            )
+            keyed = await http.get(f"{url}/api/v1/tools", headers=headers("alice"))
+            report.check(keyed.status_code == 200, f"{url}: /api/v1/tools with a key -> {keyed.status_code}")
+
+
+async def check_store_scopes(stack: Stack, report: Report, key: str) -> None:
+    print("2. store scopes", flush=True)
+    url = stack.urls[0]
+    async with httpx.AsyncClient(base_url=url, timeout=10) as http:
+        item = {"namespace": ["memories", "alice", "facts"], "key": key, "value": {"text": "alice likes tea"}}
+        put = await http.put("/store/items", json=item, headers=headers("alice"))
+        report.check(put.status_code in (200, 204), f"alice puts a memory: {put.status_code}")
+        params = {"namespace": "memories.alice.facts", "key": key}
+        got = await http.get("/store/items", params=params, headers=headers("alice"))
+        report.check(got.status_code == 200 and got.json().get("value") == item["value"], "alice reads it back")
+        other = await http.get("/store/items", params=params, headers=headers("bob"))
+        report.check(other.status_code in (403, 404), f"bob reading alice's memory -> {other.status_code}")
+    with psycopg.connect(stack.postgres_uri, autocommit=True) as conn:
+        rows = [r[0] for r in conn.execute("select prefix from store where key = %s", (key,)).fetchall()]
+    report.check(rows == ["memories.alice.facts"], f"stored under {rows} (want ['memories.alice.facts'])")
+
+
+async def check_kill_running_replica(stack: Stack, model: Any, report: Report) -> str:
+    print("3. kill -9 of the replica running a streamed run", flush=True)
+    key = f"faultkill{uuid.uuid4().hex[:8]}"
+    answer = answer_of(80)
+    model.script(key, [{"content": answer, "delay_per_token": 0.1}] * 10)
+    first, second = client(stack.urls[0], "alice"), client(stack.urls[-1], "alice")
+    thread = await first.threads.create()
+    question = {"messages": [{"role": "user", "content": f"{key}: count to eighty"}]}
+    run = await first.runs.create(thread["thread_id"], "react", input=question, stream_mode=["messages-tuple"])
+    run_id = run["run_id"]
+    await asyncio.to_thread(
+        wait_until, lambda: claimed_pid(stack.postgres_uri, run_id) is not None, 60, "the run to be claimed"
+    )
+    victim = claimed_pid(stack.postgres_uri, run_id)
+    streamed: list[str] = []
+
+    async def stream(sdk: Any) -> None:
+        async for part in sdk.runs.join_stream(thread["thread_id"], run_id, stream_mode=["messages-tuple"]):
+            if part.event.startswith("messages") and isinstance(part.data, list) and part.data:
+                streamed.append(str(part.data[0].get("content", "")))
+
+    watcher = asyncio.create_task(stream(second))
+    await asyncio.sleep(3)  # some tokens streamed
+    before = len(streamed)
+    assert victim is not None
+    os.kill(victim, signal.SIGKILL)
+    killed_at = time.monotonic()
+    print(f"  killed replica pid {victim} after {before} streamed chunks", flush=True)
+    final = await wait_terminal(second, thread["thread_id"], run_id, timeout=180)
+    recovered = time.monotonic() - killed_at
+    with_timeout = asyncio.wait_for(watcher, 30)
+    try:
+        await with_timeout
+    except (TimeoutError, Exception) as exc:  # the stream may end with the replica; the state decides
+        print(f"  (stream ended: {type(exc).__name__})", flush=True)
+    state = await second.threads.get_state(thread["thread_id"])
+    humans, ais = human_and_ai_counts(state, key, answer)
+    report.check(final == "success", f"run ended {final} {recovered:.1f} s after the kill")
+    report.check((humans, ais) == (1, 1), f"final state: question x{humans}, answer x{ais} (want 1, 1)")
+    report.figures["kill_running_replica_recover_s"] = round(recovered, 1)
+    report.figures["kill_running_replica_runs_lost"] = 0 if final == "success" else 1
+    report.figures["kill_running_replica_duplicate_messages"] = max(humans - 1, 0) + max(ais - 1, 0)
+    report.figures["kill_running_replica_stream_chunks"] = {"received": len(streamed), "answer_tokens": 80}
+    return thread["thread_id"]
+
+
+async def wait_terminal(sdk: Any, thread_id: str, run_id: str, timeout: float) -> str:
+    deadline = time.monotonic() + timeout
+    status = "?"
+    while time.monotonic() < deadline:
+        try:
+            status = (await sdk.runs.get(thread_id, run_id))["status"]
+        except Exception as exc:  # a replica restarting, a backend down: ask again
+            status = type(exc).__name__
+        if status in TERMINAL:
+            return status
+        await asyncio.sleep(0.5)
+    return status
+
+
+async def check_kill_every_replica(stack: Stack, model: Any, report: Report, done_thread: str, memory: str) -> None:
+    print("4. kill -9 of every replica, then restart", flush=True)
+    url = stack.urls[0]
+    alice = client(url, "alice")
+    kb = f"faults-{uuid.uuid4().hex[:6]}"
+    async with httpx.AsyncClient(base_url=url, timeout=60, headers=headers("alice")) as http:
+        created = await http.post("/api/v1/kb", json={"name": kb})
+        upload = await http.post(
+            f"/api/v1/kb/{kb}/documents",
+            files={"files": ("tea.md", b"# Tea\nGreen tea is steamed; black tea is oxidised.", "text/markdown")},
+        )
+        report.check(
+            created.is_success and upload.is_success,
+            f"knowledge base {kb} created: {created.status_code}, document: {upload.status_code}",
+        )
+    history_before = len(await alice.threads.get_history(done_thread, limit=100))
+    state_before = (await alice.threads.get_state(done_thread))["values"]
+    key = f"faultall{uuid.uuid4().hex[:8]}"
+    model.script(key, [{"content": answer_of(100), "delay_per_token": 0.1}] * 10)
+    thread = await alice.threads.create()
+    run = await alice.runs.create(
+        thread["thread_id"], "react", input={"messages": [{"role": "user", "content": f"{key}: go"}]}
+    )
+    await asyncio.to_thread(
+        wait_until, lambda: claimed_pid(stack.postgres_uri, run["run_id"]) is not None, 60, "the run to start"
+    )
+    await asyncio.sleep(2)
+    pids = replica_pids()
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+    killed_at = time.monotonic()
+    print(f"  killed {len(pids)} replicas {pids}", flush=True)
+    await asyncio.to_thread(
+        wait_until, lambda: all(healthy(u) for u in stack.urls), 120, "every replica to answer again", 0.2
+    )
+    back = time.monotonic() - killed_at
+    report.check(True, f"every replica answers again {back:.1f} s after the kill")
+    alice = client(url, "alice")
+    final = await wait_terminal(alice, thread["thread_id"], run["run_id"], timeout=180)
+    ended = time.monotonic() - killed_at
+    report.check(final in TERMINAL, f"the run in flight ended {final} {ended:.1f} s after the kill")
+    history_after = len(await alice.threads.get_history(done_thread, limit=100))
+    state_after = (await alice.threads.get_state(done_thread))["values"]
+    report.check(
+        history_after == history_before and state_after == state_before,
+        f"earlier thread intact: {history_after} checkpoints (before {history_before}), same state",
+    )
+    async with httpx.AsyncClient(base_url=url, timeout=60, headers=headers("alice")) as http:
+        got = await http.get("/store/items", params={"namespace": "memories.alice.facts", "key": memory})
+        report.check(got.status_code == 200, f"memory intact: {got.status_code}")
+        hits = await http.post(f"/api/v1/kb/{kb}/search", json={"query": "green tea", "strategy": "keyword"})
+        found = hits.status_code == 200 and "steamed" in hits.text
+        report.check(found, f"knowledge base intact and searchable: {hits.status_code}")
+    report.figures["kill_all_replicas_back_s"] = round(back, 1)
+    report.figures["kill_all_replicas_run_in_flight"] = f"{final} after {ended:.1f} s"
+    report.figures["kill_all_replicas_runs_lost"] = 0 if final in TERMINAL else 1
+
+
+async def outage(
+    stack: Stack, report: Report, name: str, stop: list[str], start: list[str], needed_by: set[str]
+) -> None:
+    """Stop a backend, probe three requests (`needed_by`: those that need it, which must answer
+    503; the others must still work), start it again, and time until a run is accepted."""
+    url = stack.urls[0]
+    alice = client(url, "alice")
+    thread = await alice.threads.create()
+    subprocess.run(stop, cwd=ROOT, check=True, capture_output=True)
+    print(f"  {name} stopped", flush=True)
+    answers = {}
+    async with httpx.AsyncClient(base_url=url, timeout=30, headers=headers("alice")) as http:
+        probes = {
+            "get thread": http.get(f"/threads/{thread['thread_id']}"),
+            "create run": http.post(
+                f"/threads/{thread['thread_id']}/runs",
+                json={"assistant_id": "react", "input": {"messages": [{"role": "user", "content": "hi"}]}},
+            ),
+            "list KBs": http.get("/api/v1/kb"),
+        }
+        for what, request in probes.items():
+            try:
+                response = await request
+                answers[what] = f"{response.status_code} {response.text[:160]}"
+            except httpx.HTTPError as exc:
+                answers[what] = f"{type(exc).__name__}"
+            print(f"    {what}: {answers[what]}", flush=True)
+        started = time.monotonic()
+        subprocess.run(start, cwd=ROOT, check=True, capture_output=True)
+        backend_up = time.monotonic() - started
+
+        async def accepted() -> str | None:
+            """The id of a run the server accepted, else None."""
+            try:
+                run = await http.post(
+                    f"/threads/{thread['thread_id']}/runs",
+                    json={"assistant_id": "react", "input": {"messages": [{"role": "user", "content": "ok"}]}},
+                )
+            except httpx.HTTPError:
+                return None
+            return run.json()["run_id"] if run.status_code == 200 else None
+
+        accepted_after = None
+        succeeded = []
+        while time.monotonic() - started < 300:
+            if (run_id := await accepted()) is None:
+                await asyncio.sleep(0.1)
+                continue
+            accepted_after = accepted_after or time.monotonic() - started
+            status = await wait_terminal(alice, thread["thread_id"], run_id, timeout=120)
+            succeeded.append(status)
+            if status == "success":
+                break
+        recovered = time.monotonic() - started
+    statuses = {what: answer.split()[0] for what, answer in answers.items()}
+    wanted = {what: "503" if what in needed_by else "200" for what in answers}
+    report.check(statuses == wanted, f"{name} down: answers {statuses} (want {wanted})")
+    report.check(
+        bool(succeeded) and succeeded[-1] == "success",
+        f"{name} back: a run accepted {accepted_after or -1:.1f} s and a run completed {recovered:.1f} s after "
+        f"the start command ({name} itself took {backend_up:.1f} s to start; runs tried: {succeeded})",
+    )
+    final = {}
+    for run in await alice.runs.list(thread["thread_id"]):
+        final[run["run_id"]] = await wait_terminal(alice, thread["thread_id"], run["run_id"], timeout=180)
+    report.check(
+        all(s in TERMINAL for s in final.values()), f"{name}: the thread's runs ended {sorted(final.values())}"
+    )
+    report.figures[f"{name.lower()}_outage_answers"] = {what: answer[:60] for what, answer in answers.items()}
+    report.figures[f"{name.lower()}_run_accepted_s"] = round(accepted_after or -1, 1)
+    report.figures[f"{name.lower()}_run_completed_s"] = round(recovered, 1)
+    report.figures[f"{name.lower()}_runs_tried"] = succeeded
+    report.figures[f"{name.lower()}_start_s"] = round(backend_up, 1)
+    report.figures[f"{name.lower()}_thread_runs"] = sorted(final.values())
+
+
+async def check_memory_debounce(stack: Stack, model: Any, report: Report) -> None:
+    """Two quick turns of one conversation: the first turn's extraction is superseded (Aegra has
+    no `after_seconds`; graphs/runtime/memory_schedule.py), only the second one asks the model."""
+    print("7. memory extraction debounce (MEMORY_EXTRACTION_DELAY=5)", flush=True)
+    from graphs.runtime.memory_schedule import memory_thread_id
+
+    key = f"faultmem{uuid.uuid4().hex[:8]}"
+    first, second = f"{key} I live in Lisbon", f"{key} I have a cat"
+    alice = client(stack.urls[0], "alice")
+    thread = await alice.threads.create()
+    for text in (first, second):
+        await alice.runs.wait(thread["thread_id"], "react", input={"messages": [{"role": "user", "content": text}]})
+    memory_thread = memory_thread_id("alice", thread["thread_id"])
+    runs = await alice.runs.list(memory_thread)
+    ended = [await wait_terminal(alice, memory_thread, run["run_id"], timeout=120) for run in runs]
+    extractions = [json.dumps(r) for r in model.requests() if "long-term memory of an assistant" in json.dumps(r)]
+    asked_first = sum(1 for r in extractions if "Lisbon" in r and "a cat" not in r)
+    asked_second = sum(1 for r in extractions if "a cat" in r)
+    report.check(
+        len(runs) == 2 and asked_first == 0 and asked_second >= 1,
+        f"{len(runs)} extraction runs ({ended}); the model was asked to extract the first turn "
+        f"{asked_first} times, the second {asked_second} (want 2 runs, 0 and >= 1)",
+    )
+    report.figures["debounce"] = {"runs": len(runs), "first_turn_extractions": asked_first}
+
+
+async def main_async(args: argparse.Namespace) -> int:
+    report = Report()
+    with spawn_openai_server() as model:
+        model.script("default", [{"content": "ok"}] * 200)
+        env = {
+            **os.environ,
+            "OPENAI_BASE_URL": model.base_url,
+            "OPENAI_API_KEY": "test-key",
+            "AGENT_MODEL": "openai:scripted",
+            "AGENT_API_KEYS": ",".join(f"{user}={key}" for user, key in KEYS.items()),
+            "AGENT_ADMIN_USERS": "ops",
+            "REPLICAS": str(args.replicas),
+            "PORT": str(args.port),
+            "LANGSMITH_TRACING": "false",
+            "MEMORY_EXTRACTION_DELAY": "5",
+        }
+        stack = Stack(env)
+        try:
+            started = time.monotonic()
+            stack.wait_started(args.replicas)
+            print(f"stack up in {time.monotonic() - started:.1f} s: {stack.urls}", flush=True)
+            memory = f"m{uuid.uuid4().hex[:8]}"
+            await check_route_auth(stack, report)
+            await check_store_scopes(stack, report, memory)
+            done_thread = await check_kill_running_replica(stack, model, report)
+            await check_kill_every_replica(stack, model, report, done_thread, memory)
+            await check_memory_debounce(stack, model, report)
+            py = str(ROOT / ".venv-prod/bin/python")
+            print("5. Postgres stop/start", flush=True)
+            await outage(
+                stack,
+                report,
+                "Postgres",
+                [py, "-m", "store.postgres", "stop"],
+                [py, "-m", "store.postgres", "start"],
+                needed_by={"get thread", "create run", "list KBs"},
+            )
+            print("6. Redis stop/start", flush=True)
+            port = stack.redis_url.rsplit(":", 1)[1].split("/")[0]
+            redis_dir = ROOT / ".data/redis"
+            await outage(
+                stack,
+                report,
+                "Redis",
+                ["redis-cli", "-p", port, "shutdown"],
+                [
+                    "redis-server", "--port", port, "--bind", "127.0.0.1", "--dir", str(redis_dir),
+                    "--appendonly", "yes", "--daemonize", "yes", "--pidfile", str(redis_dir / "redis.pid"),
+                    "--logfile", str(redis_dir / "redis.log"),
+                ],
+                needed_by={"create run"},
+            )  # fmt: skip
+        finally:
+            stack.stop()
+    print("\nfigures:", json.dumps(report.figures, indent=2))
+    if report.failures:
+        print(f"\n{len(report.failures)} check(s) failed:", *report.failures, sep="\n  ")
+        return 1
+    print("\nevery check passed")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--replicas", type=int, default=2)
+    parser.add_argument("--port", type=int, default=28600)
+    return asyncio.run(main_async(parser.parse_args(argv)))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
