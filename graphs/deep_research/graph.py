@@ -7,6 +7,7 @@ supervise --(round done)--> reflect --(gaps, rounds left)--> supervise ... --> w
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime
 from typing import Any
 
@@ -23,12 +24,14 @@ from graphs.deep_research.context import ResearchContext
 from graphs.deep_research.prompts import (
     CLARIFY_PROMPT,
     MODEL_FAILED_HINT,
+    MODEL_FAILED_LOG,
     PLAN_ANSWER,
     PLAN_PROMPT,
     REFLECT_PROMPT,
     REPORT_PROMPT,
     REPORT_RESEARCH_FAILED,
     SEARCH_FAILED_HINT,
+    SEARCH_FAILED_LOG,
 )
 from graphs.deep_research.researcher import research
 from graphs.deep_research.state import InputState, ResearcherInput, State, SubQuestion
@@ -40,6 +43,8 @@ from graphs.runtime.structured import ainvoke_structured
 
 STRUCTURED_ATTEMPTS = 3
 REPORT_OUTPUT_RESERVE = 0.25
+
+logger = logging.getLogger(__name__)
 
 
 class ClarifyDecision(BaseModel):
@@ -271,6 +276,7 @@ def _failure(state: State) -> dict:
     detail = f"{reason}: {summary}" if summary else reason
     emit("research_failed", error=detail, failures=len(errors))
     hint = SEARCH_FAILED_HINT if searches_failed else MODEL_FAILED_HINT
+    logger.warning("deep_research: %s; %s", detail, SEARCH_FAILED_LOG if searches_failed else MODEL_FAILED_LOG)
     return {"report": "", "messages": [AIMessage(REPORT_RESEARCH_FAILED.format(reason=detail, hint=hint))]}
 
 
