@@ -298,6 +298,30 @@ async def test_the_model_reads_each_offered_tool_with_its_first_sentence_only(mo
     assert len(json.dumps(schema)) < 600
 
 
+async def test_a_turn_offers_the_same_tools_on_every_call_until_the_next_message(model_slot, store, monkeypatch):
+    builtin = registry.builtin_tools()
+    memory_tools = {name: builtin[name] for name in ("add", "save_memory", "search_semantic_memory") if name in builtin}
+
+    async def available_tools():
+        return {"add": add, **memory_tools}, []
+
+    monkeypatch.setattr(registry, "available_tools", available_tools)
+    save = {"tool_calls": [{"name": "save_memory", "args": {"text": "The user likes teal"}}]}
+    model_slot["model"] = model = ScriptedChatModel(responses=[save, "Noted.", "You like teal."])
+    graph = builder.compile(checkpointer=InMemorySaver(), store=store)
+    config = {"configurable": {"thread_id": "t1"}}
+    context = Context(model="scripted:test", user_id="dana", remember=False)
+    await graph.ainvoke({"messages": [HumanMessage("Remember that I like teal.")]}, config, context=context)
+    await graph.ainvoke({"messages": [HumanMessage("What colour do I like?")]}, config, context=context)
+
+    first, second, next_turn = ([tool["function"]["name"] for tool in call.tools] for call in model.calls)
+    assert "save_memory" in first and "search_semantic_memory" not in first  # nothing saved yet
+    # the memory saved mid-turn does not change the tool block of the turn's next call ...
+    assert second == first
+    # ... the next message's turn offers what the user now has
+    assert "search_semantic_memory" in next_turn
+
+
 async def test_tools_offered_follow_what_the_user_and_the_deployment_have(store, monkeypatch):
     monkeypatch.delenv("WEB_SEARCH_PROVIDER", raising=False)
     monkeypatch.delenv("TAVILY_API_KEY", raising=False)
