@@ -25,6 +25,7 @@ from graphs.deep_research.prompts import (
     CLARIFY_PROMPT,
     MODEL_FAILED_HINT,
     MODEL_FAILED_LOG,
+    NOTHING_FOUND_HINT,
     PLAN_ANSWER,
     PLAN_PROMPT,
     REFLECT_PROMPT,
@@ -272,6 +273,13 @@ def _failure(state: State) -> dict:
     # Each search's own error (researchers' lists) when there are, else each researcher's: the
     # first one and a count, never every error one after the other.
     each = [error for entry in log for error in entry.get("errors") or []] if searches_failed else []
+    if searches_failed and not each:  # the searches worked and found nothing: no outage to report
+        detail = "the web searches found no sources for it"
+        emit("research_failed", error=detail, failures=len(errors))
+        return {
+            "report": "",
+            "messages": [AIMessage(REPORT_RESEARCH_FAILED.format(reason=detail, hint=NOTHING_FOUND_HINT))],
+        }
     summary = summarize_errors(each or errors)
     detail = f"{reason}: {summary}" if summary else reason
     emit("research_failed", error=detail, failures=len(errors))

@@ -86,6 +86,8 @@ SEARCH_FAILED_HINT = """Web search is not working right now; please try again la
 
 MODEL_FAILED_HINT = """Reading the sources failed; please try again later."""
 
+NOTHING_FOUND_HINT = """Try asking in other words, or more specifically."""
+
 # For the operator, in the log only (settings are no business of the person asking).
 SEARCH_FAILED_LOG = (
     "check the search provider settings (WEB_SEARCH_PROVIDER, TAVILY_API_KEY, SEARXNG_URL, JINA_API_KEY)"

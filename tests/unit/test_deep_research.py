@@ -384,6 +384,17 @@ async def test_every_provider_failing_ends_with_a_clear_error(engine, models, ca
     assert len(engine.timings) == 8  # 2 researchers x 2 queries x (1 try + 1 retry)
 
 
+async def test_searches_that_find_nothing_are_not_reported_as_a_search_outage(engine, models):
+    set_models(models, [planned("zeppelin", "airship")], [], [])
+    snapshot, events, _, _ = await run(context())
+    [failure] = kinds(events, "research_failed")
+    assert failure["error"] == "the web searches found no sources for it"
+    answer = snapshot.values["messages"][-1].content
+    assert answer.startswith("I could not research this: the web searches found no sources for it")
+    assert "not working" not in answer and "failed" not in answer and "other words" in answer
+    assert snapshot.values["report"] == "" and models["report"].calls == []
+
+
 async def test_plan_only_answers_with_the_plan(engine, models):
     set_models(models, [planned("kettle", "pump")], [], [])
     snapshot, events, _, _ = await run(context(plan_only=True))
