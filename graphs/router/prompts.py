@@ -8,11 +8,8 @@ Routes:
 Knowledge bases (use the retrieval route only with one of these exact names):
 {kbs}
 
-Pick one route. When a knowledge base's description covers the message's subject, even in other
-words (a question about rules, a product or a procedure its documents describe), choose
-`retrieval` with that knowledge base: its documents answer better than general knowledge. For
-`retrieval`, set `kb` to that knowledge base's name. Give your confidence (0 to 1) and a
-one-sentence reason."""
+Pick one route. For `retrieval`, set `kb` to the knowledge base whose description fits the
+message. Give your confidence (0 to 1) and a one-sentence reason."""
 
 ROUTE_DESCRIPTIONS = {
     "general": "answer directly from general knowledge and the user's own memories (chit-chat, "
