@@ -29,6 +29,7 @@ from evals.realmodel.scoring import score
 from evals.realmodel.tasks import SPLITS, SUITES, TASKS_FILE, Task, load_tasks, select
 from evals.realmodel.wire import RecordingProxy, recheck
 from evals.targets import TargetEnv, environment
+from graphs.runtime.context import default_model_timeout
 from graphs.runtime.memory_schedule import wait_for_local_extractions
 from settings import settings
 
@@ -238,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
             env = TargetEnv(model=model, embeddings=get_embeddings(), trace=False)
             budget = args.budget_min * 60 if args.budget_min else None
             rows = asyncio.run(run_tasks(tasks, env, proxy, timeout_s=args.task_timeout, budget_s=budget, log=log))
-            model_timeout = settings().AGENT_MODEL_TIMEOUT
+            model_timeout = settings().AGENT_MODEL_TIMEOUT or default_model_timeout(model)
     ran = [r for r in rows if r.get("ran")]
     selection = (
         ", ".join(

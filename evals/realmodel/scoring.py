@@ -15,7 +15,8 @@ A task succeeds when every check its `expect` asks for passes:
   expected facts in it; for `fails_clearly_within_s`: with search down the run ends within that
   many seconds with a short failure message that says search failed;
 - memory: the answer in the new thread holds the fact, and none of `answer_excludes`;
-- memory_writer: the extraction saved at least one memory, one of them naming the fact.
+- memory_writer: the extraction saved at least one memory or profile field, one of them naming
+  the fact.
 """
 
 from __future__ import annotations

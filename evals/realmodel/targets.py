@@ -94,10 +94,14 @@ async def react_task(inputs: dict, env: TargetEnv) -> dict:
 
 
 async def _memories(store, user_id: str) -> list[str]:
+    """What is stored about the user: each memory's text, and each profile field as `key: value`
+    (a stated city or job lands in the profile, which the graphs read back as well)."""
     texts = []
     for kind in memory.MEMORY_KINDS:
         for item in await store.asearch(memory.namespace(user_id, kind), limit=100):
             texts.append(str(item.value.get("text", "")))
+    fields = (await memory.get_profile(store, user_id, categories=[])).get("fields") or {}
+    texts += [f"{key}: {value}" for key, value in fields.items()]
     return texts
 
 

@@ -7,6 +7,7 @@ supervise --(round done)--> reflect --(gaps, rounds left)--> supervise ... --> w
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime
 from typing import Any
 
@@ -23,12 +24,15 @@ from graphs.deep_research.context import ResearchContext
 from graphs.deep_research.prompts import (
     CLARIFY_PROMPT,
     MODEL_FAILED_HINT,
+    MODEL_FAILED_LOG,
+    NOTHING_FOUND_HINT,
     PLAN_ANSWER,
     PLAN_PROMPT,
     REFLECT_PROMPT,
     REPORT_PROMPT,
     REPORT_RESEARCH_FAILED,
     SEARCH_FAILED_HINT,
+    SEARCH_FAILED_LOG,
 )
 from graphs.deep_research.researcher import research
 from graphs.deep_research.state import InputState, ResearcherInput, State, SubQuestion
@@ -42,6 +46,8 @@ from graphs.runtime.ui import chat_messages, start_progress
 
 STRUCTURED_ATTEMPTS = 3
 REPORT_OUTPUT_RESERVE = 0.25
+
+logger = logging.getLogger(__name__)
 
 
 class ClarifyDecision(BaseModel):
@@ -320,10 +326,18 @@ def _failure(state: State) -> dict:
     # Each search's own error (researchers' lists) when there are, else each researcher's: the
     # first one and a count, never every error one after the other.
     each = [error for entry in log for error in entry.get("errors") or []] if searches_failed else []
+    if searches_failed and not each:  # the searches worked and found nothing: no outage to report
+        detail = "the web searches found no sources for it"
+        emit("research_failed", error=detail, failures=len(errors))
+        return {
+            "report": "",
+            "messages": [AIMessage(REPORT_RESEARCH_FAILED.format(reason=detail, hint=NOTHING_FOUND_HINT))],
+        }
     summary = summarize_errors(each or errors)
     detail = f"{reason}: {summary}" if summary else reason
     emit("research_failed", error=detail, failures=len(errors))
     hint = SEARCH_FAILED_HINT if searches_failed else MODEL_FAILED_HINT
+    logger.warning("deep_research: %s; %s", detail, SEARCH_FAILED_LOG if searches_failed else MODEL_FAILED_LOG)
     return {"report": "", "messages": [AIMessage(REPORT_RESEARCH_FAILED.format(reason=detail, hint=hint))]}
 
 

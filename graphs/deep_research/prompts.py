@@ -82,10 +82,17 @@ REPORT_RESEARCH_FAILED = """I could not research this: {reason}
 
 No report was written, because it would not be based on any retrieved source. {hint}"""
 
-SEARCH_FAILED_HINT = """Check the search provider settings (WEB_SEARCH_PROVIDER, TAVILY_API_KEY,
-SEARXNG_URL, JINA_API_KEY) and try again."""
+SEARCH_FAILED_HINT = """Web search is not working right now; please try again later."""
 
-MODEL_FAILED_HINT = """Check the compression model settings (compression_model, model) and try again."""
+MODEL_FAILED_HINT = """Reading the sources failed; please try again later."""
+
+NOTHING_FOUND_HINT = """Try asking in other words, or more specifically."""
+
+# For the operator, in the log only (settings are no business of the person asking).
+SEARCH_FAILED_LOG = (
+    "check the search provider settings (WEB_SEARCH_PROVIDER, TAVILY_API_KEY, SEARXNG_URL, JINA_API_KEY)"
+)
+MODEL_FAILED_LOG = "check the compression model settings (compression_model, model)"
 
 PLAN_ANSWER = """**Research brief**
 

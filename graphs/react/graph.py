@@ -100,7 +100,11 @@ async def call_model(state: State, runtime: Runtime[Context], config: RunnableCo
             update.update(summary=summary, messages=removals)
             emit("history_summarized", summarized_messages=len(removals), kept_messages=kept)
 
-    tools = [] if last_step else await _offered_tools(runtime, messages)
+    if last_step:
+        tools = []
+    else:
+        tools = await _offered_tools(runtime, messages, None if new_turn else state.get("turn_tools"))
+        update["turn_tools"] = [tool.name for tool in tools]
     prompt = [SystemMessage(_system_prompt(context, summary, last_step)), *_with_time(messages)]
     try:
         response = await ainvoke_with_tools(
@@ -140,10 +144,15 @@ async def call_model(state: State, runtime: Runtime[Context], config: RunnableCo
     return update
 
 
-async def _offered_tools(runtime: Runtime[Context], messages: list[AnyMessage]) -> list[BaseTool]:
-    """The tools this turn can use (graphs/runtime/tool_offer.py)."""
+async def _offered_tools(
+    runtime: Runtime[Context], messages: list[AnyMessage], turn_tools: list[str] | None = None
+) -> list[BaseTool]:
+    """The tools this turn can use (graphs/runtime/tool_offer.py); on a turn's later calls
+    (`turn_tools`: the names its first call offered) the same ones."""
     context = runtime.context
     tools = await select_tools(context.tools)
+    if turn_tools is not None:
+        return [tool for tool in tools if tool.name in turn_tools]
     user = run_user_id(runtime)
     return await tools_for_turn(tools, runtime.store, user, named=bool(context.tools), messages=messages)
 

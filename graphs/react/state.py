@@ -22,6 +22,10 @@ class State(InputState, total=False):
     """Summary of older turns removed from `messages` to stay inside the model's budget."""
     execution_log: Annotated[list[dict], operator.add]
     """One entry per tool call: tool, args, status, duration_ms, attempts, step, tool_call_id."""
+    turn_tools: list[str] | None
+    """Names of the tools offered on the current turn's first model call. The turn's later calls
+    offer the same ones, even when a tool changed what the user has (a memory saved mid-turn), so
+    their prompt starts as the first call's did and the model server's prefix cache reuses it."""
     pending_tool_calls: AIMessage | None
     """The model's message asking for tools while they run (None otherwise). It joins `messages`
     together with its results, so `messages` never holds a tool call without its result, however

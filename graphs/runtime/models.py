@@ -29,6 +29,7 @@ from graphs.runtime.prompts import TOOL_CALL_RETRY
 from graphs.runtime.retry import RetriesExhausted, call_with_retries
 from graphs.runtime.text_tool_calls import recover as recover_text_calls
 from graphs.runtime.text_tool_calls import with_calls
+from graphs.runtime.tool_offer import tool_schemas
 from settings import settings
 from tools.identity import check_thread_owner
 
@@ -285,7 +286,7 @@ async def ainvoke_with_tools(
     once more with the problems, and if it still writes invalid calls their text is dropped
     from the answer. Each recovery is a `tool_calls_recovered` event.
     """
-    bound = model.bind_tools(tools) if tools else model
+    bound = model.bind_tools(tool_schemas(tools)) if tools else model
     response = await ainvoke_with_retries(bound, messages, config, retries=retries, step=step, timeout=timeout)
     if not recover or not tools:
         return response

@@ -17,15 +17,23 @@ tool), a tool whose data or service is not there for this run is left out of the
 A run that names its `tools` is offered exactly those. The checks read the store once per model
 call (two small lookups); what a turn offers changes only when its user's data does, so the
 prompt's tool block stays the same, and cacheable, from call to call.
+
+`tool_schemas` is what the model reads of each offered tool: its name, its argument schema (with
+the arguments' own descriptions and examples) and the first sentence of its description. A
+tool's full description documents its output and limits for people (docs/tools.md) and is
+several times longer (the calculator's alone is ~600 tokens); the model sees the output in the
+tool's result and the limits in its error messages.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.tools import BaseTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.store.base import BaseStore
 
 from store import memory
@@ -40,6 +48,7 @@ MEMORY_LOOKUPS = frozenset(fn.__name__ for fn in MEMORY_TOOLS if fn is not save_
 KNOWLEDGE = frozenset(fn.__name__ for fn in KNOWLEDGE_TOOLS)
 STORE_TOOLS = MEMORY_LOOKUPS | KNOWLEDGE | {save_memory.__name__}
 _URL = re.compile(r"https?://\S", re.IGNORECASE)
+_SENTENCE_END = re.compile(r"(?<=[.!?])(?<!e\.g\.)(?<!i\.e\.)\s+(?=[A-Z])|\n\s*\n")
 
 
 def web_search_configured() -> bool:
@@ -101,3 +110,26 @@ async def tools_for_turn(
         if not _user_gave_url(messages):
             dropped.add(web_read.__name__)
     return [tool for tool in tools if tool.name not in dropped]
+
+
+def first_sentence(description: str) -> str:
+    """The first sentence of a tool description (all of it when it has one), spaces collapsed."""
+    text = description.strip()
+    head = _SENTENCE_END.split(text, maxsplit=1)[0].strip()
+    return " ".join((head or text).split())
+
+
+def tool_schemas(tools: Sequence[BaseTool]) -> list[dict[str, Any]]:
+    """The OpenAI tool schemas a model call offers for `tools`: each tool's name and argument
+    schema as they are, its description cut to its first sentence (see the module docstring)."""
+    schemas = []
+    for tool in tools:
+        schema = convert_to_openai_tool(tool)
+        function = schema["function"]
+        if function.get("description"):
+            function["description"] = first_sentence(function["description"])
+        parameters = function.get("parameters")
+        if isinstance(parameters, dict) and parameters.get("description") == tool.description:
+            del parameters["description"]  # the full description again, at the schema's top
+        schemas.append(schema)
+    return schemas

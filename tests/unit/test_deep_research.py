@@ -359,10 +359,11 @@ async def test_a_failing_compression_is_recorded_and_the_report_goes_on(engine, 
     snapshot, events, _, _ = await run(context(), thread="t2")
     [failure] = kinds(events, "research_failed")
     assert failure["error"].startswith("every researcher failed: compression failed")
-    assert "compression model" in snapshot.values["messages"][-1].content
+    answer = snapshot.values["messages"][-1].content
+    assert "try again later" in answer and "compression_model" not in answer and "settings" not in answer
 
 
-async def test_every_provider_failing_ends_with_a_clear_error(engine, models):
+async def test_every_provider_failing_ends_with_a_clear_error(engine, models, caplog):
     engine.failing.add("all")
     set_models(models, [planned("kettle", "pump")], [], [])
     snapshot, events, _, _ = await run(context(tool_retries=1))
@@ -374,9 +375,24 @@ async def test_every_provider_failing_ends_with_a_clear_error(engine, models):
     assert "HTTP 500" in answer.content and state["report"] == ""
     # the first error and a count of the others, not all four one after the other
     assert answer.content.count("HTTP 500") == 1 and "(and 3 more errors)" in answer.content
+    # operator hints (setting names) go to the log, not to the person asking
+    assert "WEB_SEARCH_PROVIDER" not in answer.content and "settings" not in answer.content
+    assert "try again later" in answer.content
+    assert any("WEB_SEARCH_PROVIDER" in record.getMessage() for record in caplog.records)
     assert failure["error"].endswith("(and 3 more errors)")
     assert models["report"].calls == [] and models["compress"].calls == []
     assert len(engine.timings) == 8  # 2 researchers x 2 queries x (1 try + 1 retry)
+
+
+async def test_searches_that_find_nothing_are_not_reported_as_a_search_outage(engine, models):
+    set_models(models, [planned("zeppelin", "airship")], [], [])
+    snapshot, events, _, _ = await run(context())
+    [failure] = kinds(events, "research_failed")
+    assert failure["error"] == "the web searches found no sources for it"
+    answer = snapshot.values["messages"][-1].content
+    assert answer.startswith("I could not research this: the web searches found no sources for it")
+    assert "not working" not in answer and "failed" not in answer and "other words" in answer
+    assert snapshot.values["report"] == "" and models["report"].calls == []
 
 
 async def test_plan_only_answers_with_the_plan(engine, models):

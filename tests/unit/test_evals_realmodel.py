@@ -439,6 +439,26 @@ def test_writer_scoring_needs_a_saved_memory_naming_the_fact():
     assert not score(task, {"memories": ["The user likes food"]})["success"]
 
 
+async def test_a_fact_saved_as_profile_fields_counts_as_extracted(model_slot, embeddings):
+    from evals.realmodel.targets import writer_task
+    from evals.targets import TargetEnv
+    from tests.fakes import ScriptedChatModel
+
+    extraction = {"episodic": [], "semantic": [], "profile_updates": {"city": "Porto", "occupation": "nurse"}}
+    model_slot["model"] = ScriptedChatModel(
+        responses=[{"tool_calls": [{"name": "MemoryExtraction", "args": extraction}]}]
+    )
+    turn = [
+        {"role": "user", "content": "I live in Porto and work as a nurse."},
+        {"role": "assistant", "content": "Hi!"},
+    ]
+    outputs = await writer_task({"messages": turn}, TargetEnv(model="scripted:test", embeddings=embeddings))
+
+    assert outputs["result"]["profile_fields"] == 2 and "city: Porto" in outputs["memories"]
+    task = Task("w", "memory_writer", "heldin", {}, {"extracts": True, "memory_contains_any": ["porto"]})
+    assert score(task, outputs)["success"]
+
+
 # --- summary and the committed table --------------------------------------------------------------------------
 
 
@@ -563,10 +583,9 @@ def test_a_run_against_a_scripted_endpoint_scores_and_writes_everything(tmp_path
             "17% of 2340",
             [{"tool_calls": [{"name": "calculator", "args": {"expression": "0.17*2340"}}]}, "It is 397.8."],
         )
-        # the call written as text is recovered and run; the answer then misses the number
         server.script(
             "power of 16",
-            ['```json\n{"name": "calculator", "arguments": {"expression": "2**16"}}\n```', "I could not work it out."],
+            ['```json\n{"name": "calculator", "arguments": {"expression": "2**16"}}\n```', "2**16 is 65536."],
         )
         server.script(
             "joke",
@@ -596,7 +615,8 @@ def test_a_run_against_a_scripted_endpoint_scores_and_writes_everything(tmp_path
     rows = {row["id"]: row for row in map(json.loads, log.read_text().splitlines())}
     assert rows["calc"]["score"]["success"] and rows["calc"]["figures"]["model_calls"] == 2
     assert rows["calc"]["figures"]["structured_valid"] == 1 and rows["calc"]["figures"]["executed_valid"] == 1
-    assert not rows["as-text"]["score"]["success"] and rows["as-text"]["figures"]["text_tool_calls"] == 1
+    # a call written as text is recovered and run, and counted as text
+    assert rows["as-text"]["score"]["success"] and rows["as-text"]["figures"]["text_tool_calls"] == 1
     assert rows["route"]["score"]["success"] and rows["route"]["outputs"]["method"] == "llm"
     assert rows["extract"]["score"]["success"]
     assert all(call["usage"]["prompt_tokens"] > 0 for row in rows.values() for call in row["calls"])
@@ -604,10 +624,10 @@ def test_a_run_against_a_scripted_endpoint_scores_and_writes_everything(tmp_path
     stored = json.loads((tmp_path / "results.json").read_text())["before"]
     assert stored["meta"]["tasks_run"] == 4 and stored["meta"]["model_timeout"] == "30 s"
     assert (
-        stored["suites"]["react"]["heldin"]["success"] == 1.0 and stored["suites"]["react"]["heldout"]["success"] == 0.0
+        stored["suites"]["react"]["heldin"]["success"] == 1.0 and stored["suites"]["react"]["heldout"]["success"] == 1.0
     )
     assert (
-        "| react tool tasks succeed | ≥ 90 % | 50 % (heldin 100 %, heldout 0 %) | not run |"
+        "| react tool tasks succeed | ≥ 90 % | 100 % (heldin 100 %, heldout 100 %) | not run |"
         in (tmp_path / "results.md").read_text()
     )
 

@@ -5,6 +5,7 @@ model timeout of a local endpoint and the run deadline. Scripted models only."""
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 
 import pytest
@@ -20,7 +21,7 @@ from graphs.runtime.context import Context
 from graphs.runtime.models import load_chat_model, report_usage
 from graphs.runtime.structured import FUNCTION_CALLING, JSON_SCHEMA, ainvoke_structured, structured_method
 from graphs.runtime.text_tool_calls import check_text_tool_calls, find_text_tool_calls
-from graphs.runtime.tool_offer import MEMORY_LOOKUPS, tools_for_turn
+from graphs.runtime.tool_offer import MEMORY_LOOKUPS, tool_schemas, tools_for_turn
 from store import memory
 from tests.fakes import ScriptedChatModel
 from tests.openai_server import run_openai_server
@@ -262,6 +263,63 @@ async def test_react_prompt_keeps_per_call_text_last(model_slot):
     assert question.text.startswith("What is 2 + 3?") and "Current date and hour, UTC:" in question.text
     assert second.messages[1] == question  # same prefix on the turn's next call
     assert state["messages"][0].content == "What is 2 + 3?"  # the note is in the prompt only
+
+
+@tool
+def convert(amount: float, unit: str) -> str:
+    """Convert an amount between units, e.g. km to miles. Units: km, mi, kg, lb.
+
+    Returns {"amount", "unit"}; refuses unknown units with an explanation. Results are rounded
+    to 6 significant digits. i.e. 1 km is "0.621371 mi".
+    """
+    executed.append({"amount": amount, "unit": unit})
+    return f"{amount} {unit}"
+
+
+async def test_the_model_reads_each_offered_tool_with_its_first_sentence_only(model_slot, monkeypatch):
+    async def available_tools():
+        return {"add": add, "convert": convert}, []
+
+    monkeypatch.setattr(registry, "available_tools", available_tools)
+    call = '{"name": "convert", "arguments": {"amount": 2, "unit": "km"}}'
+    _, _, model = await run_react(model_slot, [call, "2 km"], message="2 km in miles?")
+
+    offered = {schema["function"]["name"]: schema["function"] for schema in model.calls[0].tools}
+    assert offered["convert"]["description"] == "Convert an amount between units, e.g. km to miles."
+    assert offered["add"]["description"] == "Add two integers."
+    parameters = offered["convert"]["parameters"]
+    assert set(parameters["properties"]) == {"amount", "unit"} and parameters["required"] == ["amount", "unit"]
+    assert "Returns" not in json.dumps(model.calls[0].tools)
+    # the call written as text is still checked against the tool itself, and runs
+    assert executed == [{"amount": 2.0, "unit": "km"}]
+    # the biggest built-in description, as the model reads it
+    (schema,) = tool_schemas([registry.builtin_tools()["calculator"]])
+    assert schema["function"]["description"].startswith("Evaluate a math expression")
+    assert len(json.dumps(schema)) < 600
+
+
+async def test_a_turn_offers_the_same_tools_on_every_call_until_the_next_message(model_slot, store, monkeypatch):
+    builtin = registry.builtin_tools()
+    memory_tools = {name: builtin[name] for name in ("add", "save_memory", "search_semantic_memory") if name in builtin}
+
+    async def available_tools():
+        return {"add": add, **memory_tools}, []
+
+    monkeypatch.setattr(registry, "available_tools", available_tools)
+    save = {"tool_calls": [{"name": "save_memory", "args": {"text": "The user likes teal"}}]}
+    model_slot["model"] = model = ScriptedChatModel(responses=[save, "Noted.", "You like teal."])
+    graph = builder.compile(checkpointer=InMemorySaver(), store=store)
+    config = {"configurable": {"thread_id": "t1"}}
+    context = Context(model="scripted:test", user_id="dana", remember=False)
+    await graph.ainvoke({"messages": [HumanMessage("Remember that I like teal.")]}, config, context=context)
+    await graph.ainvoke({"messages": [HumanMessage("What colour do I like?")]}, config, context=context)
+
+    first, second, next_turn = ([tool["function"]["name"] for tool in call.tools] for call in model.calls)
+    assert "save_memory" in first and "search_semantic_memory" not in first  # nothing saved yet
+    # the memory saved mid-turn does not change the tool block of the turn's next call ...
+    assert second == first
+    # ... the next message's turn offers what the user now has
+    assert "search_semantic_memory" in next_turn
 
 
 async def test_tools_offered_follow_what_the_user_and_the_deployment_have(store, monkeypatch):
