@@ -23,6 +23,7 @@ from evals.targets import (
     _URL,
     PROXY_VARIABLES,
     TargetEnv,
+    _ask,
     environment,
     plan_execute_target,
     router_target,
@@ -64,14 +65,6 @@ def turn_record(messages: list[BaseMessage], first_new: int, offered: dict[str, 
             invalid += [{"name": c.get("name"), "error": c.get("error")} for c in message.invalid_tool_calls]
     results = [{"name": m.name, "status": m.status, "content": m.text[:500]} for m in new if isinstance(m, ToolMessage)]
     return {"answer": answer, "tool_calls": calls, "invalid_tool_calls": invalid, "tool_results": results}
-
-
-async def _ask(graph, text: str, thread_id: str, context: Context) -> tuple[list[BaseMessage], int]:
-    config = {"configurable": {"thread_id": thread_id}}
-    before = await graph.aget_state(config)
-    first_new = len(before.values.get("messages", [])) + 1 if before.values else 1
-    state = await graph.ainvoke({"messages": [HumanMessage(text)]}, config, context=context)
-    return state["messages"], first_new
 
 
 async def react_task(inputs: dict, env: TargetEnv) -> dict:
