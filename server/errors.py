@@ -9,7 +9,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from store.postgres import DATABASE_UNAVAILABLE_MESSAGE, is_database_unavailable
+from store.postgres import DATABASE_UNAVAILABLE_MESSAGE, exception_chain, is_database_unavailable
 
 # code -> HTTP status (seed 002's table, plus the knowledge-base and validation codes)
 STATUS = {
@@ -95,22 +95,11 @@ async def validation_error_handler(request: Request, exc: Exception) -> JSONResp
 def is_queue_unavailable(exc: BaseException) -> bool:
     """Whether `exc` (or an exception it wraps or groups) says Redis cannot be reached: the
     self-hosted server (Aegra) queues runs and streams their events through Redis."""
-    seen: set[int] = set()
-    pending: list[BaseException] = [exc]
-    while pending:
-        error = pending.pop()
-        if id(error) in seen:
-            continue
-        seen.add(id(error))
-        if any(
-            cls.__module__.split(".")[0] == "redis" and cls.__name__ in _REDIS_CONNECTION_ERRORS
-            for cls in type(error).__mro__
-        ):
-            return True
-        if isinstance(error, BaseExceptionGroup):
-            pending.extend(error.exceptions)
-        pending.extend(e for e in (error.__cause__, error.__context__) if e is not None)
-    return False
+    return any(
+        cls.__module__.split(".")[0] == "redis" and cls.__name__ in _REDIS_CONNECTION_ERRORS
+        for error in exception_chain(exc)
+        for cls in type(error).__mro__
+    )
 
 
 def unavailable_error(exc: BaseException) -> ApiError | None:

@@ -20,7 +20,7 @@ import os
 import sys
 import time
 import traceback
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -88,12 +88,8 @@ def _raised_by(exc: BaseException, package: str) -> bool:
     )
 
 
-def is_database_unavailable(exc: BaseException) -> bool:
-    """Whether `exc` (or an exception it wraps or groups) says Postgres cannot be reached.
-
-    The LangGraph server loads this module once more per factory path in langgraph.json, so a
-    `DatabaseUnavailable` may be another copy's class: it is recognised all the same, as an
-    `OperationalError` without SQLSTATE."""
+def exception_chain(exc: BaseException) -> Iterator[BaseException]:
+    """`exc` and every exception it wraps (`__cause__`, `__context__`) or groups, each once."""
     seen: set[int] = set()
     pending: list[BaseException] = [exc]
     while pending:
@@ -101,12 +97,21 @@ def is_database_unavailable(exc: BaseException) -> bool:
         if id(error) in seen:
             continue
         seen.add(id(error))
-        if isinstance(error, DatabaseUnavailable) or _is_connection_failure(error):
-            return True
+        yield error
         if isinstance(error, BaseExceptionGroup):
             pending.extend(error.exceptions)
         pending.extend(e for e in (error.__cause__, error.__context__) if e is not None)
-    return False
+
+
+def is_database_unavailable(exc: BaseException) -> bool:
+    """Whether `exc` (or an exception it wraps or groups) says Postgres cannot be reached.
+
+    The LangGraph server loads this module once more per factory path in langgraph.json, so a
+    `DatabaseUnavailable` may be another copy's class: it is recognised all the same, as an
+    `OperationalError` without SQLSTATE."""
+    return any(
+        isinstance(error, DatabaseUnavailable) or _is_connection_failure(error) for error in exception_chain(exc)
+    )
 
 
 # asyncpg's errors that mean the connection failed (Aegra's own tables go through asyncpg).
