@@ -218,6 +218,14 @@ def _value(row: Any, column: str, index: int) -> Any:
     return row[column] if isinstance(row, dict) else row[index]
 
 
+async def _insert_entities(cur: Any, kb: str, entities: dict[str, str]) -> None:
+    """Add the entities (key -> name) of a knowledge base that are not there yet."""
+    await cur.executemany(
+        "INSERT INTO kb_graph_entities (kb, entity, name) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+        [(kb, key, name) for key, name in entities.items()],
+    )
+
+
 class PostgresGraph:
     """The graph in the `kb_graph_*` tables, over the store's pool."""
 
@@ -254,10 +262,7 @@ class PostgresGraph:
             await conn.execute("DELETE FROM kb_graph_mentions WHERE kb = %s AND chunk_key = ANY(%s)", (kb, keys))
             await conn.execute("DELETE FROM kb_graph_relations WHERE kb = %s AND chunk_key = ANY(%s)", (kb, keys))
             async with conn.cursor() as cur:
-                await cur.executemany(
-                    "INSERT INTO kb_graph_entities (kb, entity, name) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
-                    [(kb, key, name) for key, name in entities.items()],
-                )
+                await _insert_entities(cur, kb, entities)
                 await cur.executemany(
                     "INSERT INTO kb_graph_mentions (kb, chunk_key, entity) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
                     [(kb, chunk.chunk_key, key) for chunk in chunks for key in chunk.entities],
@@ -331,10 +336,7 @@ class PostgresGraph:
         await self._ready()
         async with self.pool.connection() as conn, conn.transaction():
             async with conn.cursor() as cur:
-                await cur.executemany(
-                    "INSERT INTO kb_graph_entities (kb, entity, name) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
-                    [(kb, key, name) for key, name in entities.items()],
-                )
+                await _insert_entities(cur, kb, entities)
                 await cur.executemany(
                     "INSERT INTO kb_graph_relations (kb, chunk_key, head, relation, tail) VALUES (%s, %s, %s, %s, %s)",
                     [(kb, USER_CHUNK, h, r, t) for h, r, t in relations],
