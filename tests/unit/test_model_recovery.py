@@ -1,6 +1,6 @@
 """What the shared runtime does for models that do not follow the API to the letter: tool calls
 written as text, structured answers in prose or JSON text, prompts that cache, token usage, the
-model timeout of a local endpoint and the run deadline. Scripted models only."""
+model timeout of a local openai_endpoint and the run deadline. Scripted models only."""
 
 from __future__ import annotations
 
@@ -24,7 +24,6 @@ from graphs.runtime.text_tool_calls import check_text_tool_calls, find_text_tool
 from graphs.runtime.tool_offer import MEMORY_LOOKUPS, tool_schemas, tools_for_turn
 from store import memory
 from tests.fakes import ScriptedChatModel
-from tests.openai_server import run_openai_server
 
 executed: list[dict] = []
 
@@ -162,28 +161,14 @@ class Verdict(BaseModel):
     score: float = Field(ge=0, le=1)
 
 
-@pytest.fixture(scope="module")
-def server():
-    with run_openai_server() as running:
-        yield running
-
-
-@pytest.fixture
-def endpoint(server, monkeypatch):
-    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    server.reset()
-    return server
-
-
-async def test_an_openai_compatible_server_is_asked_for_json_schema_output(endpoint):
-    endpoint.script("default", ['{"label": "yes", "score": 0.9}'])
+async def test_an_openai_compatible_server_is_asked_for_json_schema_output(openai_endpoint):
+    openai_endpoint.script("default", ['{"label": "yes", "score": 0.9}'])
     model = load_chat_model("openai:local")
     assert structured_method(model) == JSON_SCHEMA
     result = await ainvoke_structured(model, Verdict, [HumanMessage("Is it?")], None, retries=0, timeout=10)
 
     assert result.value == Verdict(label="yes", score=0.9) and result.attempts == 1
-    request = endpoint.requests()[-1]
+    request = openai_endpoint.requests()[-1]
     assert request["response_format"]["type"] == "json_schema"
     assert request["response_format"]["json_schema"]["name"] == "Verdict"
     assert request["response_format"]["json_schema"]["schema"]["required"] == ["label", "score"]
@@ -194,8 +179,8 @@ async def test_an_openai_compatible_server_is_asked_for_json_schema_output(endpo
     assert "yes or no" in system["content"]
 
 
-async def test_a_server_refusing_json_schema_is_asked_by_function_call(endpoint, monkeypatch):
-    endpoint.script(
+async def test_a_server_refusing_json_schema_is_asked_by_function_call(openai_endpoint, monkeypatch):
+    openai_endpoint.script(
         "default",
         [
             {"error": {"status": 400, "message": "response_format json_schema is not supported"}},
@@ -206,7 +191,7 @@ async def test_a_server_refusing_json_schema_is_asked_by_function_call(endpoint,
         load_chat_model("openai:local"), Verdict, [HumanMessage("Is it?")], None, retries=0, timeout=10
     )
     assert (result.value.label, result.attempts, result.method) == ("no", 1, FUNCTION_CALLING)
-    refused, asked = endpoint.requests()[-2:]
+    refused, asked = openai_endpoint.requests()[-2:]
     assert refused["response_format"]["type"] == "json_schema"
     assert "response_format" not in asked and [t["function"]["name"] for t in asked["tools"]] == ["Verdict"]
     monkeypatch.setenv("AGENT_STRUCTURED_OUTPUT", "function_calling")
@@ -375,9 +360,9 @@ def test_usage_reports_prompt_and_cached_tokens(monkeypatch):
     ]
 
 
-async def test_usage_of_an_openai_compatible_server_is_an_event(endpoint, model_slot, monkeypatch):
-    endpoint.script("default", ["5"])
-    monkeypatch.setenv("OPENAI_BASE_URL", endpoint.base_url)
+async def test_usage_of_an_openai_compatible_server_is_an_event(openai_endpoint, model_slot, monkeypatch):
+    openai_endpoint.script("default", ["5"])
+    monkeypatch.setenv("OPENAI_BASE_URL", openai_endpoint.base_url)
     graph = builder.compile(checkpointer=InMemorySaver())
     events = [
         chunk

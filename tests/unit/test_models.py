@@ -8,25 +8,10 @@ from langchain_core.messages import HumanMessage
 from graphs.react.graph import graph
 from graphs.runtime.context import Context
 from graphs.runtime.models import ModelConfigError, is_transient_model_error, load_chat_model
-from tests.openai_server import run_openai_server
 
 
-@pytest.fixture(scope="module")
-def server():
-    with run_openai_server() as running:
-        yield running
-
-
-@pytest.fixture
-def compatible_endpoint(server, monkeypatch):
-    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    server.reset()
-    return server
-
-
-async def test_reasoning_content_survives_streaming_and_plain_calls(compatible_endpoint):
-    compatible_endpoint.script(
+async def test_reasoning_content_survives_streaming_and_plain_calls(openai_endpoint):
+    openai_endpoint.script(
         "default",
         [
             {"content": "42", "reasoning": "six times seven"},
@@ -41,11 +26,11 @@ async def test_reasoning_content_survives_streaming_and_plain_calls(compatible_e
     plain = await model.ainvoke([HumanMessage("again")])
     assert plain.additional_kwargs["reasoning_content"] == "one more"
     # no key needed for a compatible server; a placeholder bearer is sent
-    assert compatible_endpoint.requests()[0]["model"] == "qwen3"
+    assert openai_endpoint.requests()[0]["model"] == "qwen3"
 
 
-async def test_react_over_the_openai_client_emits_thinking_and_tool_results(compatible_endpoint):
-    compatible_endpoint.script(
+async def test_react_over_the_openai_client_emits_thinking_and_tool_results(openai_endpoint):
+    openai_endpoint.script(
         "default",
         [
             {
@@ -68,13 +53,13 @@ async def test_react_over_the_openai_client_emits_thinking_and_tool_results(comp
             final = chunk
     assert [e["text"] for e in events if e["event"] == "thinking"] == ["I should compute."]
     assert final["messages"][-1].content == "4"
-    second = compatible_endpoint.requests()[-1]
+    second = openai_endpoint.requests()[-1]
     assert [m["role"] for m in second["messages"]] == ["system", "user", "assistant", "tool"]
 
 
-async def test_server_errors_are_retried_then_reported(compatible_endpoint, monkeypatch):
+async def test_server_errors_are_retried_then_reported(openai_endpoint, monkeypatch):
     monkeypatch.setenv("AGENT_RETRY_BASE_DELAY", "0.01")
-    compatible_endpoint.script(
+    openai_endpoint.script(
         "default",
         [
             {"error": {"status": 503, "message": "overloaded"}},
@@ -84,11 +69,11 @@ async def test_server_errors_are_retried_then_reported(compatible_endpoint, monk
     )
     result = await graph.ainvoke({"messages": [HumanMessage("hi")]}, context=Context(model="openai:m", model_retries=2))
     assert result["messages"][-1].content == "finally"
-    compatible_endpoint.script("default", [{"error": {"status": 401, "message": "bad key"}}])
+    openai_endpoint.script("default", [{"error": {"status": 401, "message": "bad key"}}])
     with pytest.raises(Exception) as info:
         await graph.ainvoke({"messages": [HumanMessage("hi")]}, context=Context(model="openai:m"))
     assert not is_transient_model_error(info.value)  # 401 is not retried
-    assert len([r for r in compatible_endpoint.requests() if r.get("status") == 401]) == 1
+    assert len([r for r in openai_endpoint.requests() if r.get("status") == 401]) == 1
 
 
 @pytest.mark.parametrize(
