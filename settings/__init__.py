@@ -224,6 +224,12 @@ class SettingsValues(BaseModel):
     ROUTER_CONFIDENCE: float = Field(
         0.7, ge=0, le=1, description="Heuristic confidence below which the model classifies the message (default 0.7)."
     )
+    ROUTER_KB_SIMILARITY: float = Field(
+        0.4,
+        ge=0,
+        le=1,
+        description="Similarity in meaning (cosine of EMBEDDINGS_MODEL vectors) between a message and a phrase of a knowledge base's name or description from which the router answers from that knowledge base without asking the model, when no other knowledge base comes within 0.1; 1 turns this off (default 0.4, set for the local embedder; other embedders may need another value).",
+    )
 
     # Embeddings (store/embeddings.py)
     EMBEDDINGS_MODEL: str = Field(

@@ -29,6 +29,7 @@ class RouterContext(PlanExecuteContext, ResearchContext):
     retrieval_agents: list[str] = env_field("ROUTER_RETRIEVAL_AGENTS")
     retrieval_top_k: int = env_field("ROUTER_TOP_K")
     route_confidence: float = env_field("ROUTER_CONFIDENCE")
+    kb_similarity: float = env_field("ROUTER_KB_SIMILARITY")
 
     def __post_init__(self) -> None:
         super().__post_init__()

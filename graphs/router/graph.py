@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -40,7 +41,8 @@ from graphs.router import feedback as feedback_sink
 from graphs.router.citations import check_citations as check_answer_citations
 from graphs.router.context import RouterContext
 from graphs.router.evidence import extractive_answer, merge_runs, passages_text
-from graphs.router.intent import Guess, guess_route, is_multi_hop
+from graphs.router.intent import SIMILARITY_MARGIN, Guess, guess_route, is_multi_hop
+from graphs.router.kb_match import KBMatch, rank_kbs
 from graphs.router.prompts import (
     ANSWER_PROMPT,
     CLASSIFY_PROMPT,
@@ -162,13 +164,21 @@ class RouteChoice(BaseModel):
     reason: str = Field(description="One sentence: why this route.")
 
 
-async def classify(message: str, kbs: list[dict], context: RouterContext, config: RunnableConfig) -> Guess:
+async def classify(
+    message: str, kbs: list[dict], context: RouterContext, config: RunnableConfig, similar: Sequence[KBMatch] = ()
+) -> Guess:
     """Ask the model for a route (graphs/runtime/structured.py, retried when malformed).
 
+    `similar` ranks `kbs` by meaning (graphs/router/kb_match.py): the prompt lists the knowledge
+    bases closest first, and a `retrieval` answer without a valid knowledge base takes the
+    closest one when it is near the similarity threshold (a small model often leaves `kb` out).
     Raises ModelConfigError without a usable model and ValueError after repeated bad answers.
     """
     routes = [r for r in available_routes() if r != "retrieval" or kbs]
+    order = {match.name: index for index, match in enumerate(similar)}
+    kbs = sorted(kbs, key=lambda kb: order.get(kb["name"], len(order)))
     names = [kb["name"] for kb in kbs]
+    near = similar[0] if similar and similar[0].similarity >= context.kb_similarity - SIMILARITY_MARGIN else None
     prompt = CLASSIFY_PROMPT.format(
         routes="\n".join(f"- {r}: {ROUTE_DESCRIPTIONS.get(r, 'a sub-agent')}" for r in routes),
         kbs="\n".join(f"- {kb['name']}: {kb.get('description') or '(no description)'}" for kb in kbs) or "(none)",
@@ -178,6 +188,9 @@ async def classify(message: str, kbs: list[dict], context: RouterContext, config
     def check(choice: RouteChoice) -> Guess:
         if choice.route not in routes:
             raise ValueError(f"route {choice.route!r} is not one of {', '.join(routes)}")
+        if choice.route == "retrieval" and choice.kb not in names and near is not None:
+            reason = f"{choice.reason} (knowledge base {near.name!r}: the closest in meaning, {near.similarity:.2f})"
+            return Guess("retrieval", near.name, float(choice.confidence), reason)
         if choice.route == "retrieval" and choice.kb not in names:
             raise ValueError(f"knowledge base {choice.kb!r} does not exist; existing: {', '.join(names)}")
         kb = choice.kb if choice.route == "retrieval" else ""
@@ -203,7 +216,8 @@ async def classify(message: str, kbs: list[dict], context: RouterContext, config
 
 
 async def intent_detect(state: State, runtime: Runtime[RouterContext], config: RunnableConfig) -> dict:
-    """Heuristics first (KB names/descriptions, cue words); the model classifies when unsure.
+    """Heuristics first (KB names/descriptions in words and in meaning, cue words); the model
+    classifies when unsure.
     The candidates are the knowledge bases of the user the run acts for and the shared ones:
     nobody else's knowledge base can catch this user's questions."""
     context = runtime.context
@@ -211,12 +225,14 @@ async def intent_detect(state: State, runtime: Runtime[RouterContext], config: R
     message = _question(state["messages"])
     store = runtime.store
     kbs = await knowledge.list_kbs(store, reader=run_user_id(runtime)) if store is not None else []
-    guess = guess_route(message, kbs)
+    choosing = context.auto_route and not context.kb and not context.route
+    similar = await rank_kbs(message, kbs) if choosing else []
+    guess = guess_route(message, kbs, similar, context.kb_similarity)
     method = "heuristic"
     unsure = guess.confidence < context.route_confidence
-    if unsure and context.auto_route and not context.kb and not context.route:
+    if unsure and choosing:
         try:
-            guess = await classify(message, kbs, context, config)
+            guess = await classify(message, kbs, context, config, similar)
             method = "llm"
         except (ModelConfigError, ValueError) as exc:
             guess = replace(guess, reason=f"{guess.reason}; model classification unavailable: {exc}")

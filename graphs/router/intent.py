@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+from graphs.router.kb_match import KBMatch
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9_-]*")
 _STOPWORDS = frozenset(
@@ -177,8 +180,37 @@ def match_kb(message: str, kbs: list[dict]) -> Guess | None:
     )
 
 
-def guess_route(message: str, kbs: list[dict]) -> Guess:
-    """The heuristic route for a message (confidence 0..1; low means 'ask the model')."""
+SIMILARITY_MARGIN = 0.1
+"""How much closer in meaning the best knowledge base must be than the next one to be chosen
+without the model."""
+
+
+def match_kb_meaning(similar: Sequence[KBMatch], threshold: float) -> Guess | None:
+    """The knowledge base `similar` (graphs/router/kb_match.py, best first) puts clearly first:
+    at least `threshold` similar to the message and `SIMILARITY_MARGIN` ahead of the next one."""
+    if not similar or similar[0].similarity < threshold:
+        return None
+    best = similar[0]
+    if len(similar) > 1 and best.similarity - similar[1].similarity < SIMILARITY_MARGIN:
+        return None
+    confidence = min(0.9, 0.7 + (best.similarity - threshold))
+    return Guess(
+        "retrieval",
+        best.name,
+        confidence,
+        f"the message is close in meaning to {best.phrase!r} of knowledge base {best.name!r} "
+        f"(similarity {best.similarity:.2f})",
+    )
+
+
+def guess_route(
+    message: str, kbs: list[dict], similar: Sequence[KBMatch] = (), similarity_threshold: float = 1.0
+) -> Guess:
+    """The heuristic route for a message (confidence 0..1; low means 'ask the model').
+
+    `similar` ranks `kbs` by meaning (graphs/router/kb_match.py): a knowledge base at least
+    `similarity_threshold` close to the message, clearly ahead of the others, is chosen when no
+    research, plan, knowledge-base name or tool cue decides first."""
     if cue := _matches(RESEARCH_CUES, message):
         return Guess("deep_research", "", 0.8, f"research cue {cue!r}")
     if cue := _matches(PLAN_CUES, message):
@@ -188,6 +220,8 @@ def guess_route(message: str, kbs: list[dict]) -> Guess:
         return kb_guess
     if cue := _matches(TOOL_CUES, message):
         return Guess("react", "", 0.8, f"tool cue {cue!r}")
+    if meaning := match_kb_meaning(similar, similarity_threshold):
+        return meaning
     if kb_guess is not None:
         return kb_guess
     if GREETING.match(message):

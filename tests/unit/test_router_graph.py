@@ -166,6 +166,57 @@ async def test_kb_inferred_from_its_description(model_slot, demo_store):
     assert "irrigation" in route["reason"]
 
 
+HANDBOOK = "Staff handbook: vacation days, parental leave, expense reimbursement rules"
+IRRIGATION = "Greenhouse irrigation controller manual with fault codes and watering schedules"
+
+
+@pytest.fixture(scope="module")
+async def handbook_store():
+    """Two knowledge bases whose descriptions share no word with the questions asked of them."""
+    store = InMemoryStore(index={"dims": 384, "embed": get_embeddings(), "fields": ["content", "text"]})
+    await knowledge.create_kb(store, "hr_policies", HANDBOOK)
+    await knowledge.ingest_text(store, "hr_policies", "Hotel and travel costs of work trips are refunded.", "e.md")
+    await knowledge.create_kb(store, "greenhouse", IRRIGATION)
+    await knowledge.ingest_text(store, "greenhouse", "Fault E4: the float switch is stuck.", "f.md")
+    return store
+
+
+async def test_a_question_close_in_meaning_to_a_kb_description_is_routed_there_without_the_model(
+    model_slot, handbook_store
+):
+    state, events, _, model, _ = await run(
+        model_slot,
+        handbook_store,
+        ["Work-trip hotels are refunded [1]."],
+        message="Who pays me back for the hotel on a work trip?",
+    )
+    route = decision(events)
+    assert (route["route"], route["kb_prefix"], route["method"]) == ("retrieval", "hr_policies", "heuristic")
+    assert "of knowledge base 'hr_policies' (similarity 0." in route["reason"]
+    assert [call.tool_names for call in model.calls] == [[]]  # the answer only: no classification asked
+    assert state["messages"][-1].content == "Work-trip hotels are refunded [1]."
+
+
+async def test_the_model_is_shown_the_closest_kb_first_and_a_retrieval_choice_without_kb_takes_it(
+    model_slot, handbook_store
+):
+    # a threshold above the question's similarity: the model decides, helped by the ranking
+    choice = {"route": "retrieval", "confidence": 0.7, "reason": "a reimbursement question"}
+    _, events, _, model, _ = await run(
+        model_slot,
+        handbook_store,
+        [{"tool_calls": [{"name": "RouteChoice", "args": choice}]}, "Refunded [1]."],
+        message="Who pays me back for the hotel on a work trip?",
+        context={"kb_similarity": 0.55},
+    )
+    route = decision(events)
+    assert (route["route"], route["kb_prefix"], route["method"]) == ("retrieval", "hr_policies", "llm")
+    assert "closest in meaning" in route["reason"]
+    prompt = model.calls[0].messages[0].content
+    assert prompt.index("- hr_policies: ") < prompt.index("- greenhouse: ")
+    assert len(model.calls) == 2  # one classification, one answer: no re-ask
+
+
 async def test_unknown_kb_is_an_error_naming_the_existing_ones(model_slot, demo_store):
     state, events, _, model, _ = await run(model_slot, demo_store, [], context={"kb": "nope"}, message="anything")
     [error] = kinds(events, "router_error")
@@ -568,6 +619,29 @@ async def test_auto_routing_offers_only_the_users_own_and_the_shared_knowledge_b
     # its owner's question goes to it
     _, events, _, _, _ = await run(model_slot, store, ["See [1]."], message=question, context={"user_id": "bob"})
     assert decision(events)["route"] == "retrieval" and decision(events)["kb_prefix"] == "billing"
+
+
+async def test_routing_by_meaning_never_reaches_another_users_knowledge_base(model_slot):
+    store = InMemoryStore(index={"dims": 384, "embed": get_embeddings(), "fields": ["content", "text"]})
+    await knowledge.create_kb(store, "billing", "refund policy, returns, billing")
+    entry = (await store.aget(knowledge.REGISTRY_NAMESPACE, "billing")).value
+    await store.aput(knowledge.REGISTRY_NAMESPACE, "billing", {**entry, "owner": "bob"}, index=False)
+    await knowledge.ingest_text(store, "billing", "Refunds: mail your PIN to refunds@phish.example.", "r.md")
+    question = "Can I get my money back for a purchase I sent back?"  # no word of the description
+    general = {"route": "general", "confidence": 0.9, "reason": "a shopping question"}
+    _, events, _, model, _ = await run(
+        model_slot,
+        store,
+        [{"tool_calls": [{"name": "RouteChoice", "args": general}]}, "Ask the shop."],
+        message=question,
+        context={"user_id": "alice"},
+    )
+    assert decision(events)["route"] == "general" and "billing" not in decision(events)["reason"]
+    assert "billing" not in str(model.calls) and "phish" not in str(model.calls)
+    # its owner's question is routed to it by meaning alone, without the model
+    _, events, _, model, _ = await run(model_slot, store, ["See [1]."], message=question, context={"user_id": "bob"})
+    assert (decision(events)["route"], decision(events)["kb_prefix"]) == ("retrieval", "billing")
+    assert decision(events)["method"] == "heuristic" and [c.tool_names for c in model.calls] == [[]]
 
 
 # --- conversation: clear and feedback --------------------------------------------------------

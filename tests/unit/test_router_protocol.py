@@ -7,6 +7,7 @@ import pytest
 from graphs.router.citations import check_citations
 from graphs.router.evidence import extractive_answer, merge_runs
 from graphs.router.intent import guess_route, match_kb
+from graphs.router.kb_match import KBMatch, kb_phrases, rank_kbs
 from graphs.router.protocol import ParsedWorkerName, parse_worker_name, worker_name_for
 from graphs.router.workers import KnowledgeWorker, cached_instances, get_worker, instance_key
 
@@ -92,6 +93,37 @@ def test_heuristics_are_unsure_without_a_cue():
     assert guess.confidence < 0.7
     weak = match_kb("any irrigation tips?", KBS)
     assert weak.kb == "garden" and weak.confidence < 0.7  # one shared word: ask the model
+
+
+async def test_knowledge_bases_are_ranked_by_the_meaning_of_their_phrases():
+    assert kb_phrases(KBS[1]) == [  # the name "hr" is too short to mean anything alone
+        "Staff handbook: holidays, leave requests and expenses",
+        "Staff handbook",
+        "holidays",
+        "leave requests",
+        "expenses",
+    ]
+    # no word in common with either description: only the meaning says which one
+    ranked = await rank_kbs("Who pays me back for the hotel on a work trip?", KBS)
+    assert [match.name for match in ranked] == ["hr", "garden"]
+    assert ranked[0].phrase == "expenses" and ranked[0].similarity > ranked[1].similarity + 0.1
+    assert await rank_kbs("anything", []) == []
+
+
+def test_a_knowledge_base_close_in_meaning_is_chosen_only_when_clearly_first():
+    message = "Who pays me back for the hotel on a work trip?"
+    assert guess_route(message, KBS).confidence < 0.7  # words alone: unsure, the model would be asked
+    close = [KBMatch("hr", 0.48, "expenses"), KBMatch("garden", 0.09, "drip lines")]
+    guess = guess_route(message, KBS, close, 0.4)
+    assert (guess.route, guess.kb) == ("retrieval", "hr") and guess.confidence >= 0.7
+    assert "'expenses'" in guess.reason and "0.48" in guess.reason
+    # below the threshold, or two knowledge bases about as close: the model decides
+    assert guess_route(message, KBS, close, 0.5).confidence < 0.7
+    tie = [KBMatch("hr", 0.48, "expenses"), KBMatch("garden", 0.41, "drip lines")]
+    assert guess_route(message, KBS, tie, 0.4).confidence < 0.7
+    # cues that decide the route keep deciding it
+    assert guess_route("What is 17 * 23?", KBS, close, 0.4).route == "react"
+    assert guess_route("Research expenses in depth", KBS, close, 0.4).route == "deep_research"
 
 
 def _run(agent_type, ids):

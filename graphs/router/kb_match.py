@@ -1,0 +1,85 @@
+"""Which knowledge base a message is about, by meaning: the message's embedding against each
+phrase of each knowledge base's name and description.
+
+Word overlap (graphs/router/intent.py `match_kb`) misses a question that says the same thing in
+other words ("How do I get my travel costs paid back?" beside a staff handbook with "expense
+reimbursement rules"), and a small chat model often misses it too. The configured embedder
+(store/embeddings.py) does not: the message is compared with the knowledge base's name, its
+whole description and each phrase of it (split at punctuation and at "and"/"with"/"or"), and the
+best phrase gives the knowledge base's similarity. Only the knowledge bases passed in are
+compared: the caller passes those the run's user may read.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import numpy as np
+
+from store.embeddings import get_embeddings
+
+logger = logging.getLogger(__name__)
+
+_PHRASE_SPLIT = re.compile(r"[:;,.!?()\n/]+|\s+(?:and|with|or)\s+", re.IGNORECASE)
+_CACHE_SIZE = 512
+_cache: OrderedDict[tuple[int, str], np.ndarray] = OrderedDict()
+
+
+@dataclass(frozen=True)
+class KBMatch:
+    """A knowledge base's similarity to a message and the phrase of its description that gave it."""
+
+    name: str
+    similarity: float
+    phrase: str
+
+
+def kb_phrases(kb: dict) -> list[str]:
+    """The texts a message is compared with: the name, the description and its phrases."""
+    description = " ".join(str(kb.get("description") or "").split())
+    parts = [kb["name"].replace("_", " ").replace("-", " "), description]
+    parts += [phrase.strip() for phrase in _PHRASE_SPLIT.split(description)]
+    return list(dict.fromkeys(part for part in parts if len(part) >= 3))
+
+
+async def _vectors(texts: list[str]) -> list[np.ndarray]:
+    """Embeddings of `texts`, the knowledge-base phrases cached (they change only with a KB)."""
+    embeddings = get_embeddings()
+    key = id(embeddings)
+    missing = [text for text in dict.fromkeys(texts) if (key, text) not in _cache]
+    if missing:
+        for text, vector in zip(missing, await embeddings.aembed_documents(missing), strict=True):
+            array = np.asarray(vector, dtype=np.float32)
+            _cache[(key, text)] = array / (np.linalg.norm(array) or 1.0)
+    vectors = []
+    for text in texts:
+        _cache.move_to_end((key, text))
+        vectors.append(_cache[(key, text)])
+    while len(_cache) > _CACHE_SIZE:
+        _cache.popitem(last=False)
+    return vectors
+
+
+async def rank_kbs(message: str, kbs: list[dict]) -> list[KBMatch]:
+    """The knowledge bases `kbs`, most similar to `message` first; [] when there is nothing to
+    compare or the embedder fails (routing then goes on without this signal; logged)."""
+    if not kbs or not message.strip():
+        return []
+    phrases = {kb["name"]: kb_phrases(kb) for kb in kbs}
+    try:
+        query = np.asarray((await get_embeddings().aembed_documents([message]))[0], dtype=np.float32)
+        query = query / (np.linalg.norm(query) or 1.0)
+        flat = [phrase for parts in phrases.values() for phrase in parts]
+        vectors = dict(zip(flat, await _vectors(flat), strict=True))
+    except Exception as exc:  # an embedder that is down must not stop routing
+        logger.warning("knowledge-base similarity unavailable: %s", str(exc) or type(exc).__name__)
+        return []
+    matches = []
+    for name, parts in phrases.items():
+        scored = [(float(vectors[phrase] @ query), phrase) for phrase in parts]
+        similarity, phrase = max(scored)
+        matches.append(KBMatch(name, round(similarity, 3), phrase))
+    return sorted(matches, key=lambda match: (-match.similarity, match.name))
