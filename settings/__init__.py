@@ -119,6 +119,12 @@ class SettingsValues(BaseModel):
         True,
         description="Record each turn in the user's chat history and extract long-term memories from it in the background (needs a store) (default true).",
     )
+    AGENT_RECALL_TOP_K: int = Field(
+        3,
+        ge=0,
+        le=20,
+        description="Before a turn's first model call, show the model up to this many of the user's memories close in meaning to the message (saved facts, events, the user's messages in other conversations, profile fields), so questions about the user are answered from memory without a search; 0 turns it off (default 3).",
+    )
     AGENT_RECOVER_TOOL_CALLS: bool = Field(
         True,
         description="When a model writes its tool calls as text (fenced or bare JSON, `<tool_call>` or `<function>` tags) instead of making them, turn the ones that match an offered tool's schema into real calls; invalid ones are never run, the model is asked once more (default true).",

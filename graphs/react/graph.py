@@ -23,6 +23,7 @@ from graphs.runtime.context import Context
 from graphs.runtime.deadline import RunDeadlineExceeded
 from graphs.runtime.events import emit
 from graphs.runtime.history import needs_summary, summarize
+from graphs.runtime.memory_recall import recall_note
 from graphs.runtime.memory_schedule import remember_turn
 from graphs.runtime.models import NOSTREAM_TAGS, ainvoke_with_retries, ainvoke_with_tools, load_chat_model
 from graphs.runtime.tool_offer import tools_for_turn
@@ -52,11 +53,12 @@ def _system_prompt(context: Context, summary: str, last_step: bool) -> str:
     return prompt
 
 
-def _with_time(messages: list[AnyMessage]) -> list[AnyMessage]:
-    """`messages` with the current date and hour added to the latest user message (in the
-    prompt only). Per-call text goes last so the system prompt and the tool block before it are
-    the same on every call, a prefix the model server's cache can reuse."""
-    note = TIME_NOTE.format(now=datetime.now(UTC).strftime("%Y-%m-%d %H:00"))
+def _with_time(messages: list[AnyMessage], recalled: str = "") -> list[AnyMessage]:
+    """`messages` with the turn's recalled memories (`recalled`) and the current date and hour
+    added to the latest user message (in the prompt only). Per-call text goes last so the system
+    prompt and the tool block before it are the same on every call, a prefix the model server's
+    cache can reuse."""
+    note = recalled + TIME_NOTE.format(now=datetime.now(UTC).strftime("%Y-%m-%d %H:00"))
     for index in range(len(messages) - 1, -1, -1):
         message = messages[index]
         if isinstance(message, HumanMessage):
@@ -105,7 +107,15 @@ async def call_model(state: State, runtime: Runtime[Context], config: RunnableCo
     else:
         tools = await _offered_tools(runtime, messages, None if new_turn else state.get("turn_tools"))
         update["turn_tools"] = [tool.name for tool in tools]
-    prompt = [SystemMessage(_system_prompt(context, summary, last_step)), *_with_time(messages)]
+    if new_turn:
+        thread_id = (config.get("configurable") or {}).get("thread_id")
+        recalled = await recall_note(
+            runtime.store, run_user_id(runtime), messages[-1].text, top_k=context.recall_top_k, thread_id=thread_id
+        )
+        update["turn_recall"] = recalled
+    else:
+        recalled = state.get("turn_recall", "")
+    prompt = [SystemMessage(_system_prompt(context, summary, last_step)), *_with_time(messages, recalled)]
     try:
         response = await ainvoke_with_tools(
             model,

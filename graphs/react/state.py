@@ -26,6 +26,9 @@ class State(InputState, total=False):
     """Names of the tools offered on the current turn's first model call. The turn's later calls
     offer the same ones, even when a tool changed what the user has (a memory saved mid-turn), so
     their prompt starts as the first call's did and the model server's prefix cache reuses it."""
+    turn_recall: str
+    """The memories recalled for the current turn's message (graphs/runtime/memory_recall.py),
+    as the note its first model call showed; the turn's later calls show the same note."""
     pending_tool_calls: AIMessage | None
     """The model's message asking for tools while they run (None otherwise). It joins `messages`
     together with its results, so `messages` never holds a tool call without its result, however

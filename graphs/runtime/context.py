@@ -137,6 +137,7 @@ class Context:
     model_retries: int = env_field("AGENT_MODEL_RETRIES")
     context_window_tokens: int = env_field("AGENT_CONTEXT_TOKENS")
     remember: bool = env_field("AGENT_REMEMBER")
+    recall_top_k: int = env_field("AGENT_RECALL_TOP_K")
     recover_tool_calls: bool = env_field("AGENT_RECOVER_TOOL_CALLS")
     run_timeout: float = env_field("AGENT_RUN_TIMEOUT")
 

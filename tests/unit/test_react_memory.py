@@ -105,3 +105,49 @@ async def test_a_memory_saved_in_one_thread_is_found_from_another_despite_a_wron
     searched = model.calls[3].messages[-1]
     assert searched.type == "tool" and "teal" in searched.text
     assert [s.value["category"] for s in await store.asearch(memory.namespace("alice", "semantic"))] == ["other"]
+
+
+def _asked(call) -> str:
+    """The user message a model call was shown (with the notes added to it in the prompt)."""
+    return [m for m in call.messages if m.type == "human"][-1].text
+
+
+async def test_memories_about_the_user_are_shown_with_a_question_in_a_new_conversation(setup):
+    graph, store, slot = setup
+    await memory.save_memory(store, "alice", "semantic", "The user's dog is called Biscuit.", category="other")
+    await memory.save_memory(store, "alice", "semantic", "The user is allergic to peanuts.", category="fact")
+    await memory.record_chat_message(store, "alice", "user", "My sister Ana is a dentist in Madrid.", "t0")
+    await memory.record_chat_message(store, "alice", "assistant", "Your sister is a dentist, nice.", "t0")
+    await memory.update_profile(store, "alice", {"dog_breed": "beagle"})
+    await memory.save_memory(store, "bob", "semantic", "The user's dog is called Rex.", category="other")
+    slot["model"] = model = ScriptedChatModel(
+        responses=[
+            {"tool_calls": [{"name": "calculator", "args": {"expression": "2+2"}}]},  # a later call of the turn
+            "Your dog is Biscuit.",
+            "Your sister is a dentist.",
+            "42",
+        ]
+    )
+    await turn(graph, "What is my dog's name?", thread="t1", remember=False)
+    first, second = _asked(model.calls[0]), _asked(model.calls[1])
+    assert first.startswith("What is my dog's name?\n\n(What you remember about this user")
+    assert "- The user's dog is called Biscuit." in first and "- dog_breed: beagle" in first
+    assert "Rex" not in first  # another user's memory: never
+    assert "peanuts" not in first and "dentist" not in first  # unrelated memories stay out
+    assert second == first  # the turn's later calls show the same note (a cacheable prompt)
+    await turn(graph, "What does my sister do for a living?", thread="t2", remember=False)
+    asked = _asked(model.calls[2])
+    assert "- My sister Ana is a dentist in Madrid." in asked and "Your sister is a dentist, nice" not in asked
+    await turn(graph, "What is 6 * 7?", thread="t3", remember=False)
+    assert "remember about this user" not in _asked(model.calls[3])  # nothing close: no note
+
+
+async def test_recall_into_the_prompt_can_be_turned_off_and_skips_this_conversations_messages(setup):
+    graph, store, slot = setup
+    await memory.record_chat_message(store, "alice", "user", "My dog is called Biscuit.", "t1")
+    slot["model"] = model = ScriptedChatModel(responses=["Biscuit.", "Biscuit."])
+    await turn(graph, "What is my dog's name?", thread="t1", remember=False)  # said in this conversation
+    assert "remember about this user" not in _asked(model.calls[0])
+    await memory.save_memory(store, "alice", "semantic", "The user's dog is called Biscuit.")
+    await turn(graph, "What is my dog's name?", thread="t2", remember=False, recall_top_k=0)
+    assert "remember about this user" not in _asked(model.calls[1])

@@ -1,0 +1,91 @@
+"""What the agent remembers about the user, put in the prompt before a turn's first model call.
+
+A question about the user ("What is my dog's name?") is answered from memories saved in other
+conversations only if the model thinks of searching them, and a small model often calls another
+tool instead (web search). So before a turn's first model call the run's user's memories close in
+meaning to the latest message are recalled and shown with it:
+
+- semantic and episodic memories (store/memory `recall`, without counting it as an access);
+- the user's own chat messages from other conversations (this conversation is in the prompt
+  already; the assistant's answers are not evidence of what the user said);
+- profile fields (`key: value`) close to the message.
+
+Only items at least `MIN_SIMILARITY` similar to the message are shown, at most `top_k` of them,
+most similar first; a message unrelated to anything stored gets no note. Only the run's user's
+namespace is read. A failing store or embedder costs the note, never the turn (logged).
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+from langgraph.store.base import BaseStore
+
+from graphs.runtime.tool_offer import stored_kinds
+from store import memory
+from store.embeddings import get_embeddings
+
+logger = logging.getLogger(__name__)
+
+MIN_SIMILARITY = 0.35
+"""Least cosine similarity (of the local embedder's vectors) between the message and a memory
+for the memory to be shown: a memory that answers a question about it scores 0.5-0.6, unrelated
+ones under 0.2."""
+RECALLED_KINDS = ("semantic", "episodic", "chat")
+MAX_PROFILE_FIELDS = 50
+RECALL_NOTE = """
+
+(What you remember about this user from earlier conversations; use it when it answers the
+request, no memory search needed for it:
+{items})"""
+
+
+async def _profile_matches(store: BaseStore, user_id: str, message: str) -> list[tuple[float, str]]:
+    fields = (await memory.get_profile(store, user_id, categories=[])).get("fields") or {}
+    texts = [f"{key}: {value}" for key, value in list(fields.items())[:MAX_PROFILE_FIELDS] if value]
+    if not texts:
+        return []
+    readable = [text.replace("_", " ") for text in texts]
+    vectors = np.asarray(await get_embeddings().aembed_documents([message, *readable]), dtype=np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True).clip(min=1e-9)
+    return [(float(vectors[0] @ vector), text) for vector, text in zip(vectors[1:], texts, strict=True)]
+
+
+async def recall_items(
+    store: BaseStore, user_id: str, message: str, *, top_k: int, thread_id: str | None = None
+) -> list[str]:
+    """The texts of at most `top_k` of `user_id`'s memories close to `message` (see the module
+    docstring), most similar first; `thread_id` is the conversation the message belongs to."""
+    if top_k <= 0 or not message.strip():
+        return []
+    kinds = await stored_kinds(store, user_id)
+    scored: list[tuple[float, str]] = []
+    for kind in RECALLED_KINDS:
+        if kind not in kinds:
+            continue
+        for hit in await memory.recall(store, user_id, message, kind, top_k=top_k, record_access=False):
+            if kind == "chat" and (hit.get("role") != "user" or (thread_id and hit.get("thread_id") == thread_id)):
+                continue
+            scored.append((float(hit.get("similarity") or 0.0), str(hit.get("text", "")).strip()))
+    if "profile" in kinds:
+        scored += await _profile_matches(store, user_id, message)
+    scored.sort(key=lambda item: -item[0])
+    kept = dict.fromkeys(text for similarity, text in scored if similarity >= MIN_SIMILARITY and text)
+    return list(kept)[:top_k]
+
+
+async def recall_note(
+    store: BaseStore | None, user_id: str, message: str, *, top_k: int, thread_id: str | None = None
+) -> str:
+    """The note added to the latest user message (`RECALL_NOTE`), or "" when nothing is close."""
+    if store is None or top_k <= 0:
+        return ""
+    try:
+        items = await recall_items(store, user_id, message, top_k=top_k, thread_id=thread_id)
+    except Exception as exc:  # the note is a help: a failing store or embedder must not end the turn
+        logger.warning("memory recall for the prompt failed: %s", str(exc) or type(exc).__name__)
+        return ""
+    if not items:
+        return ""
+    return RECALL_NOTE.format(items="\n".join(f"- {' '.join(text.split())}" for text in items))
