@@ -54,11 +54,11 @@ def _system_prompt(context: Context, summary: str, last_step: bool) -> str:
 
 
 def _with_time(messages: list[AnyMessage], recalled: str = "") -> list[AnyMessage]:
-    """`messages` with the turn's recalled memories (`recalled`) and the current date and hour
-    added to the latest user message (in the prompt only). Per-call text goes last so the system
-    prompt and the tool block before it are the same on every call, a prefix the model server's
-    cache can reuse."""
-    note = recalled + TIME_NOTE.format(now=datetime.now(UTC).strftime("%Y-%m-%d %H:00"))
+    """`messages` with the current date and hour and the turn's recalled memories (`recalled`,
+    last: what a small model reads last weighs most) added to the latest user message (in the
+    prompt only). Per-call text goes last so the system prompt and the tool block before it are
+    the same on every call, a prefix the model server's cache can reuse."""
+    note = TIME_NOTE.format(now=datetime.now(UTC).strftime("%Y-%m-%d %H:00")) + recalled
     for index in range(len(messages) - 1, -1, -1):
         message = messages[index]
         if isinstance(message, HumanMessage):

@@ -36,9 +36,9 @@ RECALLED_KINDS = ("semantic", "episodic", "chat")
 MAX_PROFILE_FIELDS = 50
 RECALL_NOTE = """
 
-(What you remember about this user from earlier conversations; use it when it answers the
-request, no memory search needed for it:
-{items})"""
+What you already know about me from earlier conversations:
+{items}
+If this answers my question, answer from it directly, without calling a tool."""
 
 
 async def _profile_matches(store: BaseStore, user_id: str, message: str) -> list[tuple[float, str]]:

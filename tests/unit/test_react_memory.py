@@ -130,7 +130,8 @@ async def test_memories_about_the_user_are_shown_with_a_question_in_a_new_conver
     )
     await turn(graph, "What is my dog's name?", thread="t1", remember=False)
     first, second = _asked(model.calls[0]), _asked(model.calls[1])
-    assert first.startswith("What is my dog's name?\n\n(What you remember about this user")
+    assert first.startswith("What is my dog's name?\n\n(Current date")
+    assert "What you already know about me" in first and first.endswith("without calling a tool.")
     assert "- The user's dog is called Biscuit." in first and "- dog_breed: beagle" in first
     assert "Rex" not in first  # another user's memory: never
     assert "peanuts" not in first and "dentist" not in first  # unrelated memories stay out
@@ -139,7 +140,7 @@ async def test_memories_about_the_user_are_shown_with_a_question_in_a_new_conver
     asked = _asked(model.calls[2])
     assert "- My sister Ana is a dentist in Madrid." in asked and "Your sister is a dentist, nice" not in asked
     await turn(graph, "What is 6 * 7?", thread="t3", remember=False)
-    assert "remember about this user" not in _asked(model.calls[3])  # nothing close: no note
+    assert "already know about me" not in _asked(model.calls[3])  # nothing close: no note
 
 
 async def test_recall_into_the_prompt_can_be_turned_off_and_skips_this_conversations_messages(setup):
@@ -147,7 +148,7 @@ async def test_recall_into_the_prompt_can_be_turned_off_and_skips_this_conversat
     await memory.record_chat_message(store, "alice", "user", "My dog is called Biscuit.", "t1")
     slot["model"] = model = ScriptedChatModel(responses=["Biscuit.", "Biscuit."])
     await turn(graph, "What is my dog's name?", thread="t1", remember=False)  # said in this conversation
-    assert "remember about this user" not in _asked(model.calls[0])
+    assert "already know about me" not in _asked(model.calls[0])
     await memory.save_memory(store, "alice", "semantic", "The user's dog is called Biscuit.")
     await turn(graph, "What is my dog's name?", thread="t2", remember=False, recall_top_k=0)
-    assert "remember about this user" not in _asked(model.calls[1])
+    assert "already know about me" not in _asked(model.calls[1])
