@@ -149,10 +149,13 @@ async def check_kill_running_replica(stack: ProdStack, model: Any, report: Repor
     )
     victim = claimed_pid(stack.postgres_uri, run_id)
     streamed: list[str] = []
+    starts: list[int] = []  # chunks received before each `metadata` event (a run's execution starts)
 
     async def stream(sdk: Any) -> None:
         async for part in sdk.runs.join_stream(thread["thread_id"], run_id, stream_mode=["messages-tuple"]):
-            if part.event.startswith("messages") and isinstance(part.data, list) and part.data:
+            if part.event == "metadata":
+                starts.append(len(streamed))
+            elif part.event.startswith("messages") and isinstance(part.data, list) and part.data:
                 streamed.append(str(part.data[0].get("content", "")))
 
     watcher = asyncio.create_task(stream(second))
@@ -176,7 +179,16 @@ async def check_kill_running_replica(stack: ProdStack, model: Any, report: Repor
     report.figures["kill_running_replica_recover_s"] = round(recovered, 1)
     report.figures["kill_running_replica_runs_lost"] = 0 if final == "success" else 1
     report.figures["kill_running_replica_duplicate_messages"] = max(humans - 1, 0) + max(ais - 1, 0)
-    report.figures["kill_running_replica_stream_chunks"] = {"received": len(streamed), "answer_tokens": 80}
+    # A client that drops what it showed when a `metadata` event says the run started again
+    # shows the chunks after the last one.
+    after_restart = len(streamed) - (starts[-1] if starts else 0)
+    print(f"  stream: {len(streamed)} chunks, metadata events after chunks {starts}", flush=True)
+    report.figures["kill_running_replica_stream_chunks"] = {
+        "received": len(streamed),
+        "answer_tokens": 80,
+        "metadata_events_after_chunks": starts,
+        "after_the_last_metadata_event": after_restart,
+    }
     return thread["thread_id"]
 
 
