@@ -17,7 +17,7 @@ import pytest
 
 from scripts.free_port import free_port
 from store.postgres import stop_embedded_postgres
-from tests.integration.conftest import ROOT, DevServer, key, server_env, user
+from tests.integration.conftest import ROOT, DevServer, absolute_config, key, server_env, user
 from tests.web_servers import LoopbackServer, Reply
 
 pytestmark = pytest.mark.integration
@@ -235,9 +235,10 @@ def test_a_killed_server_process_ends_scripts_serve_and_frees_the_port(tmp_path,
     port = free_port()
     env = server_env(openai_server, POSTGRES_URI=pg_uri, POSTGRES_SCHEMA="it_serve", PORT=str(port))
     log_path = tmp_path / "serve.log"
+    config = absolute_config(tmp_path)  # without the UI bundle, which needs npx (as DevServer)
     with open(log_path, "wb") as log:
         serve = subprocess.Popen(
-            [str(ROOT / "scripts" / "serve")],
+            [str(ROOT / "scripts" / "serve"), "--config", str(config)],
             cwd=ROOT,
             env=env,
             stdout=log,
