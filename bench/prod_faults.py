@@ -26,7 +26,6 @@ import re
 import signal
 import subprocess
 import sys
-import threading
 import time
 import uuid
 from pathlib import Path
@@ -37,76 +36,11 @@ import psycopg
 from langgraph_sdk import get_client
 
 from tests.openai_server import spawn_openai_server
+from tests.prod_stack import ProdStack, healthy, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 KEYS = {"alice": "k-alice-faults", "bob": "k-bob-faults", "ops": "k-ops-faults"}
 TERMINAL = {"success", "error", "interrupted", "timeout"}
-
-
-class Stack:
-    """`scripts/prod` as a child process, with the replicas' URLs and pids it printed."""
-
-    def __init__(self, env: dict[str, str]) -> None:
-        self.lines: list[str] = []
-        self.process = subprocess.Popen(
-            ["scripts/prod"],
-            cwd=ROOT,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            start_new_session=True,
-        )
-        threading.Thread(target=self._read, daemon=True).start()
-        self.urls: list[str] = []
-        self.postgres_uri = self.redis_url = ""
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self.lines.append(line.rstrip())
-
-    def wait_started(self, replicas: int, timeout: float = 600) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            text = "\n".join(self.lines)
-            self.urls = re.findall(r"Aegra replica \d+: (http://\S+)", text)
-            if found := re.search(r"Postgres: (\S+)\s+Redis: (\S+)", text):
-                self.postgres_uri, self.redis_url = found.groups()
-            if len(self.urls) >= replicas and self.redis_url:
-                break
-            if self.process.poll() is not None:
-                raise RuntimeError("scripts/prod exited:\n" + text[-4000:])
-            time.sleep(0.5)
-        else:
-            raise RuntimeError("scripts/prod did not start its replicas")
-        for url in self.urls:
-            wait_until(lambda url=url: healthy(url), timeout=deadline - time.monotonic(), what=f"{url}/health")
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-
-
-def healthy(url: str) -> bool:
-    try:
-        return httpx.get(f"{url}/health", timeout=2).status_code == 200
-    except httpx.HTTPError:
-        return False
-
-
-def wait_until(check: Any, timeout: float, what: str, every: float = 0.1) -> float:
-    """Seconds until `check()` was true; RuntimeError after `timeout`."""
-    started = time.monotonic()
-    while time.monotonic() - started < timeout:
-        if check():
-            return time.monotonic() - started
-        time.sleep(every)
-    raise RuntimeError(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
 def replica_pids() -> list[int]:
@@ -163,7 +97,7 @@ def human_and_ai_counts(state: dict, key: str, answer: str) -> tuple[int, int]:
     return humans, ais
 
 
-async def check_route_auth(stack: Stack, report: Report) -> None:
+async def check_route_auth(stack: ProdStack, report: Report) -> None:
     print("1. custom routes without a key", flush=True)
     async with httpx.AsyncClient(timeout=10) as http:
         for url in stack.urls:
@@ -183,7 +117,7 @@ async def check_route_auth(stack: Stack, report: Report) -> None:
             report.check(keyed.status_code == 200, f"{url}: /api/v1/tools with a key -> {keyed.status_code}")
 
 
-async def check_store_scopes(stack: Stack, report: Report, key: str) -> None:
+async def check_store_scopes(stack: ProdStack, report: Report, key: str) -> None:
     print("2. store scopes", flush=True)
     url = stack.urls[0]
     async with httpx.AsyncClient(base_url=url, timeout=10) as http:
@@ -200,7 +134,7 @@ async def check_store_scopes(stack: Stack, report: Report, key: str) -> None:
     report.check(rows == ["memories.alice.facts"], f"stored under {rows} (want ['memories.alice.facts'])")
 
 
-async def check_kill_running_replica(stack: Stack, model: Any, report: Report) -> str:
+async def check_kill_running_replica(stack: ProdStack, model: Any, report: Report) -> str:
     print("3. kill -9 of the replica running a streamed run", flush=True)
     key = f"faultkill{uuid.uuid4().hex[:8]}"
     answer = answer_of(80)
@@ -215,10 +149,13 @@ async def check_kill_running_replica(stack: Stack, model: Any, report: Report) -
     )
     victim = claimed_pid(stack.postgres_uri, run_id)
     streamed: list[str] = []
+    starts: list[int] = []  # chunks received before each `metadata` event (a run's execution starts)
 
     async def stream(sdk: Any) -> None:
         async for part in sdk.runs.join_stream(thread["thread_id"], run_id, stream_mode=["messages-tuple"]):
-            if part.event.startswith("messages") and isinstance(part.data, list) and part.data:
+            if part.event == "metadata":
+                starts.append(len(streamed))
+            elif part.event.startswith("messages") and isinstance(part.data, list) and part.data:
                 streamed.append(str(part.data[0].get("content", "")))
 
     watcher = asyncio.create_task(stream(second))
@@ -242,7 +179,16 @@ async def check_kill_running_replica(stack: Stack, model: Any, report: Report) -
     report.figures["kill_running_replica_recover_s"] = round(recovered, 1)
     report.figures["kill_running_replica_runs_lost"] = 0 if final == "success" else 1
     report.figures["kill_running_replica_duplicate_messages"] = max(humans - 1, 0) + max(ais - 1, 0)
-    report.figures["kill_running_replica_stream_chunks"] = {"received": len(streamed), "answer_tokens": 80}
+    # A client that drops what it showed when a `metadata` event says the run started again
+    # shows the chunks after the last one.
+    after_restart = len(streamed) - (starts[-1] if starts else 0)
+    print(f"  stream: {len(streamed)} chunks, metadata events after chunks {starts}", flush=True)
+    report.figures["kill_running_replica_stream_chunks"] = {
+        "received": len(streamed),
+        "answer_tokens": 80,
+        "metadata_events_after_chunks": starts,
+        "after_the_last_metadata_event": after_restart,
+    }
     return thread["thread_id"]
 
 
@@ -260,7 +206,7 @@ async def wait_terminal(sdk: Any, thread_id: str, run_id: str, timeout: float) -
     return status
 
 
-async def check_kill_every_replica(stack: Stack, model: Any, report: Report, done_thread: str, memory: str) -> None:
+async def check_kill_every_replica(stack: ProdStack, model: Any, report: Report, done_thread: str, memory: str) -> None:
     print("4. kill -9 of every replica, then restart", flush=True)
     url = stack.urls[0]
     alice = client(url, "alice")
@@ -319,7 +265,7 @@ async def check_kill_every_replica(stack: Stack, model: Any, report: Report, don
 
 
 async def outage(
-    stack: Stack, report: Report, name: str, stop: list[str], start: list[str], needed_by: set[str]
+    stack: ProdStack, report: Report, name: str, stop: list[str], start: list[str], needed_by: set[str]
 ) -> None:
     """Stop a backend, probe three requests (`needed_by`: those that need it, which must answer
     503; the others must still work), start it again, and time until a run is accepted."""
@@ -394,7 +340,7 @@ async def outage(
     report.figures[f"{name.lower()}_thread_runs"] = sorted(final.values())
 
 
-async def check_memory_debounce(stack: Stack, model: Any, report: Report) -> None:
+async def check_memory_debounce(stack: ProdStack, model: Any, report: Report) -> None:
     """Two quick turns of one conversation: the first turn's extraction is superseded (Aegra has
     no `after_seconds`; graphs/runtime/memory_schedule.py), only the second one asks the model."""
     print("7. memory extraction debounce (MEMORY_EXTRACTION_DELAY=5)", flush=True)
@@ -431,15 +377,14 @@ async def main_async(args: argparse.Namespace) -> int:
             "AGENT_MODEL": "openai:scripted",
             "AGENT_API_KEYS": ",".join(f"{user}={key}" for user, key in KEYS.items()),
             "AGENT_ADMIN_USERS": "ops",
-            "REPLICAS": str(args.replicas),
             "PORT": str(args.port),
             "LANGSMITH_TRACING": "false",
             "MEMORY_EXTRACTION_DELAY": "5",
         }
-        stack = Stack(env)
+        stack = ProdStack(env)
         try:
             started = time.monotonic()
-            stack.wait_started(args.replicas)
+            stack.start(args.replicas)
             print(f"stack up in {time.monotonic() - started:.1f} s: {stack.urls}", flush=True)
             memory = f"m{uuid.uuid4().hex[:8]}"
             await check_route_auth(stack, report)
@@ -459,7 +404,7 @@ async def main_async(args: argparse.Namespace) -> int:
             )
             print("6. Redis stop/start", flush=True)
             port = stack.redis_url.rsplit(":", 1)[1].split("/")[0]
-            redis_dir = ROOT / ".data/redis"
+            redis_dir = stack.data_dir / "redis"
             await outage(
                 stack,
                 report,

@@ -36,7 +36,14 @@ from server.jwt_auth import JWTConfig, JWTRejected, jwt_config, looks_like_jwt, 
 from settings import check_settings, settings
 from store import knowledge, memory
 from tools.identity import ADMIN, acts_for_any_user
-from tools.server_api import internal_user, is_internal_request, request_headers, server_kind, store_namespace
+from tools.server_api import (
+    internal_user,
+    is_internal_request,
+    request_headers,
+    run_input,
+    server_kind,
+    store_namespace,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -223,10 +230,10 @@ async def on_run(ctx: Auth.types.AuthContext, value: dict) -> dict[str, str] | N
     """Runs only on one's own threads, with input messages that keep the thread valid. The
     run's metadata is stamped too: the server copies it onto a thread the run creates
     (stateless runs, `if_not_exists="create"`)."""
-    run_input = (value.get("kwargs") or {}).get("input")
-    if isinstance(run_input, dict):
+    submitted = run_input(value)
+    if isinstance(submitted, dict):
         try:
-            check_input_messages(run_input.get("messages"))
+            check_input_messages(submitted.get("messages"))
         except ValueError as exc:
             raise Auth.exceptions.HTTPException(status_code=422, detail=str(exc)) from None
     if acts_for_any_user(ctx.user):

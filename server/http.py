@@ -31,8 +31,10 @@ from settings.redact import install_log_redaction
 from store import knowledge
 from store.embeddings import preload_embeddings
 from store.knowledge.config import KB_NAME
+from store.postgres import keep_pool_fresh
 from tools.identity import kb_reader
 from tools.quota import QuotaExceeded, charge
+from tools.server_api import server_pool
 
 KB_NAME_PATTERN = f"^{KB_NAME.pattern}$"
 logger = logging.getLogger(__name__)
@@ -53,13 +55,19 @@ async def _load_embeddings() -> None:
 async def lifespan(app: FastAPI):
     """Keep configured secrets out of the log from the start (settings/redact.py) and one log
     record per failed run, load the embeddings model in the background, and run the MCP
-    endpoint's session manager while the server runs."""
+    endpoint's session manager while the server runs; under Aegra, keep its Postgres pool
+    quick to reconnect."""
     install_log_redaction()
     quiet_duplicate_run_errors()
     loading = asyncio.create_task(_load_embeddings())
+    # Aegra's own Postgres pool: quick to serve again after a Postgres restart.
+    pool = server_pool()
+    fresh = asyncio.create_task(keep_pool_fresh(pool)) if pool is not None else None
     async with mcp.session_manager.run():
         yield
     loading.cancel()
+    if fresh is not None:
+        fresh.cancel()
 
 
 app = FastAPI(

@@ -17,8 +17,15 @@ Aegra (self-hosted, several replicas). This module owns where they differ:
 - the server's store (`server_store`), which `langgraph_api` and Aegra keep in different modules;
 - store auth values: `namespace` for get/put/delete, `namespace_prefix` (search) and `prefix`
   (list namespaces) under Aegra (`store_namespace`);
+- what tells a run apart in the `configurable` its subgraphs inherit: `langgraph_api`'s request
+  id, Aegra's `run_id` (`server_run_key`);
+- the create_run auth value: the run's input under `kwargs` (`langgraph_api`) or at the top, as
+  the request body has it (Aegra) (`run_input`);
 - delayed runs: `langgraph_api` honours `after_seconds` and `multitask_strategy`, Aegra neither
-  (`server_delays_runs`; graphs/runtime/memory_schedule.py debounces without them).
+  (`server_delays_runs`; graphs/runtime/memory_schedule.py debounces without them);
+- the server's own Postgres pool: Aegra's (checkpoints and store) is reached as `server_pool`,
+  for server/http.py to keep it quick to reconnect (store/postgres.py `keep_pool_fresh`);
+  `langgraph dev` serves on our factories' pools, which reconnect by themselves.
 """
 
 from __future__ import annotations
@@ -85,6 +92,16 @@ async def server_store() -> Any:
     return await get_store()
 
 
+def server_pool() -> Any:
+    """Aegra's psycopg pool of checkpoints and store (`db_manager.lg_pool`, open once Aegra's
+    start-up has run); None on another server or before it is open."""
+    if server_kind() != "aegra":
+        return None
+    from aegra_api.core.database import db_manager
+
+    return db_manager.lg_pool
+
+
 def request_headers(authorization: Any, headers: Any = None) -> dict[str, str]:
     """The request's headers as a lower-case str dict, whichever way the server called the
     authenticate handler: `(authorization, headers)` with bytes keys (`langgraph_api`) or one
@@ -120,9 +137,24 @@ def store_namespace(value: Mapping[str, Any]) -> tuple[str, ...]:
     return ()
 
 
-async def thread_run(thread_id: str, run_id: str) -> dict | None:
+def server_run_key(configurable: Mapping[str, Any]) -> str | None:
+    """The server run a graph step belongs to, from the `configurable` every subgraph of the run
+    inherits: `langgraph_request_id` (`langgraph_api`) or `run_id` (Aegra); None outside a server."""
+    key = configurable.get("langgraph_request_id") or configurable.get("run_id")
+    return str(key) if key else None
+
+
+def run_input(value: Mapping[str, Any]) -> Any:
+    """The input of the run a `create_run` auth value describes: `value["kwargs"]["input"]`
+    (`langgraph_api`) or `value["input"]` (Aegra passes the request body)."""
+    kwargs = value.get("kwargs")
+    return kwargs.get("input") if isinstance(kwargs, Mapping) else value.get("input")
+
+
+async def thread_run(thread_id: str, run_id: str, act_as: str | None = None) -> dict | None:
     """The server's record of run `run_id` of thread `thread_id`; None when that thread has no
-    such run (whatever other thread may have one)."""
+    such run (whatever other thread may have one). `act_as`: the user whose thread it is (Aegra
+    keeps threads and runs per user, `server_client`)."""
     from langgraph_sdk.errors import NotFoundError
 
     try:
@@ -130,7 +162,7 @@ async def thread_run(thread_id: str, run_id: str) -> dict | None:
     except ValueError:
         return None
     try:
-        run = await server_client().runs.get(thread_id, run_id)
+        run = await server_client(act_as=act_as).runs.get(thread_id, run_id)
     except NotFoundError:
         return None
     return run if str(run.get("thread_id")) == str(thread_id) else None

@@ -62,10 +62,12 @@ def validate(feedback: object, answered_runs: list[dict]) -> dict:
     return {"run_id": run_id, "score": score, "comment": comment}
 
 
-async def check_thread_run(thread_id: str | None, run_id: str) -> None:
+async def check_thread_run(thread_id: str | None, run_id: str, act_as: str | None = None) -> None:
     """Refuse feedback on a run the server does not record on this thread (ValueError); for
-    graphs running on a LangGraph server, before anything is recorded or sent."""
-    if not thread_id or await thread_run(thread_id, run_id) is None:
+    graphs running on a LangGraph server, before anything is recorded or sent. `act_as`: the
+    user the feedback run was authenticated as (the thread's owner on servers that keep threads
+    per user)."""
+    if not thread_id or await thread_run(thread_id, run_id, act_as=act_as) is None:
         raise ValueError(f"run {run_id!r} is not a run of this thread; feedback is refused")
 
 

@@ -132,7 +132,8 @@ async def prepare(state: State, runtime: Runtime[RouterContext], config: Runnabl
         try:
             checked = feedback_sink.validate(request, state.get("answered_runs", []))
             if runtime.server_info is not None:  # the state is the user's to write: the server decides
-                await feedback_sink.check_thread_run(thread_id, checked["run_id"])
+                caller = getattr(runtime.server_info.user, "identity", None) or None
+                await feedback_sink.check_thread_run(thread_id, checked["run_id"], act_as=caller)
             record = await feedback_sink.record_feedback(runtime.store, run_user_id(runtime), thread_id, checked)
         except Exception as exc:
             emit("router_error", stage="feedback", error=str(exc) or type(exc).__name__)

@@ -5,8 +5,8 @@ Every model call (`ainvoke_with_retries`) and every tool batch (`run_tool_calls`
 bounded by what is left, and once the deadline has passed the call raises `RunDeadlineExceeded`
 (after one `run_deadline_exceeded` event) instead of running on. A graph that can still answer
 turns it into a streamed message (`deadline_message`); elsewhere the error ends the run with the
-same text. A run is told apart by the LangGraph server's request id (which its subgraphs see
-too), or in-process by the run id in its config (`Runtime.execution_info.run_id`); a graph
+same text. A run is told apart by the server's request id (`langgraph_api`) or run id (Aegra),
+which its subgraphs see too, or in-process by the run id in its config (`Runtime.execution_info.run_id`); a graph
 invoked in-process without `run_id` has no deadline.
 """
 
@@ -21,6 +21,7 @@ from langgraph.runtime import get_runtime
 
 from graphs.runtime.events import emit
 from graphs.runtime.prompts import DEADLINE_MESSAGE
+from tools.server_api import server_run_key
 
 _MAX_RUNS = 4096
 
@@ -51,9 +52,9 @@ def deadline_message(deadline_s: float) -> str:
 def _run() -> tuple[str, float] | None:
     """(run key, deadline seconds) of the current run, or None when it has no deadline.
 
-    The key is the same in a run's subgraphs: the LangGraph server's request id (in the
-    `configurable` every subgraph inherits) with the thread, else the run id of an in-process
-    run (which its subgraphs do not see)."""
+    The key is the same in a run's subgraphs: the server's request or run id (in the
+    `configurable` every subgraph inherits, tools/server_api.py) with the thread, else the run id
+    of an in-process run (which its subgraphs do not see)."""
     try:
         config = get_config()
         runtime = get_runtime()
@@ -63,7 +64,7 @@ def _run() -> tuple[str, float] | None:
     if not deadline:
         return None
     configurable = config.get("configurable") or {}
-    request = configurable.get("langgraph_request_id")
+    request = server_run_key(configurable)
     if request:
         return f"{request}/{configurable.get('thread_id', '')}", float(deadline)
     info = runtime.execution_info

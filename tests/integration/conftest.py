@@ -1,5 +1,11 @@
 """Real services for integration tests: embedded Postgres + pgvector, the scripted OpenAI-compatible
-server, and `langgraph dev` serving langgraph.json, driven through langgraph-sdk."""
+server, and `langgraph dev` serving langgraph.json, driven through langgraph-sdk.
+
+With `--server aegra` (tests/conftest.py), the `dev_server` fixture is the production stack
+instead: `scripts/prod` with two Aegra replicas on the session's Postgres and a Redis of its own,
+every client request going to the next replica in turn. Tests marked `not_on_aegra` are then
+skipped with the reason.
+"""
 
 from __future__ import annotations
 
@@ -19,6 +25,7 @@ import pytest
 from scripts.free_port import free_port
 from store.postgres import ensure_embedded_postgres, stop_embedded_postgres
 from tests.openai_server import run_openai_server
+from tests.prod_stack import ProdStack, RoundRobin
 
 ROOT = Path(__file__).resolve().parents[2]
 KB_DATA = ROOT / "tests" / "data" / "kb"
@@ -97,6 +104,17 @@ async def wait_status(client, thread_id, run_id, wanted: set[str], timeout: floa
         await asyncio.sleep(0.05)
 
 
+async def stored_item(client, namespace: list[str], key: str) -> dict | None:
+    """A store item read through the API, or None when there is none (`langgraph_api` answers
+    null, Aegra 404)."""
+    from langgraph_sdk.errors import NotFoundError
+
+    try:
+        return await client.store.get_item(namespace, key)
+    except NotFoundError:
+        return None
+
+
 def tool_results(state: dict) -> dict:
     """tool_call_id -> content of a thread state's tool messages (JSON parsed)."""
     return {call_id: message["content"] for call_id, message in tool_messages(state).items()}
@@ -138,6 +156,24 @@ def absolute_config(workdir: Path, config_name: str = "langgraph.json") -> Path:
     return target
 
 
+# Why a test does not run on Aegra (`@pytest.mark.not_on_aegra(reason)`): what Aegra lacks.
+AEGRA_PER_USER = (
+    "Aegra keeps threads, runs and store items per authenticated user: an administrator cannot "
+    "read, search or act on another user's"
+)
+AEGRA_NO_MULTITASK = "Aegra ignores multitask_strategy: a second run on a busy thread starts at once instead of pending"
+AEGRA_NO_ROLLBACK = "Aegra has no cancel(action='rollback')"
+AEGRA_NO_INDEX = (
+    "Aegra's store has no vector index by default (store.index.embed takes only a provider:model "
+    "name, and the local embeddings have none): searches have no score and no semantic order"
+)
+AEGRA_NO_DELAYED_RUNS = (
+    "Aegra has no after_seconds: extraction is debounced by the run's own wait (checked by python -m bench.prod_faults)"
+)
+AEGRA_CLI = (
+    "server.cli writes to langgraph.json's store factory; on Aegra, knowledge bases are created through /api/v1/kb"
+)
+
 # The API keys of the session's dev server (server/auth.py): two users and an administrator.
 API_KEYS = {"alice": "key-alice-7f3c", "bob": "key-bob-91d2", "ops": "key-ops-c0de"}
 ADMIN_USER = "ops"
@@ -145,6 +181,10 @@ ADMIN_USER = "ops"
 
 class DevServer:
     """`langgraph dev` on a free loopback port, in its own working folder."""
+
+    kind = "dev"
+    # Where the factories of langgraph.json keep checkpoints and the store (POSTGRES_SCHEMA).
+    schema = "it_server"
 
     def __init__(self, workdir: Path, env: dict[str, str], config_name: str = "langgraph.json") -> None:
         self.workdir = workdir
@@ -209,6 +249,78 @@ class DevServer:
         """The server's output so far (last 8000 characters)."""
         return self.log_path.read_text(errors="replace")[-8000:]
 
+    def log_text(self) -> str:
+        """The server's whole output so far."""
+        return self.log_path.read_text(errors="replace")
+
+    async def failure_message(self, client, thread_id: str, parts: list) -> str:
+        """What a failed run streamed (`parts`) tells its client of the cause: its error event's message."""
+        errors = [part.data for part in parts if part.event == "error"]
+        assert errors, parts
+        return errors[0]["message"]
+
+
+class AegraServer:
+    """The production stack (scripts/prod): `replicas` Aegra replicas serving aegra.json on the
+    given Postgres, with a Redis and a data folder (logs) of their own. Its clients send each
+    request to the next replica in turn, so a test's thread is created on one replica, its runs
+    streamed from another, its state read from either."""
+
+    kind = "aegra"
+    schema = "public"  # Aegra keeps checkpoints and the store in its own tables
+
+    def __init__(self, workdir: Path, env: dict[str, str], replicas: int = 2) -> None:
+        self.replicas = replicas
+        self.stack = ProdStack(env, data_dir=workdir)
+        self.url = ""
+
+    def start(self) -> None:
+        """Start the stack on free ports and wait until every replica answers."""
+        self.stack.env["PORT"] = str(free_port())
+        self.stack.start(self.replicas, timeout=START_TIMEOUT_S * 3)
+        self.url = self.stack.urls[0]
+
+    def stop(self) -> None:
+        self.stack.stop()
+
+    def client(self, user: str | None = ADMIN_USER):
+        """A langgraph-sdk client authenticated as `user` (API_KEYS), or without a key (None),
+        whose requests go to each replica in turn."""
+        from langgraph_sdk.client import LangGraphClient
+
+        headers = {"x-api-key": API_KEYS[user]} if user else {}
+        http = httpx.AsyncClient(
+            base_url=self.url,
+            transport=RoundRobin(self.stack.urls),
+            headers=headers,
+            timeout=httpx.Timeout(connect=5, read=300, write=300, pool=5),
+        )
+        return LangGraphClient(http)
+
+    def log(self) -> str:
+        """The stack's output and the replicas' logs (last 8000 characters)."""
+        return self.stack.log()[-8000:]
+
+    def log_text(self) -> str:
+        return self.stack.log()
+
+    async def failure_message(self, client, thread_id: str, parts: list) -> str:
+        """What a failed run streamed (`parts`) tells its client of the cause: Aegra's error event
+        says only '<type>: execution failed', the run's record has the message (`error_message`)."""
+        assert [part for part in parts if part.event == "error"], parts
+        run_id = next(part.data["run_id"] for part in parts if part.event == "metadata")
+        return (await client.runs.get(thread_id, run_id))["error_message"] or ""
+
+
+def make_server(request: pytest.FixtureRequest, workdir: Path, env: dict[str, str]) -> DevServer | AegraServer:
+    """A server for `env`: `langgraph dev`, or the Aegra stack under `--server aegra` (Redis and
+    the replicas' logs in `workdir`)."""
+    if request.config.getoption("--server") == "aegra":
+        # Each turn's memory extraction run waits out MEMORY_EXTRACTION_DELAY in a worker slot
+        # under Aegra (no delayed runs): room for a session's worth of them.
+        return AegraServer(workdir, {**env, "N_JOBS_PER_WORKER": "100"})
+    return DevServer(workdir, env)
+
 
 def server_env(openai_server, **extra: str) -> dict[str, str]:
     """Environment for a test server: the scripted model, offline, no tracing."""
@@ -229,8 +341,9 @@ def server_env(openai_server, **extra: str) -> dict[str, str]:
 
 
 @pytest.fixture(scope="session")
-def dev_server(pg_uri, openai_server, tmp_path_factory):
-    """One `langgraph dev` for the session, on the test Postgres and the scripted model server."""
+def dev_server(request, pg_uri, openai_server, tmp_path_factory):
+    """One `langgraph dev` (or Aegra stack, `--server aegra`) for the session, on the test
+    Postgres and the scripted model server."""
     workdir = tmp_path_factory.mktemp("langgraph-dev")
     env = server_env(
         openai_server,
@@ -239,7 +352,7 @@ def dev_server(pg_uri, openai_server, tmp_path_factory):
         AGENT_API_KEYS=",".join(f"{user}={key}" for user, key in API_KEYS.items()),
         AGENT_ADMIN_USERS=ADMIN_USER,
     )
-    server = DevServer(workdir, env)
+    server = make_server(request, workdir, env)
     server.start()
     yield server
     server.stop()

@@ -157,3 +157,57 @@ def test_embedded_postgres_starts_is_reused_and_stops(tmp_path):
     assert stopped == "stopped"
     assert pg("status").endswith("stopped")
     assert pg("stop") == "not running"
+
+
+@pytest.mark.parametrize("kept_fresh", [True, False])
+async def test_a_pool_kept_fresh_serves_again_at_once_after_a_postgres_restart(tmp_path, kept_fresh):
+    """A pool built as Aegra builds its own (five connections, each checked before use), on a
+    Postgres that restarts: with keep_pool_fresh, the first request after the restart gets a
+    working connection within its 3 s; left alone, the pool first walks its five broken idle
+    connections with growing pauses between them (1 + 2 + 4 + 8 s)."""
+    import asyncio
+    import os
+    import subprocess
+    import sys
+
+    from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+    from store.postgres import keep_pool_fresh
+
+    env = {**os.environ, "EMBEDDED_POSTGRES_DIR": str(tmp_path / "pg")}
+
+    def pg(command: str) -> str:  # as an operator would: a process of its own
+        done = subprocess.run(
+            [sys.executable, "-m", "store.postgres", command], env=env, capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    uri = await asyncio.to_thread(pg, "start")
+    pool = AsyncConnectionPool(
+        uri,
+        min_size=5,
+        max_size=20,
+        open=False,
+        kwargs={"autocommit": True},
+        check=AsyncConnectionPool.check_connection,
+    )
+    await pool.open(wait=True)
+    fresh = asyncio.create_task(keep_pool_fresh(pool)) if kept_fresh else None
+    try:
+        await asyncio.to_thread(pg, "stop")
+        await asyncio.sleep(2)
+        await asyncio.to_thread(pg, "start")
+        await asyncio.sleep(1.5)  # a round of keep_pool_fresh
+        if kept_fresh:
+            async with pool.connection(timeout=3) as conn:
+                assert await (await conn.execute("SELECT 1")).fetchone() == (1,)
+        else:
+            with pytest.raises(PoolTimeout):
+                async with pool.connection(timeout=3):
+                    pass
+    finally:
+        if fresh is not None:
+            fresh.cancel()
+        await pool.close()
+        await asyncio.to_thread(pg, "stop")

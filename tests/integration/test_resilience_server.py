@@ -1,19 +1,23 @@
 """Stops through a real `langgraph dev`: Postgres going down and coming back under the server,
-and runs stopped in the middle (cancelled during a slow tool, or by the recursion limit) that
+the server process killed under scripts/serve, and runs stopped in the middle (cancelled during a slow tool, or by the recursion limit) that
 must leave the thread valid: no tool call without its result, and the next run works."""
 
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import httpx
 import pytest
 
+from scripts.free_port import free_port
 from store.postgres import stop_embedded_postgres
-from tests.integration.conftest import ROOT, DevServer, key, server_env, user
+from tests.integration.conftest import ROOT, DevServer, absolute_config, key, server_env, user
 from tests.web_servers import LoopbackServer, Reply
 
 pytestmark = pytest.mark.integration
@@ -205,3 +209,55 @@ async def test_a_run_stopped_by_the_recursion_limit_leaves_no_unanswered_tool_ca
     state = await client.threads.get_state(tid)
     assert unanswered_calls(state) == set() and state["next"] == []
     assert "42" in [m for m in state["values"]["messages"] if m["type"] == "tool"][0]["content"]
+
+
+def listening_pids(port: int) -> set[int]:
+    """Pids of the processes holding a listening IPv4 socket on `port` (from /proc)."""
+    inodes = set()
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "0A":  # 0A: LISTEN
+            inodes.add(f"socket:[{fields[9]}]")
+    pids = set()
+    for fd_dir in Path("/proc").glob("[0-9]*/fd"):
+        try:
+            if any(os.readlink(fd) in inodes for fd in fd_dir.iterdir()):
+                pids.add(int(fd_dir.parent.name))
+        except OSError:  # a process that ended, or not ours to read
+            continue
+    return pids
+
+
+def test_a_killed_server_process_ends_scripts_serve_and_frees_the_port(tmp_path, openai_server, pg_uri):
+    """`kill -9` of the process serving scripts/serve's port: the script ends (with the
+    server's status) instead of keeping the port open for requests that would hang, so a
+    supervisor sees the failure and can start it again."""
+    port = free_port()
+    env = server_env(openai_server, POSTGRES_URI=pg_uri, POSTGRES_SCHEMA="it_serve", PORT=str(port))
+    log_path = tmp_path / "serve.log"
+    config = absolute_config(tmp_path)  # without the UI bundle, which needs npx (as DevServer)
+    with open(log_path, "wb") as log:
+        serve = subprocess.Popen(
+            [str(ROOT / "scripts" / "serve"), "--config", str(config)],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        deadline = time.monotonic() + 180
+        while "LangGraph server ready" not in log_path.read_text(errors="replace"):
+            assert serve.poll() is None and time.monotonic() < deadline, log_path.read_text(errors="replace")
+            time.sleep(0.5)
+        serving = listening_pids(port)
+        assert serving, f"nothing listens on {port}"
+        for pid in serving:
+            os.kill(pid, signal.SIGKILL)
+        assert serve.wait(timeout=60) != 0  # ended, not waiting on a dead server
+        with pytest.raises(httpx.ConnectError):  # nothing holds the port: refused at once, no hang
+            httpx.get(f"http://127.0.0.1:{port}/ok", timeout=10)
+    finally:
+        if serve.poll() is None:
+            os.killpg(serve.pid, signal.SIGKILL)
+            serve.wait()

@@ -7,7 +7,7 @@ import sys
 from types import ModuleType
 
 import pytest
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, HTTPException, Request
 from langgraph_sdk import Auth
 
 from server import auth as server_auth
@@ -102,3 +102,36 @@ async def test_aegra_in_process_client_acts_for_the_named_user(keys, aegra):
     assert thread["metadata"] == {"seen_as": "alice"}
     with pytest.raises(Auth.exceptions.HTTPException):  # the act-as header alone is nobody
         await server_auth.authenticate({server_api.ACT_AS_HEADER: "alice"})
+
+
+def test_server_pool_is_aegras_pool_under_aegra_and_none_elsewhere(aegra, monkeypatch):
+    # server/http.py keeps this pool quick to reconnect (store/postgres.py keep_pool_fresh).
+    pool = object()
+    database = ModuleType("aegra_api.core.database")
+    database.db_manager = type("Manager", (), {"lg_pool": pool})()  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "aegra_api.core.database", database)
+    assert server_api.server_pool() is pool
+    monkeypatch.delitem(sys.modules, "aegra_api.main")  # langgraph dev: our factories' pools reconnect themselves
+    assert server_api.server_pool() is None
+
+
+async def test_thread_run_asks_aegra_as_the_threads_user(keys, aegra):
+    # Aegra keeps runs per user: router feedback checks a run of the caller's thread as the caller
+    # (as the server itself, Aegra would find no such run and refuse the feedback).
+    @aegra.get("/threads/{thread_id}/runs/{run_id}")
+    async def get_run(thread_id: str, run_id: str, request: Request) -> dict:
+        user = await server_auth.authenticate(dict(request.headers))
+        if user["identity"] != "alice":
+            raise HTTPException(404, "Run not found")
+        return {"run_id": run_id, "thread_id": thread_id}
+
+    run_id = "6f1c0b3e-2a8e-4f55-9d0f-0d4a7e3c1b2a"
+    assert await server_api.thread_run("t-1", run_id, act_as="alice") == {"run_id": run_id, "thread_id": "t-1"}
+    assert await server_api.thread_run("t-1", run_id) is None
+
+
+def test_a_runs_key_is_what_its_subgraphs_inherit_on_either_server():
+    # graphs/runtime/deadline.py keeps one clock per key: a sub-agent shares its router run's deadline.
+    assert server_api.server_run_key({"langgraph_request_id": "req-1", "thread_id": "t"}) == "req-1"
+    assert server_api.server_run_key({"run_id": "run-1", "thread_id": "t"}) == "run-1"  # Aegra
+    assert server_api.server_run_key({"thread_id": "t"}) is None  # in-process
