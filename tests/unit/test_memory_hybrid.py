@@ -11,7 +11,7 @@ import pytest
 from store import memory
 from store.dates import EventRelative, event_relative, names_time, query_time_range
 from store.fusion import fuse, normalised
-from store.memory.hybrid import speaker_share
+from store.hybrid import speaker_share
 from store.memory.write import near_exact, same_source
 from store.names import capitalised_words, mentions, named, without_names
 

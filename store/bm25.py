@@ -1,4 +1,4 @@
-"""The in-process keyword ranking, a FALLBACK for stores without the SQL adapter (InMemoryStore
+"""The in-process keyword ranking (Okapi BM25) of the in-process backend (store/backend.py) (InMemoryStore
 in unit tests and evals). Production ranks in Postgres (store/sql.py `KB_KEYWORD_SQL`), which
 the integration tests check; both are Okapi BM25, but this one tokenizes with a regex and an
 English stopword list and measures lengths in tokens, while Postgres stems (KB_TEXT_SEARCH_CONFIG)
@@ -11,7 +11,8 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-from store.knowledge.config import BM25_B, BM25_K1
+BM25_K1 = 1.2
+BM25_B = 0.75
 
 _TOKEN = re.compile(r"\w+")
 _STOPWORDS = frozenset(
