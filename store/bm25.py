@@ -15,7 +15,7 @@ BM25_K1 = 1.2
 BM25_B = 0.75
 
 _TOKEN = re.compile(r"\w+")
-_STOPWORDS = frozenset(
+STOPWORDS = frozenset(
     [
         "a",
         "an",
@@ -84,7 +84,7 @@ _STOPWORDS = frozenset(
 
 def tokenize(text: str) -> list[str]:
     """Lower-cased word tokens without English stopwords (the in-process BM25 tokenizer)."""
-    return [token for token in _TOKEN.findall(text.lower()) if token not in _STOPWORDS]
+    return [token for token in _TOKEN.findall(text.lower()) if token not in STOPWORDS]
 
 
 def bm25_rank(
