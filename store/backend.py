@@ -56,6 +56,8 @@ def haystack(value: dict) -> str:
 class InProcessBackend:
     """The backend of stores without SQL: scans and in-process BM25."""
 
+    sql: StoreSQL | None = None  # the SQL adapter (store/sql.py) of a backend that has one
+
     def __init__(self, store: BaseStore, scan_limit: int = 5000) -> None:
         self.store = store
         self.scan_limit = scan_limit
@@ -190,7 +192,7 @@ class SQLBackend(InProcessBackend):
 
     def __init__(self, store: BaseStore, sql: StoreSQL, text_search_config: str) -> None:
         super().__init__(store)
-        self.sql = sql
+        self.sql: StoreSQL = sql
         self.text_search_config = text_search_config
 
     async def vector_search(
@@ -265,9 +267,12 @@ def backend_for(store: BaseStore) -> Backend:
     own = getattr(store, "backend", None)
     if isinstance(own, InProcessBackend):
         return own
-    if store not in _IN_PROCESS:
-        _IN_PROCESS[store] = InProcessBackend(store, settings().MEMORY_SCAN_LIMIT)
-    return _IN_PROCESS[store]
+    try:
+        if store not in _IN_PROCESS:
+            _IN_PROCESS[store] = InProcessBackend(store, settings().MEMORY_SCAN_LIMIT)
+        return _IN_PROCESS[store]
+    except TypeError:  # a store that cannot be weakly referenced: a backend per call
+        return InProcessBackend(store, settings().MEMORY_SCAN_LIMIT)
 
 
 def _lock() -> asyncio.Lock:

@@ -31,7 +31,7 @@ from datetime import datetime
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from langgraph.store.base import BaseStore, Item
+from langgraph.store.base import Item
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
@@ -119,12 +119,6 @@ def library_version() -> str:
         return version(LIBRARY)
     except PackageNotFoundError:
         return "not installed"
-
-
-def adapter_for(store: BaseStore) -> StoreSQL | None:
-    """The SQL adapter of a store built by `store.postgres.store()`; None for any other store."""
-    adapter = getattr(store, "sql", None)
-    return adapter if isinstance(adapter, StoreSQL) else None
 
 
 def _escape_like(text: str) -> str:
