@@ -33,6 +33,7 @@ MEMORY_TEXT_SEARCH_CONFIG = "english"  # Postgres text search configuration of m
 PAGE = 500
 DATED_SCAN = 10_000  # items scanned for a date range in process
 Scored = tuple[Item, float]
+Span = tuple[datetime, datetime] | None  # [start, end) of a date range
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,7 @@ class InProcessBackend:
         return items if limit == float("inf") else items[: int(limit)]
 
     async def vector_search(
-        self, ns: tuple[str, ...], query: str, limit: int, wanted: dict, date_field: str, span=None
+        self, ns: tuple[str, ...], query: str, limit: int, wanted: dict, date_field: str, span: Span = None
     ) -> list[SearchItem]:
         """The store's vector search for values containing `wanted`, best first; with `span`,
         only values whose `date_field` is in [start, end) (InMemoryStore compares range filters
@@ -196,7 +197,7 @@ class SQLBackend(InProcessBackend):
         self.text_search_config = text_search_config
 
     async def vector_search(
-        self, ns: tuple[str, ...], query: str, limit: int, wanted: dict, date_field: str, span=None
+        self, ns: tuple[str, ...], query: str, limit: int, wanted: dict, date_field: str, span: Span = None
     ) -> list[SearchItem]:
         if span is not None:  # stamps are UTC ISO strings of one format: text order is time order
             wanted = {**wanted, date_field: {"$gte": stamp(span[0]), "$lt": stamp(span[1])}}
