@@ -54,8 +54,8 @@ from psycopg_pool import AsyncConnectionPool
 
 from bench.memory_dataset import build_dataset, synthetic_memories
 from store import memory
+from store.backend import MEMORY_TEXT_SEARCH_CONFIG as TEXT_SEARCH_CONFIG
 from store.embeddings import get_embeddings
-from store.memory.config import TEXT_SEARCH_CONFIG
 from store.postgres import PostgresStore, postgres_uri, store, store_index_config
 
 SCHEMA_PREFIX = "bench_memory"

@@ -43,10 +43,9 @@ from bench.recall_dataset import (
     Question,
     build_conversations,
 )
-from store import knowledge, memory
-from store.knowledge.search import gather_signals as kb_signals
-from store.knowledge.search import rank as kb_rank
-from store.memory.hybrid import gather_signals, rank
+from store import hybrid, knowledge, memory
+from store.knowledge.search import KnowledgeBaseCorpus, kb_policy
+from store.memory.hybrid import MemoryCorpus, memory_policy
 from store.postgres import postgres_uri, store
 
 SCHEMA = "bench_recall"
@@ -204,8 +203,7 @@ def _second_weights(path: str) -> tuple[str, tuple[float, ...]]:
 
 async def tune(pg_store, conversations: list[Conversation], paths: list[str], owners: dict) -> None:
     """Grid of fusion weights on the HELD-IN questions only, through the product's own ranking
-    (`gather_signals` of store.memory.hybrid / store.knowledge.search once per question, then
-    their `rank` per weight pair): keyword weight x neighbour weight (memory) or x name weight (KB),
+    (`store.hybrid.gather` once per question, then its `rank` per weight pair): keyword weight x neighbour weight (memory) or x name weight (KB),
     time weight as configured. Prints R@5/10/20 overall, each category's R@10, and the
     worst category's R@10 minus the better single signal's (negative: fusion lost there): the ten
     best pairs, each signal alone, then every second weight at the configured keyword weight."""
@@ -222,15 +220,12 @@ async def tune(pg_store, conversations: list[Conversation], paths: list[str], ow
             entry = await knowledge.get_kb(pg_store, kb_of(conv))
             for question in conv.questions:
                 if path == "kb_hybrid":
-                    signal = await kb_signals(
-                        pg_store, kb_of(conv), entry, question.text, TUNE_POOL, now, kb_config.time_weight
-                    )
+                    corpus: hybrid.Corpus = KnowledgeBaseCorpus(pg_store, kb_of(conv), entry)
+                    policy = kb_policy(kb_config)
                 else:
-                    ns = memory.namespace(user_of(conv), kind)
-                    signal = await gather_signals(
-                        pg_store, user_of(conv), kind, ns, question.text, TUNE_POOL, {}, config, now
-                    )
-                rows.append((question, signal))
+                    corpus = MemoryCorpus(pg_store, memory.namespace(user_of(conv), kind), {}, config, now)
+                    policy = memory_policy(config)
+                rows.append((question, await hybrid.gather(corpus, policy, question.text, TUNE_POOL, now)))
         second, second_weights = _second_weights(path)
         grid = {}
         for i in range(21):
@@ -239,14 +234,12 @@ async def tune(pg_store, conversations: list[Conversation], paths: list[str], ow
                 per: dict = defaultdict(lambda: defaultdict(list))
                 for question, signal in rows:
                     if path == "kb_hybrid":
-                        ranked = [
-                            {hit.value["source"].removeprefix("turn:")}
-                            for hit, _ in kb_rank(signal, keyword_weight, kb_config.time_weight, other)
-                        ]
+                        weights = replace(policy, keyword_weight=keyword_weight, name_weight=other)
+                        ranked = [{r.item.value["source"].removeprefix("turn:")} for r in hybrid.rank(signal, weights)]
                     else:
-                        weights = replace(config, keyword_weight=keyword_weight, neighbour_weight=other)
+                        weights = replace(policy, keyword_weight=keyword_weight, neighbour_weight=other)
                         ranked = [
-                            set(owners.get(f"{kind}:{hit.key}", "").split(",")) for hit, _ in rank(signal, weights)
+                            set(owners.get(f"{kind}:{r.item.key}", "").split(",")) for r in hybrid.rank(signal, weights)
                         ]
                     wanted = set(question.evidence)
                     for k in KS:

@@ -20,8 +20,8 @@ from typing import Any
 from langgraph.store.base import BaseStore, PutOp
 
 from store import knowledge
+from store.backend import backend_for
 from store.knowledge.registry import refresh_stats
-from store.sql import adapter_for
 from tools.identity import acts_for_any_user, kb_reader
 from tools.quota import charge_bytes
 
@@ -154,9 +154,7 @@ async def delete_source(store: BaseStore, kb: str, source: str) -> dict:
     count = int(record.value.get("chunks") or 0)
     chunk_keys = [knowledge.chunk_id(kb, source, position) for position in range(count)]
     await store.abatch([PutOp(knowledge.chunk_namespace(kb), chunk_key, None) for chunk_key in chunk_keys])
-    adapter = adapter_for(store)
-    if adapter is not None:
-        await adapter.unindex_kb_chunks(kb, chunk_keys)
+    await backend_for(store).unindex_kb_chunks(kb, chunk_keys)
     await store.adelete(knowledge.document_namespace(kb), key)
     await refresh_stats(store, kb)
     return {"kb": kb, "source": source, "chunks": count}

@@ -1,6 +1,6 @@
 """Dates named in a query ("in the week of 8 May 2023", "in April 2023", "last week"), resolved
-to a time range by `query_time_range`: hybrid memory search (store/memory/hybrid.py) boosts the
-memories written in it, hybrid knowledge-base search (store/knowledge/search.py) the chunks of
+to a time range by `query_time_range`: the hybrid pipeline (store/hybrid.py) boosts the
+memories written in it, and for knowledge bases the chunks of
 documents dated in it. A time named by an event ("in the week after the surf lessons") is
 parsed by `event_relative`; `query_window` resolves either, with a search that finds the event."""
 
@@ -51,6 +51,17 @@ def stamp(moment: datetime) -> str:
     """The UTC ISO stamp (microseconds) stored values carry: one format, so text comparison
     orders stamps by time."""
     return moment.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def parse_stamp(text: str | None) -> datetime | None:
+    """The datetime of a stamp, None for None or ""."""
+    return datetime.fromisoformat(text) if text else None
+
+
+def expired(value: dict, now: datetime) -> bool:
+    """Whether the value's `expires_at` has passed."""
+    expires = parse_stamp(value.get("expires_at"))
+    return expires is not None and expires <= now
 
 
 def parse_date(text: Any, name: str, *, end: bool = False) -> datetime | None:

@@ -1,5 +1,4 @@
-"""Score fusion shared by hybrid memory search (store/memory/hybrid.py) and hybrid knowledge-base
-search (store/knowledge/search.py).
+"""Score fusion of the hybrid pipeline (store/hybrid.py), for memories and knowledge bases.
 
 `fuse` combines a dense list (cosine similarities) and a keyword list (BM25 scores) by a
 score-normalised weighted sum: each list's scores are mapped to [0, 1] (min-max over the list by

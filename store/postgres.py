@@ -33,10 +33,12 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from psycopg_pool.abc import ACT
 
 from settings import settings
+from store.backend import SQLBackend
 from store.embeddings import embeddings_spec, get_embeddings
 from store.knowledge.config import knowledge_config
 from store.knowledge.graph import ensure_graph_schema
-from store.sql import CHECKPOINT_COLUMNS, STORE_COLUMNS, StoreSQL
+from store.migrations import migrate
+from store.sql import CHECKPOINT_COLUMNS, MIGRATION_COMPONENT, STORE_COLUMNS, StoreSQL, migrations
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
@@ -353,11 +355,15 @@ class PostgresSaver(AsyncPostgresSaver):
 
 class PostgresStore(AsyncPostgresStore):
     """`AsyncPostgresStore` plus `sql`, the project's SQL adapter (`store/sql.py`) on the same
-    pool: memory listings, bulk deletes and knowledge-base full text use it."""
+    pool, and `backend` (store/backend.py), through which memories and knowledge bases use it;
+    `text_search_config`: the knowledge bases' full text (KB_TEXT_SEARCH_CONFIG)."""
 
-    def __init__(self, pool: AsyncConnectionPool[AsyncConnection[DictRow]], **kwargs) -> None:
+    def __init__(
+        self, pool: AsyncConnectionPool[AsyncConnection[DictRow]], text_search_config: str = "english", **kwargs
+    ) -> None:
         super().__init__(conn=pool, **kwargs)
         self.sql = StoreSQL(pool)
+        self.backend = SQLBackend(self, self.sql, text_search_config)
 
 
 async def check_index_dims(adapter: StoreSQL, dims: int) -> None:
@@ -372,14 +378,14 @@ async def check_index_dims(adapter: StoreSQL, dims: int) -> None:
         )
 
 
-async def check_index_model(adapter: StoreSQL, model: str) -> None:
+async def check_index_model(adapter: StoreSQL, model: str, existing_index: bool) -> None:
     """Fail with a clear message when the store's vectors were built with another embeddings
-    model than `model`, the configured one. Two models of the same dimension pass
+    model than `model`, the configured one (`existing_index`: the store had vectors before it
+    opened). Two models of the same dimension pass
     `check_index_dims`, but their vectors are not comparable: search would quietly rank
     unrelated items first. The model is recorded (`agent_store_meta`) the first time a store
     opens. A store built before models were recorded is recorded as the configured model: which
     model built it cannot be known, so a warning says so."""
-    existing_index = await adapter.vector_dims() is not None
     recorded, first = await adapter.record_embeddings_model(model)
     if recorded != model:
         raise StoreIndexMismatch(
@@ -435,19 +441,23 @@ async def store() -> AsyncIterator[PostgresStore]:
     `store.index` in langgraph.json is ignored when a custom store is set, so the index is
     configured here from `EMBEDDINGS_MODEL`; opening fails (StoreIndexMismatch) when the index
     was built with another dimension or another model (`check_index_dims`, `check_index_model`).
-    The SQL adapter checks the library's tables and creates the knowledge-base full-text table
-    (`kb_fulltext`) if needed, and migrates the knowledge graph's tables (store/knowledge/graph.py). Expired items are deleted when the store opens and then every
+    The SQL adapter checks the library's tables; the project's own tables are brought to their
+    current version by the versioned migrations (store/migrations.py) of store/sql.py and of the
+    knowledge graph (store/knowledge/graph.py). Expired items are deleted when the store opens and then every
     `STORE_TTL_SWEEP_MINUTES` by a background task, stopped on exit (see `store_ttl_config`).
     """
     index = store_index_config()
     ttl = store_ttl_config()
     async with open_pool() as pool:
-        pg_store = PostgresStore(pool, index=index, ttl=ttl)
+        text_search_config = knowledge_config().text_search_config
+        pg_store = PostgresStore(pool, text_search_config, index=index, ttl=ttl)
+        existing_index = await pg_store.sql.vector_dims() is not None
         await check_index_dims(pg_store.sql, index["dims"])
-        await check_index_model(pg_store.sql, embeddings_spec().model)
         await pg_store.setup()
         await pg_store.sql.check_tables(STORE_COLUMNS)
-        await pg_store.sql.ensure_kb_fulltext(knowledge_config().text_search_config)
+        await migrate(pool, MIGRATION_COMPONENT, migrations(text_search_config))
+        await check_index_model(pg_store.sql, embeddings_spec().model, existing_index)
+        await pg_store.sql.sync_kb_fulltext(text_search_config)
         await ensure_graph_schema(pool)
         if ttl["sweep_interval_minutes"]:
             await pg_store.sweep_ttl()  # a server restarted often would otherwise never sweep

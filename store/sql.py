@@ -9,8 +9,10 @@ the factories open the store and the checkpointer: it fails with the installed l
 when a table or column these statements rely on is gone (tests/integration/test_store_sql.py
 fails the same way when an upgrade changes the schema).
 
-Memory full text lives in `memory_fulltext` (prefix, key, tsvector), written next to each
-embedded memory (store/memory/hybrid.py) and deleted with it; `memory_speakers` (prefix, speaker)
+The project's own tables are created and upgraded by the versioned `migrations` (run when the
+store opens, store/migrations.py), never lazily. Memory full text lives in `memory_fulltext`
+(prefix, key, tsvector), written next to each embedded memory (through store/backend.py) and
+deleted with it; `memory_speakers` (prefix, speaker)
 lists who said the memories of each namespace (hybrid search reads it before embedding a query).
 
 Knowledge-base full text lives in a table of our own, `kb_fulltext`, not in an index on the
@@ -29,12 +31,12 @@ from datetime import datetime
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-import psycopg
-from langgraph.store.base import BaseStore, Item
+from langgraph.store.base import Item
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
+from store.bm25 import BM25_B, BM25_K1
 from store.clean import strip_nul
 
 LIBRARY = "langgraph-checkpoint-postgres"
@@ -51,6 +53,60 @@ CHECKPOINT_COLUMNS = {
 }
 
 KB_PREFIX = "kb."  # chunk rows of knowledge base <name> have prefix "kb.<name>"
+MIGRATION_COMPONENT = "store"  # agent_schema_version's row of `migrations`
+
+
+def migrations(text_search_config: str) -> list[list[str]]:
+    """The steps (store/migrations.py, component `MIGRATION_COMPONENT`) of the project's own tables
+    next to the library's: `agent_store_meta`, `web_quota`, `kb_fulltext` (knowledge-base full
+    text, in `text_search_config`), `memory_fulltext` and `memory_speakers`. Step 1 is the schema
+    earlier versions created lazily on first use; it also upgrades a database they made: what
+    exists is kept, what is missing is created and filled from the rows already stored (the
+    chunks' full text, the memories' speakers). Run after the library's `setup()`."""
+    config = f"'{_identifier(text_search_config)}'::regconfig"
+    return [
+        [
+            "CREATE TABLE IF NOT EXISTS agent_store_meta (key text PRIMARY KEY, value text NOT NULL)",
+            "CREATE TABLE IF NOT EXISTS web_quota (user_id text NOT NULL, kind text NOT NULL,"
+            " window_start timestamptz NOT NULL, used integer NOT NULL, PRIMARY KEY (user_id, kind))",
+            "CREATE TABLE IF NOT EXISTS kb_fulltext (kb text NOT NULL, chunk_key text NOT NULL,"
+            " config regconfig NOT NULL, tsv tsvector NOT NULL, chars integer NOT NULL, PRIMARY KEY (kb, chunk_key))",
+            # fastupdate off: new rows go straight into the index, not a pending list the planner
+            # avoids until a vacuum flushes it
+            "CREATE INDEX IF NOT EXISTS kb_fulltext_tsv ON kb_fulltext USING gin (tsv) WITH (fastupdate = off)",
+            "INSERT INTO kb_fulltext (kb, chunk_key, config, tsv, chars) "
+            f"SELECT substr(s.prefix, {len(KB_PREFIX) + 1}), s.key, {config}, "
+            f" to_tsvector({config}, coalesce(s.value->>'content', '')), length(coalesce(s.value->>'content', '')) "
+            f"FROM store s WHERE s.prefix LIKE '{KB_PREFIX}%' AND NOT EXISTS (SELECT 1 FROM kb_fulltext f"
+            f" WHERE f.kb = substr(s.prefix, {len(KB_PREFIX) + 1}) AND f.chunk_key = s.key)",
+            # the GIN index the first versions put on the library's table
+            f"DROP INDEX IF EXISTS store_kb_fts_{_identifier(text_search_config)}",
+            "CREATE TABLE IF NOT EXISTS memory_fulltext (prefix text NOT NULL, key text NOT NULL,"
+            " tsv tsvector NOT NULL, chars integer NOT NULL, PRIMARY KEY (prefix, key))",
+            # a GIN index on (prefix, tsv) needs btree_gin, installed in `public` like pgvector (so
+            # dropping one schema never drops it); without it (a managed server refusing the
+            # extension) the index covers `tsv` alone
+            """DO $$ BEGIN
+                IF to_regclass('memory_fulltext_tsv') IS NULL THEN
+                    BEGIN
+                        CREATE EXTENSION IF NOT EXISTS btree_gin SCHEMA public;
+                        CREATE INDEX memory_fulltext_tsv ON memory_fulltext USING gin (prefix, tsv) WITH (fastupdate = off);
+                    EXCEPTION WHEN OTHERS THEN
+                        CREATE INDEX memory_fulltext_tsv ON memory_fulltext USING gin (tsv) WITH (fastupdate = off);
+                    END;
+                END IF;
+            END $$""",
+            """DO $$ BEGIN
+                IF to_regclass('memory_speakers') IS NULL THEN
+                    CREATE TABLE memory_speakers (prefix text NOT NULL, speaker text NOT NULL,
+                        PRIMARY KEY (prefix, speaker));
+                    INSERT INTO memory_speakers (prefix, speaker)
+                    SELECT DISTINCT prefix, value->>'speaker' FROM store
+                    WHERE prefix LIKE 'memories.%' AND coalesce(value->>'speaker', '') <> '';
+                END IF;
+            END $$""",
+        ]
+    ]
 
 
 class LibrarySchemaError(RuntimeError):
@@ -63,12 +119,6 @@ def library_version() -> str:
         return version(LIBRARY)
     except PackageNotFoundError:
         return "not installed"
-
-
-def adapter_for(store: BaseStore) -> StoreSQL | None:
-    """The SQL adapter of a store built by `store.postgres.store()`; None for any other store."""
-    adapter = getattr(store, "sql", None)
-    return adapter if isinstance(adapter, StoreSQL) else None
 
 
 def _escape_like(text: str) -> str:
@@ -158,8 +208,6 @@ class StoreSQL:
 
     def __init__(self, pool: AsyncConnectionPool[Any]) -> None:  # any row type: cursors set dict_row
         self.pool = pool
-        self._quota_ready = False
-        self._memory_ready = False
 
     async def _fetch(self, sql: str, params: Any = None) -> list[dict]:
         async with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
@@ -203,26 +251,17 @@ class StoreSQL:
 
     async def record_embeddings_model(self, model: str) -> tuple[str, bool]:
         """The embeddings model the store's vectors were built with, from our own table
-        `agent_store_meta` (key, value), created if missing; when none is recorded yet, `model`
-        is recorded. Returns (recorded model, whether this call recorded it). Under an advisory
-        lock, so that concurrent first opens record one model."""
-        async with (
-            self.pool.connection() as conn,
-            conn.transaction(),
-            conn.cursor(row_factory=dict_row) as cur,
-        ):
-            await cur.execute("SELECT pg_advisory_xact_lock(hashtext('agent_engine.agent_store_meta'))")
-            await cur.execute("CREATE TABLE IF NOT EXISTS agent_store_meta (key text PRIMARY KEY, value text NOT NULL)")
-            await cur.execute(
-                "INSERT INTO agent_store_meta (key, value) VALUES ('embeddings_model', %s) "
-                "ON CONFLICT (key) DO NOTHING RETURNING value",
-                (model,),
-            )
-            if await cur.fetchone() is not None:
-                return model, True
-            await cur.execute("SELECT value FROM agent_store_meta WHERE key = 'embeddings_model'")
-            row = await cur.fetchone()
-            return str(row["value"]) if row else model, False
+        `agent_store_meta` (key, value); when none is recorded yet, `model` is recorded. Returns
+        (recorded model, whether this call recorded it); of concurrent first opens, one records."""
+        inserted = await self._fetch(
+            "INSERT INTO agent_store_meta (key, value) VALUES ('embeddings_model', %s) "
+            "ON CONFLICT (key) DO NOTHING RETURNING value",
+            (model,),
+        )
+        if inserted:
+            return model, True
+        rows = await self._fetch("SELECT value FROM agent_store_meta WHERE key = 'embeddings_model'")
+        return str(rows[0]["value"]) if rows else model, False
 
     # --- items ----------------------------------------------------------------------------------
 
@@ -294,7 +333,6 @@ class StoreSQL:
     async def delete_under(self, prefix: Sequence[str]) -> int:
         """Delete every item in the namespace `prefix` and below it (vectors cascade); returns how many."""
         joined = ".".join(prefix)
-        await self.ensure_memory_fulltext()
         async with self.pool.connection() as conn, conn.cursor() as cur:
             await cur.execute(
                 "DELETE FROM store WHERE prefix = %s OR prefix LIKE %s",
@@ -310,41 +348,16 @@ class StoreSQL:
 
     # --- knowledge-base full text ---------------------------------------------------------------
 
-    async def ensure_kb_fulltext(self, config: str) -> None:
-        """Create `kb_fulltext` if missing (filled from the chunks already in the store, replacing
-        the GIN index earlier versions put on the library's table), and re-derive the rows
-        written with another text search configuration than `config`."""
-        async with self.pool.connection() as conn, conn.transaction():
-            cur = await conn.execute("SELECT to_regclass('kb_fulltext') IS NULL AS missing")
-            missing = _first(await cur.fetchone())
-            if missing:
-                await conn.execute(
-                    "CREATE TABLE IF NOT EXISTS kb_fulltext ("
-                    " kb text NOT NULL, chunk_key text NOT NULL, config regconfig NOT NULL,"
-                    " tsv tsvector NOT NULL, chars integer NOT NULL,"
-                    " PRIMARY KEY (kb, chunk_key))"
-                )
-                # fastupdate off: new rows go straight into the index, not a pending list the
-                # planner avoids until a vacuum flushes it
-                await conn.execute(
-                    "CREATE INDEX IF NOT EXISTS kb_fulltext_tsv ON kb_fulltext USING gin (tsv) WITH (fastupdate = off)"
-                )
-                await conn.execute(
-                    "INSERT INTO kb_fulltext (kb, chunk_key, config, tsv, chars) "
-                    "SELECT substr(prefix, %(skip)s), key, %(config)s::regconfig, "
-                    " to_tsvector(%(config)s::regconfig, coalesce(value->>'content', '')), "
-                    " length(coalesce(value->>'content', '')) "
-                    "FROM store WHERE prefix LIKE %(pattern)s ON CONFLICT DO NOTHING",
-                    {"skip": len(KB_PREFIX) + 1, "config": config, "pattern": f"{KB_PREFIX}%"},
-                )
-                await conn.execute(f"DROP INDEX IF EXISTS store_kb_fts_{_identifier(config)}")
-            await conn.execute(
-                "UPDATE kb_fulltext f SET config = %(config)s::regconfig, "
-                " tsv = to_tsvector(%(config)s::regconfig, coalesce(s.value->>'content', '')) "
-                "FROM store s WHERE f.config <> %(config)s::regconfig "
-                " AND s.prefix = %(root)s || f.kb AND s.key = f.chunk_key",
-                {"config": config, "root": KB_PREFIX},
-            )
+    async def sync_kb_fulltext(self, config: str) -> None:
+        """Re-derive the `kb_fulltext` rows written with another text search configuration than
+        `config` (KB_TEXT_SEARCH_CONFIG changed since)."""
+        await self._fetch(
+            "UPDATE kb_fulltext f SET config = %(config)s::regconfig, "
+            " tsv = to_tsvector(%(config)s::regconfig, coalesce(s.value->>'content', '')) "
+            "FROM store s WHERE f.config <> %(config)s::regconfig "
+            " AND s.prefix = %(root)s || f.kb AND s.key = f.chunk_key",
+            {"config": config, "root": KB_PREFIX},
+        )
 
     async def index_kb_chunks(self, kb: str, chunks: Iterable[tuple[str, str]], config: str) -> None:
         """Write the full text of (chunk key, content) pairs of knowledge base `kb` (upsert)."""
@@ -389,81 +402,26 @@ class StoreSQL:
         )
         return {row["word"]: int(row["df"]) for row in rows}
 
-    async def kb_keyword_search(
-        self,
-        kb: str,
-        query: str,
-        config: str,
-        *,
-        n: int,
-        avgdl: float,
-        k1: float,
-        b: float,
-        limit: int,
-    ) -> list[tuple[str, float]]:
-        """BM25 (chunk key, score as a share of the query's ceiling, 0..1) of `kb`'s chunks for
-        `query`, best first: query lexemes from
-        `to_tsvector(config, query)`, term frequencies from the stored tsvectors, lengths in
-        characters; `n` and `avgdl` (the knowledge base's chunk count and mean chunk length)
-        from the registry."""
+    async def _bm25(self, sql: str, config: str, query: str, **params: Any) -> list[dict]:
+        """Rows of a BM25 statement (KB_KEYWORD_SQL, MEMORY_KEYWORD_SQL) for `query`: its lexemes
+        as `config` makes them (none: no rows), k1 and b of store/bm25.py, and `params`."""
         lexemes = await self._lexemes(config, query)
         if not lexemes:
             return []
-        params = {
-            "kb": kb,
-            "tsquery": " | ".join(_tsquery_literal(lexeme) for lexeme in lexemes),
-            "lexemes": lexemes,
-            "n": n,
-            "k1": k1,
-            "b": b,
-            "avgdl": avgdl,
-            "limit": limit,
-        }
-        return [(row["key"], float(row["score"])) for row in await self._fetch(KB_KEYWORD_SQL, params)]
+        tsquery = " | ".join(_tsquery_literal(lexeme) for lexeme in lexemes)
+        return await self._fetch(sql, {"tsquery": tsquery, "lexemes": lexemes, "k1": BM25_K1, "b": BM25_B, **params})
 
-    # --- memory full text (store/memory/hybrid.py) ---------------------------------------------
+    async def kb_keyword_search(
+        self, kb: str, query: str, config: str, *, n: int, avgdl: float, limit: int
+    ) -> list[tuple[str, float]]:
+        """BM25 (chunk key, score as a share of the query's ceiling, 0..1) of `kb`'s chunks for
+        `query`, best first: query lexemes from `to_tsvector(config, query)`, term frequencies
+        from the stored tsvectors, lengths in characters; `n` and `avgdl` (the knowledge base's
+        chunk count and mean chunk length) from the registry."""
+        rows = await self._bm25(KB_KEYWORD_SQL, config, query, kb=kb, n=n, avgdl=avgdl, limit=limit)
+        return [(row["key"], float(row["score"])) for row in rows]
 
-    async def ensure_memory_fulltext(self) -> None:
-        """Create `memory_fulltext` (one row per embedded memory: its namespace prefix, key and
-        tsvector) and its GIN index on (prefix, tsv), and `memory_speakers` (filled from the
-        memories already stored), if missing; once per adapter, on first use,
-        under an advisory lock (concurrent first writes). The composite index needs btree_gin,
-        installed in `public` like pgvector (so dropping one schema never drops it); without the
-        extension (a managed server that refuses it) the index covers `tsv` alone."""
-        if self._memory_ready:
-            return
-        async with self.pool.connection() as conn, conn.transaction():
-            await conn.execute("SELECT pg_advisory_xact_lock(hashtext('agent_engine.memory_fulltext'))")
-            cur = await conn.execute("SELECT to_regclass('memory_fulltext') IS NULL AS missing")
-            if _first(await cur.fetchone()):
-                await conn.execute(
-                    "CREATE TABLE memory_fulltext ("
-                    " prefix text NOT NULL, key text NOT NULL, tsv tsvector NOT NULL,"
-                    " chars integer NOT NULL, PRIMARY KEY (prefix, key))"
-                )
-                try:
-                    async with conn.transaction():  # a savepoint: a refusal leaves the rest intact
-                        await conn.execute("CREATE EXTENSION IF NOT EXISTS btree_gin SCHEMA public")
-                    columns = "prefix, tsv"
-                except psycopg.Error:  # no extension or no right to create it: tsv alone
-                    columns = "tsv"
-                await conn.execute(
-                    f"CREATE INDEX memory_fulltext_tsv ON memory_fulltext USING gin ({columns}) WITH (fastupdate = off)"
-                )
-            cur = await conn.execute("SELECT to_regclass('memory_speakers') IS NULL AS missing")
-            if _first(await cur.fetchone()):
-                await conn.execute(
-                    "CREATE TABLE memory_speakers (prefix text NOT NULL, speaker text NOT NULL,"
-                    " PRIMARY KEY (prefix, speaker))"
-                )
-                # memories written before the table existed
-                await conn.execute(
-                    "INSERT INTO memory_speakers (prefix, speaker) "
-                    "SELECT DISTINCT prefix, value->>'speaker' FROM store "
-                    "WHERE prefix LIKE 'memories.%' AND coalesce(value->>'speaker', '') <> '' "
-                    "ON CONFLICT DO NOTHING"
-                )
-        self._memory_ready = True
+    # --- memory full text ----------------------------------------------------------------------
 
     async def index_memories(
         self, prefix: str, rows: Iterable[tuple[str, str]], config: str, speaker: str | None = None
@@ -473,7 +431,6 @@ class StoreSQL:
         pairs = [(key, strip_nul(text)) for key, text in rows]
         if not pairs:
             return
-        await self.ensure_memory_fulltext()
         async with self.pool.connection() as conn:
             if speaker:
                 await conn.execute(
@@ -531,43 +488,22 @@ class StoreSQL:
     async def memory_speakers(self, prefix: str) -> list[str]:
         """Who said the memories of namespace `prefix` (speakers given when they were written;
         a speaker stays listed after single deletions, until `delete_under`)."""
-        await self.ensure_memory_fulltext()
         rows = await self._fetch("SELECT speaker FROM memory_speakers WHERE prefix = %s", (prefix,))
         return [row["speaker"] for row in rows]
 
     async def unindex_memories(self, prefix: str, keys: Sequence[str]) -> None:
         """Delete the full text of these memories under namespace `prefix`."""
-        await self.ensure_memory_fulltext()
         async with self.pool.connection() as conn:
             await conn.execute("DELETE FROM memory_fulltext WHERE prefix = %s AND key = ANY(%s)", (prefix, list(keys)))
 
     async def memory_keyword_search(
-        self,
-        prefix: str,
-        query: str,
-        config: str,
-        *,
-        k1: float,
-        b: float,
-        limit: int,
-        match: dict | None = None,
+        self, prefix: str, query: str, config: str, *, limit: int, match: dict | None = None
     ) -> list[tuple[Item, float]]:
         """BM25 (item, score as a share of the query's ceiling, 0..1) of the live memories under
-        namespace `prefix` for `query`, best first: document frequencies over the prefix's matching rows, `n` and the mean length over
-        the prefix; `match` keeps only values containing it (jsonb `@>`: a role, a category)."""
-        await self.ensure_memory_fulltext()
-        lexemes = await self._lexemes(config, query)
-        if not lexemes:
-            return []
-        params = {
-            "prefix": prefix,
-            "tsquery": " | ".join(_tsquery_literal(lexeme) for lexeme in lexemes),
-            "lexemes": lexemes,
-            "k1": k1,
-            "b": b,
-            "limit": limit,
-            "match": Jsonb(match or {}),
-        }
+        namespace `prefix` for `query`, best first: document frequencies over the prefix's
+        matching rows, `n` and the mean length over the prefix; `match` keeps only values
+        containing it (jsonb `@>`: a role, a category)."""
+        rows = await self._bm25(MEMORY_KEYWORD_SQL, config, query, prefix=prefix, limit=limit, match=Jsonb(match or {}))
         return [
             (
                 Item(
@@ -579,7 +515,7 @@ class StoreSQL:
                 ),
                 float(row["score"]),
             )
-            for row in await self._fetch(MEMORY_KEYWORD_SQL, params)
+            for row in rows
         ]
 
     async def explain_memory_search(
@@ -605,8 +541,8 @@ class StoreSQL:
                     "prefix": prefix,
                     "tsquery": " | ".join(_tsquery_literal(x) for x in lexemes) or "''",
                     "lexemes": lexemes,
-                    "k1": 1.2,
-                    "b": 0.75,
+                    "k1": BM25_K1,
+                    "b": BM25_B,
                     "limit": limit,
                     "match": Jsonb({}),
                 },
@@ -619,22 +555,11 @@ class StoreSQL:
 
     # --- web quotas (tools/quota.py) ------------------------------------------------------------
 
-    async def _ensure_quota_table(self) -> None:
-        if not self._quota_ready:
-            async with self.pool.connection() as conn:
-                await conn.execute(
-                    "CREATE TABLE IF NOT EXISTS web_quota ("
-                    " user_id text NOT NULL, kind text NOT NULL, window_start timestamptz NOT NULL,"
-                    " used integer NOT NULL, PRIMARY KEY (user_id, kind))"
-                )
-            self._quota_ready = True
-
     async def charge_quota(self, user_id: str, kind: str, window_seconds: float) -> tuple[int, float]:
         """Count one use of `kind` by `user_id` in the current fixed window of `window_seconds`
         (windows aligned on the epoch, shared by every server process on this database) in the
-        project's table `web_quota` (created on first use); returns (uses in this window, this
+        project's table `web_quota`; returns (uses in this window, this
         one included; seconds until the window ends)."""
-        await self._ensure_quota_table()
         rows = await self._fetch(
             "WITH w AS (SELECT to_timestamp(floor(extract(epoch FROM clock_timestamp()) / %(window)s) "
             " * %(window)s) AS start) "
@@ -656,7 +581,6 @@ class StoreSQL:
         (table `web_quota`, like `charge_quota`), only if it fits: an amount that does not fit is
         not counted. Returns (granted, used in this window after the call, seconds until the
         window ends). The row is locked for the check, so concurrent charges never overdraw."""
-        await self._ensure_quota_table()
         async with (
             self.pool.connection() as conn,
             conn.transaction(),

@@ -20,7 +20,7 @@ import time
 from typing import Any
 
 from settings import settings
-from store.sql import adapter_for
+from store.backend import backend_for
 from tools.errors import ToolError
 from tools.identity import acts_for_any_user
 
@@ -83,9 +83,9 @@ async def charge(store: Any, user: Any, kind: str) -> None:
     user_id = limited_user(user)
     if user_id is None or limit == 0:
         return
-    adapter = adapter_for(store) if store is not None else None
-    if adapter is not None:
-        used, retry_after = await adapter.charge_quota(user_id, kind, window)
+    sql = backend_for(store).sql if store is not None else None
+    if sql is not None:
+        used, retry_after = await sql.charge_quota(user_id, kind, window)
     else:
         _granted, used, retry_after = _charge_locally(user_id, kind, window)
     if used > limit:
@@ -100,9 +100,9 @@ async def charge_bytes(store: Any, user: Any, amount: int) -> None:
     user_id = limited_user(user)
     if user_id is None or limit == 0:
         return
-    adapter = adapter_for(store) if store is not None else None
-    if adapter is not None:
-        granted, used, retry_after = await adapter.charge_budget(user_id, INGEST_BYTES, window, amount, limit)
+    sql = backend_for(store).sql if store is not None else None
+    if sql is not None:
+        granted, used, retry_after = await sql.charge_budget(user_id, INGEST_BYTES, window, amount, limit)
     else:
         granted, used, retry_after = _charge_locally(user_id, INGEST_BYTES, window, amount, limit)
     if not granted:

@@ -15,20 +15,19 @@ chunking settings. Re-ingesting a source overwrites positions 0..n-1 and deletes
 the old version had beyond n, so a source's chunks are replaced, never duplicated; a document
 whose chunks are unchanged is skipped (nothing re-embedded).
 
-Keyword search is BM25. On the Postgres store it runs in SQL (store/sql.py) over the project's
-own table `kb_fulltext` (one tsvector per chunk, GIN-indexed, written on ingest and delete); on
-other stores (InMemoryStore in unit tests and evals) `keyword_fallback.py` ranks in process.
+Keyword search is BM25, through the store's backend (store/backend.py). On the Postgres store it
+runs in SQL (store/sql.py) over the project's own table `kb_fulltext` (one tsvector per chunk,
+GIN-indexed, written on ingest and delete); on other stores (InMemoryStore in unit tests and
+evals) store/bm25.py ranks in process.
 
 Modules by job: `config` (constants, KB_* settings), `registry` (names, create/list/get/delete),
 `parse` (parsing and chunking), `ingest`, `search` (dense, keyword, hybrid, retrieve), `extract` (entities and relations of chunks),
 `graph` (the knowledge graph: tables, ingest, delete, your own triples), `graph_search` (graph
-walk, fusion),
-`keyword_fallback` (in-process BM25).
+walk, fusion).
 """
 
+from store.bm25 import BM25_B, BM25_K1, bm25_rank, tokenize
 from store.knowledge.config import (
-    BM25_B,
-    BM25_K1,
     CHUNK_NAMESPACE_ROOT,
     DOCUMENT_NAMESPACE_ROOT,
     FORMAT_BY_EXTENSION,
@@ -45,7 +44,6 @@ from store.knowledge.extract import ModelExtractor, OfflineExtractor, entity_key
 from store.knowledge.graph import insert_triples
 from store.knowledge.graph_search import fusion_search, graph_search
 from store.knowledge.ingest import ingest_bytes, ingest_path, ingest_text, ingest_texts
-from store.knowledge.keyword_fallback import bm25_rank, tokenize
 from store.knowledge.parse import (
     Chunk,
     PreparedDocument,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from settings import settings
 
@@ -14,8 +14,6 @@ STRATEGIES = ("dense", "keyword", "hybrid", "graph", "fusion")
 MAX_TOP_K = 50
 RRF_K = 60
 COMMON_NAME_SHARE = 0.1  # a query name this share of a KB's chunks hold is left out of its vector
-BM25_K1 = 1.2
-BM25_B = 0.75
 PAGE_SIZE = 500
 PUT_BATCH = 128
 GROUP_CHUNKS = 512
@@ -54,13 +52,6 @@ class KnowledgeConfig:
 
 
 def knowledge_config() -> KnowledgeConfig:
-    """Read chunking and full-text settings from the environment (at call time)."""
+    """The KB_* settings (settings/): field `x` is KB_X."""
     values = settings()
-    return KnowledgeConfig(
-        chunk_size=values.KB_CHUNK_SIZE,
-        chunk_overlap=values.KB_CHUNK_OVERLAP,
-        text_search_config=values.KB_TEXT_SEARCH_CONFIG,
-        hybrid_keyword_weight=values.KB_HYBRID_KEYWORD_WEIGHT,
-        time_weight=values.KB_TIME_WEIGHT,
-        name_weight=values.KB_NAME_WEIGHT,
-    )
+    return KnowledgeConfig(**{f.name: getattr(values, f"KB_{f.name.upper()}") for f in fields(KnowledgeConfig)})

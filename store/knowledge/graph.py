@@ -22,6 +22,7 @@ from langgraph.store.base import BaseStore
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
+from store.backend import backend_for as store_backend
 from store.embeddings import get_embeddings
 from store.knowledge.extract import (
     ChunkText,
@@ -32,7 +33,6 @@ from store.knowledge.extract import (
     offline_extract,
 )
 from store.migrations import migrate
-from store.sql import adapter_for
 
 COMPONENT = "kb_graph"
 USER_CHUNK = ""  # chunk_key of relations a user inserted (no chunk holds them)
@@ -371,9 +371,9 @@ class PostgresGraph:
 
 
 def backend_for(store: BaseStore) -> PostgresGraph | MemoryGraph:
-    """The graph backend of `store`: Postgres tables on the Postgres store, else in process."""
-    adapter = adapter_for(store)
-    return PostgresGraph(adapter.pool) if adapter is not None else MemoryGraph(store)
+    """The graph backend of `store`: Postgres tables next to its SQL backend, else in process."""
+    sql = store_backend(store).sql
+    return PostgresGraph(sql.pool) if sql is not None else MemoryGraph(store)
 
 
 # --- writing -------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from typing import Any, cast
 
 from langgraph.store.base import BaseStore, GetOp, Item, PutOp
 
+from store.backend import backend_for
 from store.clean import strip_nul
 from store.dates import parse_date, stamp
 from store.knowledge import graph
@@ -37,7 +38,6 @@ from store.knowledge.registry import (
     now_stamp,
     refresh_stats,
 )
-from store.sql import adapter_for
 
 Progress = Callable[[int, int], None]
 
@@ -106,12 +106,8 @@ async def _write_documents(
     for batch in (pending, *(puts[i : i + PUT_BATCH] for i in range(0, len(puts), PUT_BATCH))):
         if batch:
             await store.abatch(batch)
-    adapter = adapter_for(store)
-    if adapter is not None:  # full text next to the chunk rows, before the records mark them done
-        config = knowledge_config().text_search_config
-        await adapter.index_kb_chunks(
-            kb, [(op.key, op.value["content"]) for op in puts if op.value is not None], config
-        )
+    # full text next to the chunk rows, before the records mark them done
+    await backend_for(store).index_kb_chunks(kb, [(op.key, op.value["content"]) for op in puts if op.value is not None])
     # the graph of the written chunks, then without the stale ones (see store/knowledge/graph.py)
     titles = {chunk_id(kb, d.source, c.position): d.title or d.source for d in documents for c in d.chunks}
     await graph.index_chunks(
@@ -125,8 +121,7 @@ async def _write_documents(
     )
     if stale:
         await store.abatch(stale)
-        if adapter is not None:
-            await adapter.unindex_kb_chunks(kb, [op.key for op in stale])
+        await backend_for(store).unindex_kb_chunks(kb, [op.key for op in stale])
         await graph.unindex_chunks(store, kb, [op.key for op in stale])
     if records:
         await store.abatch(records)

@@ -2,23 +2,20 @@
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
-import weakref
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from langgraph.store.base import BaseStore, PutOp
+from langgraph.store.base import BaseStore
 
+from store.backend import backend_for
 from store.knowledge.config import (
     CHUNK_NAMESPACE_ROOT,
     DOCUMENT_NAMESPACE_ROOT,
     KB_NAME,
-    PAGE_SIZE,
     REGISTRY_NAMESPACE,
 )
-from store.sql import adapter_for
 
 
 class KBUnknownError(ValueError):
@@ -71,13 +68,7 @@ def now_stamp() -> str:
 
 async def search_all(store: BaseStore, namespace: tuple[str, ...]) -> list:
     """Every item of one namespace, page by page."""
-    items, offset = [], 0
-    while True:
-        page = await store.asearch(namespace, limit=PAGE_SIZE, offset=offset)
-        items.extend(page)
-        if len(page) < PAGE_SIZE:
-            return items
-        offset += PAGE_SIZE
+    return await backend_for(store).scan(namespace)
 
 
 def is_shared(entry: dict) -> bool:
@@ -130,18 +121,6 @@ async def set_shared(store: BaseStore, name: str, shared: bool) -> dict:
     return _entry(entry)
 
 
-# Creation without the Postgres store's atomic insert (in-process stores: unit tests, scripts).
-_create_locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
-
-
-def _create_lock() -> asyncio.Lock:
-    loop = asyncio.get_running_loop()
-    lock = _create_locks.get(loop)
-    if lock is None:
-        lock = _create_locks[loop] = asyncio.Lock()
-    return lock
-
-
 async def create_kb(
     store: BaseStore, name: str, description: str = "", *, exist_ok: bool = False, owner: str | None = None
 ) -> dict:
@@ -167,15 +146,8 @@ async def create_kb(
     }
     if owner is not None:
         entry["owner"] = owner
-    adapter = adapter_for(store)
-    if adapter is not None:
-        if await adapter.insert_if_absent(REGISTRY_NAMESPACE, name, entry):
-            return entry
-    else:
-        async with _create_lock():
-            if await store.aget(REGISTRY_NAMESPACE, name) is None:
-                await store.aput(REGISTRY_NAMESPACE, name, entry, index=False)
-                return entry
+    if await backend_for(store).insert_if_absent(REGISTRY_NAMESPACE, name, entry):
+        return entry
     if not exist_ok:
         raise KBExistsError(f"Knowledge base {name!r} already exists.")
     item = await store.aget(REGISTRY_NAMESPACE, name)
@@ -186,30 +158,19 @@ async def create_kb(
     return existing
 
 
-async def _delete_namespace(store: BaseStore, namespace: tuple[str, ...]) -> int:
-    deleted = 0
-    while True:
-        page = await store.asearch(namespace, limit=PAGE_SIZE)
-        if not page:
-            return deleted
-        await store.abatch([PutOp(item.namespace, item.key, None) for item in page])
-        deleted += len(page)
-
-
 async def delete_kb(store: BaseStore, name: str) -> dict:
     """Delete a knowledge base: its chunks, document records and registry entry.
 
     Returns {"name", "documents", "chunks"} with the numbers of items deleted.
     """
     await get_kb(store, name)
-    chunks = await _delete_namespace(store, chunk_namespace(name))
-    adapter = adapter_for(store)
-    if adapter is not None:
-        await adapter.unindex_kb_chunks(name)
+    backend = backend_for(store)
+    chunks = await backend.delete_under(chunk_namespace(name))
+    await backend.unindex_kb_chunks(name)
     from store.knowledge.graph import drop_graph
 
     await drop_graph(store, name)
-    documents = await _delete_namespace(store, document_namespace(name))
+    documents = await backend.delete_under(document_namespace(name))
     await store.adelete(REGISTRY_NAMESPACE, name)
     return {"name": name, "documents": documents, "chunks": chunks}
 

@@ -5,32 +5,27 @@ searches embed the query without the names most chunks hold (`common_names`, sto
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, TypeVar, cast
+from typing import Any
 
-from langgraph.store.base import BaseStore, GetOp, Item
+from langgraph.store.base import BaseStore
 
-from store.dates import query_window, stamp
-from store.fusion import distinct_texts, fuse
+from store import hybrid
+from store.backend import backend_for
+from store.fusion import distinct_texts
+from store.hybrid import Scored, per_document
 from store.knowledge.config import (
-    BM25_B,
-    BM25_K1,
     COMMON_NAME_SHARE,
     MAX_TOP_K,
     RRF_K,
     STRATEGIES,
+    KnowledgeConfig,
     knowledge_config,
 )
-from store.knowledge.keyword_fallback import bm25_rank, tokenize
-from store.knowledge.registry import chunk_namespace, get_kb, search_all
-from store.names import capitalised_words, mentions, without_names
-from store.sql import adapter_for
-
-T = TypeVar("T")
-IN_PROCESS_DATED_SCAN = 10_000  # chunks scanned for a date range on stores without SQL (tests, evals)
+from store.knowledge.registry import chunk_namespace, get_kb
+from store.names import capitalised_words, without_names
 
 
 @dataclass(frozen=True)
@@ -38,6 +33,11 @@ class Hit:
     id: str
     value: dict
     score: float
+
+    @property
+    def key(self) -> str:
+        """The chunk id, as `store.hybrid.Candidate` names it."""
+        return self.id
 
 
 def _check_query(query: str, top_k: int, strategy: str) -> str:
@@ -53,34 +53,9 @@ def _check_query(query: str, top_k: int, strategy: str) -> str:
 async def _dense_hits(
     store: BaseStore, kb: str, query: str, limit: int, span: tuple[datetime, datetime] | None = None
 ) -> list[Hit]:
-    """Vector hits, best first; with `span` only chunks of documents dated in [start, end)
-    (stamps are UTC ISO strings of one format, so text comparison orders them by time)."""
-    if span is None:
-        items = await store.asearch(chunk_namespace(kb), query=query, limit=limit)
-    elif adapter_for(store) is not None:
-        dated = {"date": {"$gte": stamp(span[0]), "$lt": stamp(span[1])}}
-        items = await store.asearch(chunk_namespace(kb), query=query, filter=dated, limit=limit)
-    else:  # InMemoryStore compares range filters as numbers: filter the dated chunks here
-        start, end = stamp(span[0]), stamp(span[1])
-        items = [
-            item
-            for item in await store.asearch(chunk_namespace(kb), query=query, limit=IN_PROCESS_DATED_SCAN)
-            if start <= str(item.value.get("date") or "") < end
-        ][:limit]
+    """Vector hits, best first; with `span` only chunks of documents dated in [start, end)."""
+    items = await backend_for(store).vector_search(chunk_namespace(kb), query, limit, {}, "date", span)
     return [Hit(item.key, dict(item.value), float(item.score or 0.0)) for item in items if item.score is not None]
-
-
-def per_document(ranked: Sequence[T], source: Callable[[T], str]) -> list[T]:
-    """`ranked` with each document's best chunk first, in order, then the other chunks in order:
-    documents compete, not chunks (the chunks of one long document cannot crowd out the others)."""
-    seen: set[str] = set()
-    first: list[T] = []
-    rest: list[T] = []
-    for item in ranked:
-        key = source(item)
-        (rest if key in seen else first).append(item)
-        seen.add(key)
-    return first + rest
 
 
 def _distinct(hits: list[Hit], top_k: int) -> list[Hit]:
@@ -91,32 +66,9 @@ def _distinct(hits: list[Hit], top_k: int) -> list[Hit]:
 
 
 async def _keyword_hits(store: BaseStore, kb: str, entry: dict, query: str, limit: int) -> list[Hit]:
-    adapter = adapter_for(store)
-    if adapter is None:
-        return await _fallback_keyword_hits(store, kb, query, limit)
-    chunks = max(int(entry.get("chunks") or 0), 1)
-    ranked = await adapter.kb_keyword_search(
-        kb,
-        query,
-        knowledge_config().text_search_config,
-        n=chunks,
-        avgdl=max(float(entry.get("characters") or 0) / chunks, 1.0),
-        k1=BM25_K1,
-        b=BM25_B,
-        limit=limit,
-    )
-    namespace = chunk_namespace(kb)
-    items = cast(list[Item | None], await store.abatch([GetOp(namespace, key, False) for key, _ in ranked]))
-    return [
-        Hit(key, dict(item.value), score) for (key, score), item in zip(ranked, items, strict=True) if item is not None
-    ]
-
-
-async def _fallback_keyword_hits(store: BaseStore, kb: str, query: str, limit: int) -> list[Hit]:
-    """In-process BM25 over every chunk of `kb` (stores without the SQL adapter)."""
-    items = {item.key: item.value for item in await search_all(store, chunk_namespace(kb))}
-    ranked = await asyncio.to_thread(bm25_rank, query, [(key, value["content"]) for key, value in items.items()])
-    return [Hit(key, dict(items[key]), score) for key, score in ranked[:limit]]
+    """BM25 hits, best first (`Backend.kb_keyword`)."""
+    found = await backend_for(store).kb_keyword(chunk_namespace(kb), kb, entry, query, limit)
+    return [Hit(item.key, dict(item.value), score) for item, score in found]
 
 
 async def common_names(store: BaseStore, kb: str, entry: dict, query: str) -> set[str]:
@@ -128,12 +80,7 @@ async def common_names(store: BaseStore, kb: str, entry: dict, query: str) -> se
     chunks = int(entry.get("chunks") or 0)
     if not words or not chunks:
         return set()
-    adapter = adapter_for(store)
-    if adapter is not None:
-        frequencies = await adapter.kb_document_frequencies(kb, sorted(words), knowledge_config().text_search_config)
-    else:
-        texts = [set(tokenize(item.value["content"])) for item in await search_all(store, chunk_namespace(kb))]
-        frequencies = {word: sum(word.lower() in tokens for tokens in texts) for word in words}
+    frequencies = await backend_for(store).kb_document_frequencies(chunk_namespace(kb), kb, sorted(words))
     return {word for word, count in frequencies.items() if count >= COMMON_NAME_SHARE * chunks}
 
 
@@ -218,85 +165,39 @@ async def keyword_search(store: BaseStore, kb: str, query: str, top_k: int = 5) 
     return _result(kb, query, "keyword", [(hit, {"keyword": rank}) for rank, hit in enumerate(hits, 1)])
 
 
-@dataclass
-class Signals:
-    """What hybrid search fuses: dense and keyword hits, the hits among the chunks of documents
-    dated in the time range the query names (empty when it names none), and the query's
-    `common_names`."""
-
-    dense: list[Hit]
-    keyword: list[Hit]
-    in_range: list[Hit]
-    names: set[str] = field(default_factory=set)
-
-
-async def gather_signals(
-    store: BaseStore, kb: str, entry: dict, query: str, depth: int, now: datetime, time_weight: float
-) -> Signals:
-    """The dense and keyword candidates, `depth` deep; when the query names a time range
-    (`store.dates.query_window`: a date relative to `now`, or the days next to an event it names)
-    and `time_weight` is on, the dated chunks in it too, by their own similarity (merged into the
-    dense list). Vector searches leave out the query's `common_names`."""
-    window = None
-    if time_weight:
-
-        async def event_time(event_query: str) -> datetime | None:
-            return await _event_time(store, kb, entry, event_query, depth, now, time_weight)
-
-        window = await query_window(query, now, event_time)
-    names = await common_names(store, kb, entry, query)
-    vector_query = without_names(query, names)
-    searches = [_dense_hits(store, kb, vector_query, depth), _keyword_hits(store, kb, entry, query, depth)]
-    if window is not None:
-        searches.append(_dense_hits(store, kb, vector_query, depth, span=window))
-    dense, keyword, *dated = await asyncio.gather(*searches)
-    in_range = dated[0] if dated else []
-    known = {hit.id for hit in dense}
-    dense = sorted([*dense, *(hit for hit in in_range if hit.id not in known)], key=lambda hit: -hit.score)
-    return Signals(dense, keyword, in_range, names)
-
-
-async def _event_time(
-    store: BaseStore, kb: str, entry: dict, event_query: str, depth: int, now: datetime, time_weight: float
-) -> datetime | None:
-    """When the event a query names ("the week after the surf lessons") happened: the `date` of
-    the best chunk's document for `event_query`, the query without its time phrase (None when
-    that chunk is undated)."""
-    config = knowledge_config()
-    signals = await gather_signals(store, kb, entry, event_query, depth, now, time_weight)
-    found = rank(signals, config.hybrid_keyword_weight, time_weight, config.name_weight)
-    dated = found[0][0].value.get("date") if found else None
-    return datetime.fromisoformat(dated) if dated else None
-
-
-def rank(
-    signals: Signals, keyword_weight: float, time_weight: float, name_weight: float = 0.0
-) -> list[tuple[Hit, dict[str, int | None]]]:
-    """The fused candidates, best first, each text once: (Hit whose score is the fused score,
-    its ranks in the dense and keyword lists). Chunks dated in the query's time range get
-    `time_weight` more, chunks holding one of its common names `name_weight` more."""
-    by_id = {hit.id: hit for hit in (*signals.keyword, *signals.dense)}
-    in_range = {hit.id for hit in signals.in_range}
-    dense_rank = {hit.id: position for position, hit in enumerate(signals.dense, 1)}
-    keyword_rank = {hit.id: position for position, hit in enumerate(signals.keyword, 1)}
-    fused = fuse(
-        [(h.id, h.score) for h in signals.dense],
-        [(h.id, h.score) for h in signals.keyword],
-        keyword_weight=keyword_weight,
-        bonus={
-            doc_id: time_weight * (doc_id in in_range) + name_weight * mentions(hit.value["content"], signals.names)
-            for doc_id, hit in by_id.items()
-        },
+def kb_policy(config: KnowledgeConfig, keyword_weight: float | None = None) -> hybrid.Policy:
+    """The hybrid ranking of knowledge bases: keyword scores as given (a share of the query's
+    BM25 ceiling), a bonus for chunks holding the query's `common_names`, documents compete."""
+    return hybrid.Policy(
+        keyword_weight=config.hybrid_keyword_weight if keyword_weight is None else keyword_weight,
+        time_weight=config.time_weight,
+        name_weight=config.name_weight,
         keyword_method="given",
+        text_field="content",
+        date_field="date",
+        document_field="source",
     )
-    fused = distinct_texts(fused, {doc_id: hit.value["content"] for doc_id, hit in by_id.items()})
-    return [
-        (
-            Hit(doc_id, by_id[doc_id].value, score),
-            {"dense": dense_rank.get(doc_id), "keyword": keyword_rank.get(doc_id)},
-        )
-        for doc_id, score in fused
-    ]
+
+
+@dataclass
+class KnowledgeBaseCorpus:
+    """Knowledge base `kb` (registry entry `entry`) as a corpus of the hybrid pipeline."""
+
+    store: BaseStore
+    kb: str
+    entry: dict
+
+    async def names(self, query: str) -> set[str]:
+        return await common_names(self.store, self.kb, self.entry, query)
+
+    async def dense(self, query: str, limit: int, span: tuple[datetime, datetime] | None = None) -> list[Scored]:
+        return [(hit, hit.score) for hit in await _dense_hits(self.store, self.kb, query, limit, span)]
+
+    async def keyword(self, query: str, limit: int) -> list[Scored]:
+        return [(hit, hit.score) for hit in await _keyword_hits(self.store, self.kb, self.entry, query, limit)]
+
+    async def neighbours(self, keys: Sequence[str], window: int) -> dict:
+        return {}
 
 
 async def hybrid_search(
@@ -308,20 +209,17 @@ async def hybrid_search(
     keyword_weight: float | None = None,
     now: datetime | None = None,
 ) -> dict:
-    """Dense and keyword candidates fused by `store.fusion.fuse` (score-normalised weighted sum;
+    """Dense and keyword candidates fused by the hybrid pipeline (store/hybrid.py, `kb_policy`;
     `keyword_weight` default KB_HYBRID_KEYWORD_WEIGHT); score is the fused score. When the query
     names a time range (relative to `now`), the chunks of documents dated in it are searched too
     and get KB_TIME_WEIGHT more; chunks holding a name of the query that many chunks hold
     (`common_names`: the person a chat-log question asks about) get KB_NAME_WEIGHT more."""
     query = _check_query(query, top_k, "hybrid")
-    entry = await get_kb(store, kb)
-    config = knowledge_config()
-    weight = config.hybrid_keyword_weight if keyword_weight is None else keyword_weight
-    signals = await gather_signals(
-        store, kb, entry, query, _candidate_depth(top_k), now or datetime.now(UTC), config.time_weight
-    )
-    ranked = per_document(rank(signals, weight, config.time_weight, config.name_weight), lambda p: p[0].value["source"])
-    return _result(kb, query, "hybrid", ranked[:top_k])
+    corpus = KnowledgeBaseCorpus(store, kb, await get_kb(store, kb))
+    policy = kb_policy(knowledge_config(), keyword_weight)
+    ranked = await hybrid.search(corpus, policy, query, _candidate_depth(top_k), now or datetime.now(UTC))
+    hits = [(Hit(r.item.key, r.item.value, r.score), r.ranks) for r in ranked[:top_k]]
+    return _result(kb, query, "hybrid", hits)
 
 
 SEARCHES = {"dense": dense_search, "keyword": keyword_search, "hybrid": hybrid_search}

@@ -6,7 +6,7 @@ experiences), `semantic` (facts and preferences, with a `category`), `profile` (
 user id with `%` and `.` percent-encoded (LangGraph namespace labels cannot hold a period), so two
 different ids never share a namespace. Only the value's `"text"` is embedded (`index=["text"]`).
 
-`recall` searches hybrid by default (`hybrid.py`: vectors, BM25 over the project's
+`recall` searches hybrid by default (the pipeline of store/hybrid.py, `hybrid.py` here: vectors, BM25 over the project's
 `memory_fulltext` table, and the memories written in a time range the query names, fused by
 `store.fusion.fuse`; MEMORY_SEARCH=dense: vectors only) and keeps that order
 (MEMORY_SCORING=plain, the default). `recall(..., scoring="weighted")` re-ranks a candidate pool
@@ -31,17 +31,17 @@ such an update; the text is unchanged, so the vector is still right.
 
 Keyword, time-range, recent-activity listings and `forget_user` need predicates the store's
 `asearch` filter cannot express (substring match, timestamp ranges, ordering by our timestamps).
-On the store `store.postgres.store()` builds they run as one bounded SQL query of the adapter
-`store/sql.py`, scoped to the user's exact namespace prefixes; on any other BaseStore the fallback
-in `listing.py` scans the user's namespaces page by page (at most MEMORY_SCAN_LIMIT items per kind)
-and filters in Python.
+They go through the store's backend (store/backend.py): on the store `store.postgres.store()`
+builds, one bounded SQL query of `store/sql.py`, scoped to the user's exact namespace prefixes; on
+any other BaseStore, a scan of the user's namespaces page by page (at most MEMORY_SCAN_LIMIT items
+per kind) filtered in Python.
 
 Every function validates all its input before writing anything and raises ValueError with the
 accepted values or format.
 
 Modules by job: `config` (constants, MEMORY_* settings), `times` (clock, stamps, time ranges),
 `validate` (input checks, namespaces), `scoring` (the weighted score), `write`, `read`,
-`listing` (SQL listing or the in-process fallback).
+`hybrid` (the memories as a corpus of store/hybrid.py).
 """
 
 from store.dates import DATE_FORMAT_HELP

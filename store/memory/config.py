@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 
 from settings import settings
 
@@ -17,7 +17,6 @@ SOURCES = ("tool", "extraction", "chat")
 SCORINGS = ("weighted", "plain")
 PROFILE_KEY = "profile"
 SEARCHES = ("hybrid", "dense")
-TEXT_SEARCH_CONFIG = "english"  # Postgres text search configuration of memory full text
 
 MAX_LIMIT = 100
 MAX_POOL = 200
@@ -61,30 +60,8 @@ class MemoryConfig:
 
 
 def memory_config() -> MemoryConfig:
-    """The MEMORY_* settings (settings/; MEMORY_TTL_DAYS 0: no TTL; MEMORY_CHAT_HALF_LIFE_DAYS 0:
-    chat turns do not decay)."""
+    """The MEMORY_* settings (settings/): field `x` is MEMORY_X (MEMORY_TTL_DAYS 0: no TTL;
+    MEMORY_CHAT_HALF_LIFE_DAYS 0: chat turns do not decay)."""
     values = settings()
-    return MemoryConfig(
-        dedupe_threshold=values.MEMORY_DEDUPE_THRESHOLD,
-        half_life_days=values.MEMORY_HALF_LIFE_DAYS,
-        fact_half_life_days=values.MEMORY_FACT_HALF_LIFE_DAYS,
-        chat_half_life_days=values.MEMORY_CHAT_HALF_LIFE_DAYS,
-        supersede_margin=values.MEMORY_SUPERSEDE_MARGIN,
-        ttl_days=values.MEMORY_TTL_DAYS or None,
-        max_text_chars=values.MEMORY_MAX_TEXT_CHARS,
-        weight_similarity=values.MEMORY_WEIGHT_SIMILARITY,
-        weight_importance=values.MEMORY_WEIGHT_IMPORTANCE,
-        weight_recency=values.MEMORY_WEIGHT_RECENCY,
-        weight_access=values.MEMORY_WEIGHT_ACCESS,
-        access_step=values.MEMORY_ACCESS_STEP,
-        access_cap=values.MEMORY_ACCESS_CAP,
-        candidate_factor=values.MEMORY_CANDIDATE_FACTOR,
-        scan_limit=values.MEMORY_SCAN_LIMIT,
-        search=values.MEMORY_SEARCH,
-        keyword_weight=values.MEMORY_KEYWORD_WEIGHT,
-        time_weight=values.MEMORY_TIME_WEIGHT,
-        speaker_weight=values.MEMORY_SPEAKER_WEIGHT,
-        neighbour_weight=values.MEMORY_NEIGHBOUR_WEIGHT,
-        neighbour_turns=values.MEMORY_NEIGHBOUR_TURNS,
-        scoring=values.MEMORY_SCORING,
-    )
+    config = MemoryConfig(**{f.name: getattr(values, f"MEMORY_{f.name.upper()}") for f in fields(MemoryConfig)})
+    return replace(config, ttl_days=config.ttl_days or None)

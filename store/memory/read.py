@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import cast
 
 from langgraph.store.base import BaseStore, GetOp, Item, SearchItem, SearchOp
 
-from store.dates import names_time
+from store import hybrid
+from store.backend import Listing, backend_for, haystack
+from store.dates import expired, names_time
 from store.memory import times
 from store.memory.config import (
     CATEGORIES,
@@ -22,10 +25,9 @@ from store.memory.config import (
     MemoryConfig,
     memory_config,
 )
-from store.memory.hybrid import HYBRID_MIN_POOL, hybrid_search
-from store.memory.listing import haystack, list_items
+from store.memory.hybrid import HYBRID_MIN_POOL, MemoryCorpus, memory_policy
 from store.memory.scoring import rank_weighted, recency_factor
-from store.memory.times import age_days, expired, resolve_time_range, stamp
+from store.memory.times import age_days, resolve_time_range, stamp
 from store.memory.validate import (
     as_result,
     checked_keywords,
@@ -82,9 +84,10 @@ async def recall(
     pool = min(top_k * config.candidate_factor, MAX_POOL)
     if config.search == "hybrid":
         pool = max(pool, HYBRID_MIN_POOL)
-        fused = await hybrid_search(store, user_id, kind, ns, query, pool, wanted, config, now)
-        hits = [hit for hit, _ in fused]
-        similarity = {hit.key: value for hit, value in fused}
+        corpus = MemoryCorpus(store, ns, wanted, config, now)
+        fused = await hybrid.search(corpus, memory_policy(config), query, pool, now)
+        hits = [_scored(cast(Item, r.item), r.score) for r in fused]
+        similarity = {r.item.key: r.similarity for r in fused}
     else:
         hits = await store.asearch(ns, query=query, filter=wanted or None, limit=pool, refresh_ttl=False)
         hits = [hit for hit in hits if not expired(hit.value, now)]
@@ -98,6 +101,11 @@ async def recall(
     if record_access and ranked:
         ranked = await _record_access(store, ranked, config, now)
     return [as_result(hit, score, similarity=similarity.get(hit.key)) for hit, score in ranked]
+
+
+def _scored(item: Item, score: float) -> SearchItem:
+    """`item` as a SearchItem whose `score` is the fused score."""
+    return SearchItem(item.namespace, item.key, item.value, item.created_at, item.updated_at, score)
 
 
 async def _record_access(
@@ -116,6 +124,11 @@ async def _record_access(
         touched.append((hit, score))
     await store.abatch(ops)
     return touched
+
+
+async def _list(store: BaseStore, user_id: str, kinds: Sequence[str], limit: int, listing: Listing) -> list[Item]:
+    """The user's live memories of `kinds` that match `listing`."""
+    return await backend_for(store).list_items([namespace(user_id, k) for k in kinds], times.utc_now(), limit, listing)
 
 
 def _kinds_for(memory_type: str) -> tuple[str, ...]:
@@ -138,7 +151,7 @@ async def keyword_search(
     kinds = _kinds_for(memory_type)
     keywords = checked_keywords(keywords)
     limit = checked_limit(limit)
-    items = await list_items(store, user_id, kinds, limit=limit, keywords=keywords)
+    items = await _list(store, user_id, kinds, limit, Listing(keywords=keywords))
     results = []
     for item in items:
         text = haystack(item.value).casefold()
@@ -166,7 +179,7 @@ async def time_filter(
     start, end = resolve_time_range(start_date, end_date, days_ago, now=now)
     limit = checked_limit(limit)
     now = now or times.utc_now()
-    items = await list_items(store, user_id, MEMORY_KINDS, limit=limit, start=start, end=end)
+    items = await _list(store, user_id, MEMORY_KINDS, limit, Listing(start=start, end=end))
     half_life = memory_config().half_life_days
     return [as_result(item, recency_factor(age_days(item.value, now), half_life)) for item in items]
 
@@ -178,7 +191,7 @@ async def recent_activity(
     `score` is the recency factor."""
     limit = checked_limit(limit)
     now = now or times.utc_now()
-    items = await list_items(store, user_id, MEMORY_KINDS, limit=limit, order="updated_at")
+    items = await _list(store, user_id, MEMORY_KINDS, limit, Listing(order="updated_at"))
     half_life = memory_config().half_life_days
     return [as_result(item, recency_factor(age_days(item.value, now), half_life)) for item in items]
 

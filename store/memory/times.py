@@ -4,17 +4,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from store.dates import parse_date, stamp
+from store.dates import parse_date, parse_stamp, stamp
 
 
 def utc_now() -> datetime:
     """The clock (tests replace it)."""
     return datetime.now(UTC)
-
-
-def parse_stamp(text: str | None) -> datetime | None:
-    """The datetime of a stamp, None for None or ""."""
-    return datetime.fromisoformat(text) if text else None
 
 
 def written_at(value: dict, now: datetime) -> datetime:
@@ -25,12 +20,6 @@ def written_at(value: dict, now: datetime) -> datetime:
 def age_days(value: dict, now: datetime) -> float:
     """Days since the value was last written."""
     return (now - written_at(value, now)).total_seconds() / 86400
-
-
-def expired(value: dict, now: datetime) -> bool:
-    """Whether the value's `expires_at` has passed."""
-    expires = parse_stamp(value.get("expires_at"))
-    return expires is not None and expires <= now
 
 
 def resolve_time_range(

@@ -10,7 +10,9 @@ from typing import Literal
 
 from langgraph.store.base import BaseStore, GetOp, PutOp
 
+from store.backend import backend_for
 from store.clean import strip_nul
+from store.dates import expired, parse_stamp, stamp
 from store.memory import times
 from store.memory.config import (
     KINDS,
@@ -18,13 +20,10 @@ from store.memory.config import (
     MEMORY_KINDS,
     PROFILE_KEY,
     ROLES,
-    SCAN_PAGE,
     SOURCES,
     MemoryConfig,
     memory_config,
 )
-from store.memory.hybrid import index_text, unindex_text
-from store.memory.times import expired, parse_stamp, stamp
 from store.memory.validate import (
     checked_category,
     checked_importance,
@@ -36,7 +35,6 @@ from store.memory.validate import (
     profile_fields,
     user_prefix,
 )
-from store.sql import adapter_for
 
 
 def ttl_minutes(store: BaseStore, value: dict, config: MemoryConfig) -> float | None:
@@ -139,7 +137,7 @@ async def save_memory(
         reindex = text != old.get("text")
         await store.abatch([put_op(store, ns, duplicate.key, value, reindex, config)])
         if reindex:
-            await index_text(store, ns, duplicate.key, text, speaker)
+            await backend_for(store).index_memory(ns, duplicate.key, text, speaker)
         return {
             "id": duplicate.key,
             **value,
@@ -165,7 +163,7 @@ async def save_memory(
     value = with_expiry(value, config, now)
     key = str(uuid.uuid4())
     await store.abatch([put_op(store, ns, key, value, True, config)])
-    await index_text(store, ns, key, value["text"], speaker)
+    await backend_for(store).index_memory(ns, key, value["text"], speaker)
     return {"id": key, **value, "action": "created"}
 
 
@@ -241,7 +239,7 @@ async def record_chat_message(
     value = with_expiry(value, config, now or times.utc_now())
     key = str(uuid.uuid4())
     await store.abatch([put_op(store, ns, key, value, True, config)])
-    await index_text(store, ns, key, str(value["text"]), speaker)
+    await backend_for(store).index_memory(ns, key, str(value["text"]), speaker)
     return {"id": key, **value}
 
 
@@ -287,20 +285,11 @@ async def delete_memory(store: BaseStore, user_id: str, memory_id: str) -> dict:
     for ns, item in zip(labels, found, strict=True):
         if item is not None:
             await store.adelete(ns, checked_id)
-            await unindex_text(store, ns, checked_id)
+            await backend_for(store).unindex_memory(ns, checked_id)
             return {"id": checked_id, "deleted": True, "kind": ns[2]}
     return {"id": checked_id, "deleted": False, "kind": None}
 
 
 async def forget_user(store: BaseStore, user_id: str) -> int:
     """Delete every memory, profile and chat message of the user; returns how many items."""
-    prefix = user_prefix(user_id)
-    adapter = adapter_for(store)
-    if adapter is not None:
-        return await adapter.delete_under(prefix)
-    deleted = 0
-    for ns in await store.alist_namespaces(prefix=prefix, limit=1000):
-        while items := await store.asearch(ns, limit=SCAN_PAGE, refresh_ttl=False):
-            await store.abatch([PutOp(item.namespace, item.key, None) for item in items])
-            deleted += len(items)
-    return deleted
+    return await backend_for(store).delete_under(user_prefix(user_id))

@@ -154,6 +154,7 @@ async def test_kb_fulltext_follows_delete_and_is_rebuilt_from_the_store(pg_schem
     assert sql(pg_uri, f"SELECT kb FROM {pg_schema}.kb_fulltext") == [("keep",)]
     # a database from before kb_fulltext existed: the table is rebuilt from the store's chunks
     sql(pg_uri, f"DROP TABLE {pg_schema}.kb_fulltext")
+    sql(pg_uri, f"DELETE FROM {pg_schema}.agent_schema_version WHERE component = 'store'")  # nor migrations
     async with store() as pg_store:
         found = await knowledge.keyword_search(pg_store, "keep", "otter", top_k=3)
     assert [r["source"] for r in found["retrieval_results"]] == ["otters.txt"]

@@ -157,7 +157,8 @@ async def test_speakers_are_listed_backfilled_and_forgotten(pg_schema, pg_uri):
         chat_prefix = ".".join(memory.namespace("alice", "chat"))
         assert sorted(await s.sql.memory_speakers(chat_prefix)) == ["Maya", "Tom"]
         assert await s.sql.memory_speakers(".".join(memory.namespace("alice", "episodic"))) == ["Tom"]
-    sql(pg_uri, f"DROP TABLE {pg_schema}.memory_speakers")  # as before the table existed
+    sql(pg_uri, f"DROP TABLE {pg_schema}.memory_speakers")  # as before the table existed:
+    sql(pg_uri, f"DELETE FROM {pg_schema}.agent_schema_version WHERE component = 'store'")  # nor migrations
     async with store() as s:
         assert sorted(await s.sql.memory_speakers(chat_prefix)) == ["Maya", "Tom"]  # rebuilt from the rows
         await memory.forget_user(s, "alice")
@@ -260,7 +261,7 @@ async def test_the_week_after_an_event_on_postgres_memory_and_kb(pg_schema, monk
 
 
 async def test_thread_neighbours_on_postgres_are_the_messages_just_before_and_after(pg_schema, monkeypatch):
-    from store.memory.hybrid import thread_neighbours
+    from store.backend import backend_for
 
     monkeypatch.setenv("MEMORY_NEIGHBOUR_WEIGHT", "0.9")
     at = datetime(2023, 6, 1, 9, tzinfo=UTC)
@@ -273,13 +274,13 @@ async def test_thread_neighbours_on_postgres_are_the_messages_just_before_and_af
         ]
         ids = [w["id"] for w in written]
         ns = memory.namespace("nb", "chat")
-        found = await thread_neighbours(s, ns, [ids[2], ids[4], ids[5]], 1, memory.memory_config())
+        found = await backend_for(s).neighbours(ns, [ids[2], ids[4], ids[5]], 1)
         assert {key: [item.key for item in items] for key, items in found.items()} == {
             ids[2]: [ids[1], ids[3]],
             ids[4]: [ids[3]],  # the last of its thread
             ids[5]: [ids[6]],  # another thread: message 4 is not its neighbour
         }
-        wider = await thread_neighbours(s, ns, [ids[2]], 2, memory.memory_config())
+        wider = await backend_for(s).neighbours(ns, [ids[2]], 2)
         assert sorted(item.key for item in wider[ids[2]]) == sorted([ids[0], ids[1], ids[3], ids[4]])
         results = await memory.recall(s, "nb", "message 2", "chat", top_k=3, record_access=False)
         assert results and results[0]["id"] == ids[2]

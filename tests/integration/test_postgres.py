@@ -112,6 +112,7 @@ async def test_store_built_with_another_model_of_the_same_dimension_gives_a_clea
         assert [h.key for h in hits] == ["a"]
     # A store built before models were recorded is taken to hold the configured model, with a warning.
     sql(pg_uri, f"DROP TABLE {pg_schema}.agent_store_meta")
+    sql(pg_uri, f"DELETE FROM {pg_schema}.agent_schema_version WHERE component = 'store'")
     monkeypatch.setenv("EMBEDDINGS_MODEL", e5)
     monkeypatch.setenv("EMBEDDINGS_DIMS", "384")
     with caplog.at_level(logging.WARNING, logger="store.postgres"):

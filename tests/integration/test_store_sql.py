@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import pytest
 
+from store.backend import SQLBackend, backend_for
 from store.postgres import checkpointer, open_pool, store
 from store.sql import (
     CHECKPOINT_COLUMNS,
     STORE_COLUMNS,
     LibrarySchemaError,
     StoreSQL,
-    adapter_for,
     library_version,
 )
 from tests.integration.conftest import sql
@@ -36,7 +36,8 @@ def columns(pg_uri: str, schema: str, tables) -> dict[str, set[str]]:
 
 async def test_the_library_sets_up_every_table_and_column_the_adapter_uses(pg_schema, pg_uri):
     async with store() as pg_store, checkpointer() as saver:
-        assert adapter_for(pg_store) is pg_store.sql
+        assert backend_for(pg_store) is pg_store.backend and isinstance(pg_store.backend, SQLBackend)
+        assert pg_store.backend.sql is pg_store.sql
         await pg_store.sql.check_tables(STORE_COLUMNS)
         await saver.sql.check_tables(CHECKPOINT_COLUMNS)
     found = columns(pg_uri, pg_schema, {**STORE_COLUMNS, **CHECKPOINT_COLUMNS})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -590,17 +591,19 @@ async def test_names_most_chunks_hold_are_left_out_of_the_vector_search():
 
 
 def test_hybrid_rank_adds_the_name_bonus_to_chunks_holding_a_common_name():
-    from store.knowledge.search import Hit, Signals, rank
+    from store.hybrid import Signals, rank
+    from store.knowledge.search import Hit, kb_policy
 
-    tom = Hit("t", {"content": "Tom: We adopted a kitten from the rescue."}, 0.8)
-    maya = Hit("m", {"content": "Maya: We adopted a greyhound."}, 0.6)
-    other = Hit("o", {"content": "Omar: The weather is grey."}, 0.2)
-    signals = Signals(dense=[tom, maya, other], keyword=[], in_range=[], names={"Maya"})
-    plain = {hit.id: hit.score for hit, _ in rank(signals, 0.0, 1.0)}
-    boosted = rank(signals, 0.0, 1.0, name_weight=0.5)
-    assert [hit.id for hit, _ in rank(signals, 0.0, 1.0)] == ["t", "m", "o"]
-    assert [hit.id for hit, _ in boosted] == ["m", "t", "o"]
-    assert {hit.id: hit.score - plain[hit.id] for hit, _ in boosted} == pytest.approx({"m": 0.5, "t": 0.0, "o": 0.0})
+    tom = Hit("t", {"content": "Tom: We adopted a kitten from the rescue.", "source": "t"}, 0.8)
+    maya = Hit("m", {"content": "Maya: We adopted a greyhound.", "source": "m"}, 0.6)
+    other = Hit("o", {"content": "Omar: The weather is grey.", "source": "o"}, 0.2)
+    signals = Signals("", dense=[(h, h.score) for h in (tom, maya, other)], keyword=[], names={"Maya"})
+    policy = kb_policy(knowledge.knowledge_config(), keyword_weight=0.0)
+    plain = {r.item.key: r.score for r in rank(signals, replace(policy, name_weight=0.0))}
+    boosted = rank(signals, replace(policy, name_weight=0.5))
+    assert [r.item.key for r in rank(signals, replace(policy, name_weight=0.0))] == ["t", "m", "o"]
+    assert [r.item.key for r in boosted] == ["m", "t", "o"]
+    assert {r.item.key: r.score - plain[r.item.key] for r in boosted} == pytest.approx({"m": 0.5, "t": 0.0, "o": 0.0})
 
 
 # --- who reads a knowledge base ------------------------------------------------------------------

@@ -11,7 +11,7 @@ import pytest
 from store import memory
 from store.dates import EventRelative, event_relative, names_time, query_time_range
 from store.fusion import fuse, normalised
-from store.memory.hybrid import speaker_share
+from store.hybrid import speaker_share
 from store.memory.write import near_exact, same_source
 from store.names import capitalised_words, mentions, named, without_names
 
@@ -371,3 +371,39 @@ async def test_two_named_people_rank_the_turn_where_one_advises_the_other(store,
         store, "u", "What advice did Tom give Maya about running shoes?", "chat", top_k=2, record_access=False
     )
     assert found[0]["id"] == written[1]["id"]
+
+
+# ---------------------------------------------------------------- one pipeline, one backend
+
+
+def test_one_pipeline_ranks_by_the_policy_it_is_given():
+    from langgraph.store.base import Item
+
+    from store.hybrid import Policy, Signals, rank
+
+    def item(key: str, source: str, speaker: str, text: str) -> Item:
+        value = {"source": source, "speaker": speaker, "text": text}
+        return Item(value=value, key=key, namespace=("x",), created_at=NOW, updated_at=NOW)
+
+    maya = item("a", "s1", "Maya", "hi there")
+    about_maya = item("b", "s1", "Tom", "Tom: Maya said hi")
+    other = item("c", "s2", "Tom", "Tom: bye")
+    signals = Signals("what did Maya say", [(maya, 0.9), (about_maya, 0.8), (other, 0.1)], [], names={"Maya"})
+    by_speaker = Policy(keyword_weight=0.0, name_weight=1.0, name_bonus="speaker")
+    by_mention = Policy(keyword_weight=0.0, name_weight=1.0, name_bonus="mention")
+    assert [r.item.key for r in rank(signals, by_speaker)] == ["a", "b", "c"]
+    assert [r.item.key for r in rank(signals, by_mention)] == ["b", "a", "c"]
+    per_document = Policy(keyword_weight=0.0, name_weight=1.0, document_field="source")
+    assert [r.item.key for r in rank(signals, per_document)] == ["b", "c", "a"]  # one per source first
+
+
+def test_each_store_gets_one_backend_chosen_once():
+    from langgraph.store.memory import InMemoryStore
+
+    from store.backend import InProcessBackend, backend_for
+
+    first, second = InMemoryStore(), InMemoryStore()
+    assert isinstance(backend_for(first), InProcessBackend)
+    assert backend_for(first) is backend_for(first)
+    assert backend_for(first) is not backend_for(second)
+    assert backend_for(first).store is first

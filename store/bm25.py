@@ -1,4 +1,4 @@
-"""The in-process keyword ranking, a FALLBACK for stores without the SQL adapter (InMemoryStore
+"""The in-process keyword ranking (Okapi BM25) of the in-process backend (store/backend.py) (InMemoryStore
 in unit tests and evals). Production ranks in Postgres (store/sql.py `KB_KEYWORD_SQL`), which
 the integration tests check; both are Okapi BM25, but this one tokenizes with a regex and an
 English stopword list and measures lengths in tokens, while Postgres stems (KB_TEXT_SEARCH_CONFIG)
@@ -11,10 +11,11 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-from store.knowledge.config import BM25_B, BM25_K1
+BM25_K1 = 1.2
+BM25_B = 0.75
 
 _TOKEN = re.compile(r"\w+")
-_STOPWORDS = frozenset(
+STOPWORDS = frozenset(
     [
         "a",
         "an",
@@ -83,7 +84,7 @@ _STOPWORDS = frozenset(
 
 def tokenize(text: str) -> list[str]:
     """Lower-cased word tokens without English stopwords (the in-process BM25 tokenizer)."""
-    return [token for token in _TOKEN.findall(text.lower()) if token not in _STOPWORDS]
+    return [token for token in _TOKEN.findall(text.lower()) if token not in STOPWORDS]
 
 
 def bm25_rank(

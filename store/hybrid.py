@@ -1,0 +1,234 @@
+"""The one hybrid retrieval pipeline, for memories (store/memory/) and knowledge bases
+(store/knowledge/): dense candidates (the store's vectors), keyword candidates (BM25) and, when
+the query names a time range (a date, or the days next to an event it names: "the week after
+the surf lessons"), the candidates dated in it; fused by `fusion.fuse` with bonuses for those
+in the range and for those of the names the query holds.
+
+What differs between the two is data: a `Policy` (weights, how names earn their bonus, thread
+neighbours, which field holds the text, the date, the document) and a `Corpus`, the handle the
+signals come from (a user's memories of one kind, a knowledge base). The vector searches embed
+the query without the corpus's `names` (store/names.py): a name pulls a query vector towards
+every text holding it rather than what the query asks about, so the name bonus or full text
+weighs it instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Protocol, TypeVar
+
+from store.dates import query_window
+from store.fusion import distinct_texts, fuse
+from store.names import mentions, without_names
+
+NEIGHBOUR_SEEDS = 10  # top hits of each signal whose thread neighbours are fetched
+NEIGHBOUR_HITS = 10  # top fused hits that bring their neighbours into the ranking
+T = TypeVar("T")
+
+
+class Candidate(Protocol):
+    """What the pipeline ranks: langgraph's `Item`, a knowledge base's `Hit`."""
+
+    @property
+    def key(self) -> str: ...
+
+    @property
+    def value(self) -> dict: ...
+
+
+Scored = tuple[Candidate, float]
+
+
+class Corpus(Protocol):
+    """Where one domain's signals come from, best first, live candidates only."""
+
+    async def names(self, query: str) -> set[str]:
+        """The names of the query that vector searches leave out and the name bonus rewards."""
+        ...
+
+    async def dense(self, query: str, limit: int, span: tuple[datetime, datetime] | None = None) -> list[Scored]:
+        """(candidate, cosine similarity); with `span`, only those dated in [start, end)."""
+        ...
+
+    async def keyword(self, query: str, limit: int) -> list[Scored]:
+        """(candidate, BM25 score)."""
+        ...
+
+    async def neighbours(self, keys: Sequence[str], window: int) -> dict[str, list[Candidate]]:
+        """Key -> the candidates of the same thread written just before and after it."""
+        ...
+
+
+@dataclass(frozen=True)
+class Policy:
+    """One domain's ranking, as data.
+
+    `keyword_weight`: the keyword list's share of the fusion (`fusion.fuse`), normalised by
+    `keyword_method` (None: min-max like the dense list; "given": scores already comparable).
+    `time_weight`: bonus of candidates dated in the range the query names (0: no date handling).
+    `name_weight`: bonus of candidates of the names the query holds, by `name_bonus`:
+    "speaker" (`speaker_share` of the value's `speaker`) or "mention" (the text holds the name).
+    `neighbour_weight`, `neighbour_turns`: thread neighbours of the top hits ranked in
+    (`with_neighbours`). `text_field`, `date_field`: the value's text and date; `document_field`:
+    candidates sharing it compete as one document (None: each on its own)."""
+
+    keyword_weight: float
+    time_weight: float = 0.0
+    name_weight: float = 0.0
+    name_bonus: str = "mention"
+    keyword_method: str | None = None
+    neighbour_weight: float = 0.0
+    neighbour_turns: int = 0
+    text_field: str = "text"
+    date_field: str = "created_at"
+    document_field: str | None = None
+
+
+@dataclass
+class Signals:
+    """What hybrid search fuses: dense hits (with the range's hits merged in), keyword hits, the
+    keys dated in the time range the query names, the names it holds, and thread neighbours."""
+
+    query: str
+    dense: list[Scored]
+    keyword: list[Scored]
+    in_range: set[str] = field(default_factory=set)
+    names: set[str] = field(default_factory=set)
+    neighbours: dict[str, list[Candidate]] = field(default_factory=dict)
+
+
+@dataclass
+class Ranked:
+    """One fused candidate: its fused `score`, its dense similarity (None when only full text or
+    its date found it) and its 1-based ranks in the dense and keyword lists."""
+
+    item: Candidate
+    score: float
+    similarity: float | None
+    ranks: dict[str, int | None]
+
+
+async def gather(corpus: Corpus, policy: Policy, query: str, depth: int, now: datetime) -> Signals:
+    """The signals, `depth` deep each; when `policy.time_weight` is on and the query names a time
+    range relative to `now` (`store.dates.query_window`), a second dense search restricted to it,
+    merged into the dense list (so the range's candidates are ordered by their own similarity)."""
+    window = None
+    if policy.time_weight:
+
+        async def event_time(event_query: str) -> datetime | None:
+            found = rank(await gather(corpus, policy, event_query, depth, now), policy)
+            stamp = found[0].item.value.get(policy.date_field) if found else None
+            return datetime.fromisoformat(stamp) if stamp else None
+
+        window = await query_window(query, now, event_time)
+    names = await corpus.names(query)
+    vector_query = without_names(query, names)
+    searches = [corpus.dense(vector_query, depth), corpus.keyword(query, depth)]
+    if window is not None:
+        searches.append(corpus.dense(vector_query, depth, span=window))
+    dense, keyword, *dated = await asyncio.gather(*searches)
+    signals = Signals(query, dense, keyword, names=names)
+    if policy.neighbour_weight and policy.neighbour_turns:
+        seeds = [item.key for item, _ in dense[:NEIGHBOUR_SEEDS]] + [item.key for item, _ in keyword[:NEIGHBOUR_SEEDS]]
+        signals.neighbours = await corpus.neighbours(list(dict.fromkeys(seeds)), policy.neighbour_turns)
+    if dated:
+        signals.in_range = {item.key for item, _ in dated[0]}
+        known = {item.key for item, _ in dense}
+        merged = [*dense, *(pair for pair in dated[0] if pair[0].key not in known)]
+        signals.dense = sorted(merged, key=lambda pair: -pair[1])
+    return signals
+
+
+def rank(signals: Signals, policy: Policy) -> list[Ranked]:
+    """The fused candidates, best first, each text once (and with `document_field`, each
+    document's best first): `fusion.fuse` of the dense and keyword lists plus the time and name
+    bonuses, then the thread neighbours ranked in."""
+    by_key: dict[str, Candidate] = {item.key: item for item, _ in signals.keyword}
+    by_key.update({item.key: item for item, _ in signals.dense})
+    bonus = {
+        key: policy.time_weight * (key in signals.in_range)
+        + policy.name_weight * name_share(item.value, signals.names, policy)
+        for key, item in by_key.items()
+    }
+    fused = fuse(
+        [(item.key, score) for item, score in signals.dense],
+        [(item.key, score) for item, score in signals.keyword if score > 0],
+        keyword_weight=policy.keyword_weight,
+        bonus=bonus,
+        keyword_method=policy.keyword_method,
+    )
+    if policy.neighbour_weight and signals.neighbours:
+        fused = with_neighbours(fused, signals.neighbours, by_key, policy.neighbour_weight)
+    fused = distinct_texts(fused, {key: item.value.get(policy.text_field) for key, item in by_key.items()})
+    similarity = {item.key: score for item, score in signals.dense}
+    dense_rank = {item.key: position for position, (item, _) in enumerate(signals.dense, 1)}
+    keyword_rank = {item.key: position for position, (item, _) in enumerate(signals.keyword, 1)}
+    ranked = [
+        Ranked(
+            by_key[key], score, similarity.get(key), {"dense": dense_rank.get(key), "keyword": keyword_rank.get(key)}
+        )
+        for key, score in fused
+    ]
+    document = policy.document_field
+    return per_document(ranked, lambda r: r.item.value[document]) if document else ranked
+
+
+async def search(corpus: Corpus, policy: Policy, query: str, depth: int, now: datetime) -> list[Ranked]:
+    """`rank` of `gather`: hybrid candidates, best first."""
+    return rank(await gather(corpus, policy, query, depth, now), policy)
+
+
+def name_share(value: dict, names: set[str], policy: Policy) -> float:
+    """How much of the name bonus a candidate gets (`Policy.name_bonus`)."""
+    if not names:
+        return 0.0
+    if policy.name_bonus == "speaker":
+        return speaker_share(value, names)
+    return float(mentions(str(value.get(policy.text_field) or ""), names))
+
+
+def speaker_share(value: dict, speakers: set[str]) -> float:
+    """How much of the speaker bonus a memory gets: 1 when the query names its speaker alone; when
+    it names several people (what did Maya tell Tom), 1 for a named speaker's message that names
+    another of them (one speaking about or to the other) and 0.5 for their other messages."""
+    speaker = value.get("speaker")
+    if speaker not in speakers:
+        return 0.0
+    if len(speakers) < 2:
+        return 1.0
+    return 1.0 if mentions(str(value.get("text") or ""), speakers - {speaker}) else 0.5
+
+
+def with_neighbours(
+    fused: list[tuple[str, float]],
+    neighbours: dict[str, list[Candidate]],
+    by_key: dict[str, Candidate],
+    weight: float,
+) -> list[tuple[str, float]]:
+    """`fused` with the thread neighbours of its first NEIGHBOUR_HITS hits ranked in: a
+    neighbour scores at least `weight` times its hit's score (a reply whose topic the message
+    before it carries is found by that message's words), best first, ties in the fused order."""
+    scores = dict(fused)
+    for key, score in fused[:NEIGHBOUR_HITS]:
+        for item in neighbours.get(key, ()):
+            by_key.setdefault(item.key, item)
+            if weight * score > scores.get(item.key, float("-inf")):
+                scores[item.key] = weight * score
+    order = {key: index for index, (key, _) in enumerate(fused)}
+    return sorted(scores.items(), key=lambda p: (-p[1], order.get(p[0], len(order)), p[0]))
+
+
+def per_document(ranked: Sequence[T], source) -> list[T]:
+    """`ranked` with each document's best candidate first, in order, then the others in order:
+    documents compete, not chunks (the chunks of one long document cannot crowd out the others)."""
+    seen: set[str] = set()
+    first: list[T] = []
+    rest: list[T] = []
+    for item in ranked:
+        key = source(item)
+        (rest if key in seen else first).append(item)
+        seen.add(key)
+    return first + rest
