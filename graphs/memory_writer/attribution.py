@@ -18,6 +18,9 @@ only when the user's own words do not give it to someone else:
 - a value the user's words do not hold verbatim (the model rephrased it) is judged by the
   extraction's own memories: not the user's when it appears only in memories about someone else.
 
+A memory the model marks as the user's whose text is about someone else ("The user's sister Ana
+is a dentist", `about: "user"`) is saved as about that person (`text_subject`).
+
 A value that is not the user's never becomes a profile field; unless a memory about that person
 already holds it, the sentence it came from is saved as a memory about them.
 The word lists are English; in other languages only the people the extraction names count.
@@ -171,6 +174,28 @@ def attribute(value: str, user_text: str, people: Sequence[str]) -> Attribution 
 def _label(who: str, people: Sequence[str]) -> str:
     """A relative's word as the extraction names them when it does ("sister" -> "sister Ana")."""
     return next((label for label in people if who in label_words(label)), who)
+
+
+def text_subject(text: str, people: Sequence[str]) -> str | None:
+    """Whom a memory text written in the third person is about, by its first mention: "The user
+    ..." the user (USER); "The user's sister Ana ...", "Ana ..." that person; None when it names
+    neither ("The user's dog is called Biscuit")."""
+    words = {word: label for label in people for word in label_words(label)}
+    previous = ""
+    for match in _TOKEN.finditer(text):
+        raw = match.group(0).casefold().replace("’", "'")
+        if raw in ("user's", "users'"):
+            previous = "my"  # the user's relatives, as the user says "my ..."
+            continue
+        word = _word(raw)
+        if word == USER or word in FIRST_PERSON:
+            return USER
+        if word in words:
+            return words[word]
+        if word in RELATIVES and previous in POSSESSIVES:
+            return _label(word, people)
+        previous = word
+    return None
 
 
 def _nearest_person(sentence: str, user_text: str, people: Sequence[str]) -> str:

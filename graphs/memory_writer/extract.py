@@ -25,7 +25,7 @@ from langchain_core.messages import AnyMessage, BaseMessage, HumanMessage, Syste
 from langgraph.store.base import BaseStore
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from graphs.memory_writer.attribution import USER, Attribution, attribute_profile, is_user
+from graphs.memory_writer.attribution import USER, Attribution, attribute_profile, is_user, text_subject
 from graphs.memory_writer.prompts import EXTRACTION_PROMPT
 from graphs.runtime.history import last_turn
 from graphs.runtime.structured import ainvoke_structured
@@ -192,17 +192,25 @@ async def extract_and_save(
             )
     extraction = await extract_memories(model, messages, existing, retries=retries, timeout=timeout)
     user_names = [user_id, *([speaker] if speaker else [])]
+    abouts = [i.about for i in extraction.episodic] + [i.about for i in extraction.semantic]
+    people = [p for p in [*extraction.people, *abouts] if not is_user(p, user_names)]
 
-    def subject(about: str) -> str | None:
-        return None if is_user(about, user_names) else about
+    def subject(about: str, text: str) -> str | None:
+        """Whom a memory is about (None: the user), also when the model marked another
+        person's fact as the user's ("The user's sister Ana is ...")."""
+        if not is_user(about, user_names):
+            return about
+        found = text_subject(text, people)
+        return None if found is None or found == USER else found
 
     saves: list[Save] = [
-        ("episodic", item.text, None, item.importance, subject(item.about)) for item in extraction.episodic
+        ("episodic", item.text, None, item.importance, subject(item.about, item.text)) for item in extraction.episodic
     ]
     saves += [
-        ("semantic", item.text, item.category, item.importance, subject(item.about)) for item in extraction.semantic
+        ("semantic", item.text, item.category, item.importance, subject(item.about, item.text))
+        for item in extraction.semantic
     ]
-    people = [p for p in [*extraction.people, *(s for *_, s in saves if s)] if not is_user(p, user_names)]
+    people += [s for *_, s in saves if s and s not in people]
     user_text = "\n".join(m["content"] for m in last_turn(messages) if m["role"] == "user")
     own, others = attribute_profile(
         extraction.profile_updates, user_text, people, [(s or USER, text) for _, text, _, _, s in saves]

@@ -9,7 +9,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 import graphs.runtime.events
-from graphs.memory_writer.attribution import attribute
+from graphs.memory_writer.attribution import attribute, text_subject
 from graphs.memory_writer.extract import MemoryExtraction, extract_and_save, extract_memories
 from graphs.runtime.structured import StructuredOutputError
 from store import memory
@@ -171,6 +171,31 @@ async def test_another_persons_facts_never_become_the_users_profile_fields(store
     assert found and "dentist" in found[0]["text"]
 
 
+async def test_a_fact_about_someone_else_marked_as_the_users_is_saved_as_about_them(store):
+    """What the small model answered with the people-first schema: it named the sister, wrote her
+    fact as a memory but marked it `about: "user"`, and filed her city as the user's."""
+    answer = {
+        "people": ["sister Ana"],
+        "semantic": [
+            {
+                "about": "user",
+                "text": "The user's sister Ana is a dentist in Madrid",
+                "category": "relationship",
+                "importance": 0.6,
+            }
+        ],
+        "episodic": [],
+        "profile_updates": {"city": "Madrid"},
+    }
+    model = ScriptedChatModel(responses=[extraction(**answer)])
+    counts = await extract_and_save(store, "hana", SISTER, model, "t1")
+
+    assert await profile_fields(store, "hana") == {}
+    assert counts == {"created": 1, "updated": 0, "profile_fields": 0}  # her memory holds Madrid: no quote
+    [saved] = await semantic_values(store, "hana")
+    assert saved["text"] == "The user's sister Ana is a dentist in Madrid" and saved["subject"] == "sister Ana"
+
+
 async def test_memories_say_whom_they_are_about_and_the_profile_keeps_only_the_users_own(store):
     model = ScriptedChatModel(
         responses=[
@@ -257,3 +282,18 @@ def test_the_extraction_schema_asks_who_first_and_every_field():
 def test_who_the_users_words_give_a_value_to(text, people, expected):
     found = {value: (a.about if (a := attribute(value, text, people)) else None) for value in expected}
     assert found == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("The user's sister Ana is a dentist in Madrid", "sister Ana"),
+        ("Ana works as a dentist", "sister Ana"),
+        ("The user's boss moved to Oslo", "boss"),
+        ("The user lives in Porto near their sister", "user"),
+        ("The user's favourite colour is teal", None),
+        ("The user's dog is called Biscuit", None),
+    ],
+)
+def test_whom_a_memory_text_is_about(text, expected):
+    assert text_subject(text, ["sister Ana"]) == expected
