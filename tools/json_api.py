@@ -70,3 +70,20 @@ async def get_json(
     if not isinstance(body, dict):
         raise ToolError(f"{service} answered JSON that is not an object.")
     return body
+
+
+async def unreachable(service: str, url: str, *, timeout: float) -> str | None:
+    """Why the server of `url` cannot be reached (name lookup, refused or timed-out connection,
+    proxy failure), or None when it can: any HTTP answer, whatever its status, and a connection
+    that was made but answered slowly count as reachable. One HEAD request, nothing read: a
+    cheap check before work that needs the service."""
+    try:
+        async with httpx.AsyncClient(timeout=timeout) as client:
+            await client.head(url)
+    except httpx.ConnectTimeout:
+        return f"{service} is unreachable: no connection within {timeout:g} s."
+    except (httpx.ConnectError, httpx.ProxyError) as exc:
+        return f"{service} is unreachable: {exc or type(exc).__name__}."
+    except httpx.HTTPError:  # connected, then slow or cut off: reachable, the search itself will tell
+        return None
+    return None

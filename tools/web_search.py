@@ -29,7 +29,7 @@ from pydantic import SecretStr
 from settings import settings
 from tools.cache import TTLCache, cache_scope
 from tools.errors import ToolError, ToolInputError, TransientToolError, is_transient_http_status
-from tools.json_api import get_json
+from tools.json_api import get_json, unreachable
 from tools.quota import charge_run
 
 logger = logging.getLogger(__name__)
@@ -78,6 +78,10 @@ class SearchProvider:
     configured: Callable[[SearchConfig], bool]
     required_env: str
     auto_select: bool = True
+    service: str = ""
+    """How errors name it ("SearXNG search")."""
+    endpoint: Callable[[SearchConfig], str | None] = lambda config: None
+    """The URL whose server its searches go to (for `provider_unreachable`); None: unknown."""
 
 
 async def search_searxng(query: str, max_results: int, config: SearchConfig) -> list[dict[str, Any]]:
@@ -177,14 +181,49 @@ async def search_duckduckgo(query: str, max_results: int, config: SearchConfig) 
 
 
 SEARCH_PROVIDERS: dict[str, SearchProvider] = {
-    "tavily": SearchProvider(search_tavily, lambda c: bool(c.tavily_api_key), "TAVILY_API_KEY"),
-    "searxng": SearchProvider(search_searxng, lambda c: bool(c.searxng_url), "SEARXNG_URL"),
-    "jina": SearchProvider(search_jina, lambda c: bool(c.jina_api_key), "JINA_API_KEY"),
+    "tavily": SearchProvider(
+        search_tavily,
+        lambda c: bool(c.tavily_api_key),
+        "TAVILY_API_KEY",
+        service="Tavily search",
+        endpoint=lambda c: "https://api.tavily.com",  # langchain-tavily's API host
+    ),
+    "searxng": SearchProvider(
+        search_searxng,
+        lambda c: bool(c.searxng_url),
+        "SEARXNG_URL",
+        service="SearXNG search",
+        endpoint=lambda c: c.searxng_url,
+    ),
+    "jina": SearchProvider(
+        search_jina,
+        lambda c: bool(c.jina_api_key),
+        "JINA_API_KEY",
+        service="Jina search",
+        endpoint=lambda c: c.jina_search_url,
+    ),
     # A keyless scraper: chosen explicitly, or the fallback when no other provider is configured.
     "duckduckgo": SearchProvider(
-        search_duckduckgo, lambda c: True, "WEB_SEARCH_PROVIDER=duckduckgo", auto_select=False
+        search_duckduckgo,
+        lambda c: True,
+        "WEB_SEARCH_PROVIDER=duckduckgo",
+        auto_select=False,
+        service="DuckDuckGo search",
+        endpoint=lambda c: "https://html.duckduckgo.com/",  # where the ddgs scraper searches first
     ),
 }
+
+
+async def provider_unreachable(name: str, config: SearchConfig, timeout: float) -> str | None:
+    """Why search provider `name` cannot be reached right now (DNS, refused or timed-out
+    connection), or None when it can or its endpoint is unknown. No search is made and no quota
+    is charged: one HEAD request to its endpoint (tools.json_api.unreachable)."""
+    provider = SEARCH_PROVIDERS[name]
+    url = provider.endpoint(config)
+    if not url:
+        return None
+    return await unreachable(provider.service or name, url, timeout=timeout)
+
 
 SEARCH_CACHE: TTLCache[list[dict[str, Any]]] = TTLCache(max_entries=512)
 

@@ -3,11 +3,17 @@
 clarify --(ambiguous)--> ask_user (interrupt) --> plan --(plan_only)--> END
    \\-------------------------------------------> plan --> supervise --Send x N--> researcher --> supervise
 supervise --(round done)--> reflect --(gaps, rounds left)--> supervise ... --> write_report --> END
+
+While `plan` asks the model for the plan, a connection check to the search providers runs beside
+it; when none can be reached the run ends there with a clear answer (plan --> END), whatever the
+model's speed.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Awaitable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -34,7 +40,7 @@ from graphs.deep_research.prompts import (
     SEARCH_FAILED_HINT,
     SEARCH_FAILED_LOG,
 )
-from graphs.deep_research.researcher import research
+from graphs.deep_research.researcher import research, search_unreachable
 from graphs.deep_research.state import InputState, ResearcherInput, State, SubQuestion
 from graphs.runtime import hitl
 from graphs.runtime.events import emit
@@ -200,7 +206,14 @@ async def plan(state: State, runtime: Runtime[ResearchContext], config: Runnable
         conversation=get_buffer_string(chat_messages(state["messages"])),
         max_sub_questions=context.max_sub_questions,
     )
-    result = await structured(ResearchPlan, prompt, "research", runtime, config)
+    asked = structured(ResearchPlan, prompt, "research", runtime, config)
+    if context.plan_only or context.knowledge_bases:  # no search needed, or sources without it
+        result = await asked
+    else:
+        planned, unreachable = await _unless_search_is_unreachable(asked, context)
+        if planned is None or unreachable:
+            return _search_unreachable(unreachable)
+        result = planned
     questions = _sub_questions(result.sub_questions)
     if not questions:
         questions = [{"question": result.brief, "queries": []}]
@@ -234,9 +247,49 @@ async def plan(state: State, runtime: Runtime[ResearchContext], config: Runnable
     return start_progress(state, update)  # the researchers' cards show under it while they run
 
 
+async def _unless_search_is_unreachable(
+    asked: Awaitable[ResearchPlan], context: ResearchContext
+) -> tuple[ResearchPlan | None, list[str]]:
+    """The plan, and why web search cannot be reached ([] when it can). The connection check runs
+    beside the planning call; when it finds every provider unreachable first, the planning call
+    is cancelled (None): a slow model is not waited for when no search could follow it."""
+    planning = asyncio.ensure_future(asked)
+    check = asyncio.ensure_future(search_unreachable(context))
+    try:
+        done, _ = await asyncio.wait({planning, check}, return_when=asyncio.FIRST_COMPLETED)
+        if check in done and check.result():
+            return None, check.result()
+        result = await planning
+        return result, await check
+    finally:
+        for task in (planning, check):
+            if not task.done():
+                task.cancel()
+
+
+def _search_unreachable(errors: list[str]) -> dict:
+    """End the turn before any research: no search provider can be reached. The answer names
+    the first provider's error and counts the others, as when every search failed."""
+    detail = f"web search cannot be reached: {summarize_errors(errors)}"
+    emit("research_failed", error=detail, failures=len(errors))
+    logger.warning("deep_research: %s; %s", detail, SEARCH_FAILED_LOG)
+    return {
+        "brief": "",
+        "plan": [],
+        "pending": [],
+        "wave": [],
+        "report": "",
+        "notes": Overwrite([]),
+        "sources": Overwrite([]),
+        "research_log": Overwrite([]),
+        "messages": [AIMessage(REPORT_RESEARCH_FAILED.format(reason=detail, hint=SEARCH_FAILED_HINT))],
+    }
+
+
 def after_plan(state: State, runtime: Runtime[ResearchContext]) -> str:
-    """Finish the turn with the plan in plan-only mode, else research."""
-    return "finish_turn" if runtime.context.plan_only else "supervise"
+    """Finish the turn with the plan in plan-only mode, or when there is nothing to research
+    (web search unreachable), else research."""
+    return "finish_turn" if runtime.context.plan_only or not state.get("plan") else "supervise"
 
 
 def supervise(state: State, runtime: Runtime[ResearchContext]) -> dict:

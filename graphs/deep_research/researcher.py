@@ -31,9 +31,10 @@ from store import knowledge
 from tools.errors import TransientToolError
 from tools.identity import run_kb_reader
 from tools.web_read import web_read
-from tools.web_search import SEARCH_PROVIDERS, search_config, web_search
+from tools.web_search import SEARCH_PROVIDERS, provider_unreachable, search_config, web_search
 
 SNIPPET_ONLY = "(search result only; page not read)"
+REACHABILITY_TIMEOUT_S = 10.0  # at most this long (and tool_timeout) to connect to a search provider
 
 
 def search_providers() -> list[str]:
@@ -69,6 +70,23 @@ async def search_with_fallback(query: str, context: ResearchContext, runtime: An
         except RetriesExhausted as failed:
             errors.append(f"{provider}: {failed.error or 'timed out'}")
     raise RuntimeError(summarize_errors(errors))
+
+
+async def search_unreachable(context: ResearchContext) -> list[str]:
+    """Why no search provider `search_with_fallback` would try can be reached (one reason per
+    provider, "<provider>: <reason>"), or [] when one can, or when that cannot be told. A
+    connection check per provider, side by side, each within REACHABILITY_TIMEOUT_S (or
+    `tool_timeout` when shorter): no search is made, so nothing is charged to the user's quota."""
+    config = search_config()
+    names = search_providers()
+    timeout = min(context.tool_timeout, REACHABILITY_TIMEOUT_S)
+    try:
+        reasons = await asyncio.gather(*(provider_unreachable(name, config, timeout) for name in names))
+    except Exception:  # the check itself failed: let the searches tell
+        return []
+    if not names or not all(reasons):
+        return []
+    return [f"{name}: {reason}" for name, reason in zip(names, reasons, strict=True)]
 
 
 def _kb_url(kb: str, source: str) -> str:

@@ -6,18 +6,26 @@ Extraction asks for `MemoryExtraction` through the runtime's structured call
 function calling elsewhere, validated, re-asked once); saving goes through store/memory.py, so
 near-duplicates update existing memories instead of piling up. Nothing is written when the model
 call or its output validation fails, and the failure says so (event, log, the run's error).
+
+Every memory says who it is about (`about`: "user", or the other person as the user calls them),
+and the extraction lists the other people the turn speaks of (`people`) before anything else.
+Profile fields are the user's own: a value the user's words give to someone else
+(graphs/memory_writer/attribution.py) is not written to the profile but kept as a memory about
+that person, whose `subject` records who.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AnyMessage, BaseMessage, HumanMessage, SystemMessage
 from langgraph.store.base import BaseStore
-from pydantic import BaseModel, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
+from graphs.memory_writer.attribution import USER, Attribution, attribute_profile, is_user, text_subject
 from graphs.memory_writer.prompts import EXTRACTION_PROMPT
 from graphs.runtime.history import last_turn
 from graphs.runtime.structured import ainvoke_structured
@@ -33,11 +41,31 @@ ProfileField = Annotated[
     str, StringConstraints(strip_whitespace=True, min_length=1, max_length=memory.MAX_PROFILE_KEY_CHARS)
 ]
 ProfileValue = Annotated[str, StringConstraints(max_length=memory.MAX_PROFILE_VALUE_CHARS)]
+PersonLabel = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100)]
+OTHER_PERSON_CATEGORY = "relationship"
+
+logger = logging.getLogger(__name__)
+
+
+def _every_field_required(schema: dict[str, Any]) -> None:
+    """JSON schema hook: list every property as required, in order. A server's constrained output
+    then makes the model write each one (an empty list at least) in the schema's order: `people`
+    and `about` before the texts, the memories before the profile."""
+    schema["required"] = list(schema.get("properties", {}))
+
+
+ABOUT_DESCRIPTION = (
+    'Who it is about: "user" for the user themself, else the other person as the user calls them, '
+    'e.g. "sister Ana", "boss".'
+)
 
 
 class EpisodicItem(BaseModel):
-    """An event or experience of the user worth remembering."""
+    """An event or experience of the user, or of someone in their life, worth remembering."""
 
+    model_config = ConfigDict(json_schema_extra=_every_field_required)
+
+    about: PersonLabel = Field(default=USER, description=ABOUT_DESCRIPTION)
     text: str = Field(
         min_length=1,
         max_length=2000,
@@ -48,8 +76,12 @@ class EpisodicItem(BaseModel):
 
 
 class SemanticItem(BaseModel):
-    """A durable fact, preference, skill, relationship or goal of the user."""
+    """A durable fact, preference, skill, relationship or goal of the user, or a fact about
+    someone in their life."""
 
+    model_config = ConfigDict(json_schema_extra=_every_field_required)
+
+    about: PersonLabel = Field(default=USER, description=ABOUT_DESCRIPTION)
     text: str = Field(
         min_length=1,
         max_length=2000,
@@ -62,13 +94,22 @@ class SemanticItem(BaseModel):
 class MemoryExtraction(BaseModel):
     """Memories worth keeping from the latest conversation turn (empty lists when none)."""
 
-    # Facts first: the order a model fills them in when its output is constrained to the schema.
+    model_config = ConfigDict(json_schema_extra=_every_field_required)
+
+    # People first, then facts: the order a model fills them in when its output is constrained.
+    people: list[PersonLabel] = Field(
+        default_factory=list,
+        max_length=MAX_ITEMS,
+        description="Everyone other than the user the turn speaks of, as the user calls them, "
+        "e.g. ['sister Ana', 'boss']; [] when none.",
+    )
     semantic: list[SemanticItem] = Field(default_factory=list, max_length=MAX_ITEMS)
     episodic: list[EpisodicItem] = Field(default_factory=list, max_length=MAX_ITEMS)
     profile_updates: dict[ProfileField, ProfileValue] = Field(
         default_factory=dict,
-        description="Stable profile fields stated in this turn, e.g. {'name': 'Alice', "
-        "'city': 'Munich', 'occupation': 'nurse'}.",
+        description="The user's own stable profile fields stated in this turn, e.g. {'name': 'Alice', "
+        "'city': 'Munich', 'occupation': 'nurse'}; never another person's (those are memories "
+        "about them).",
     )
 
 
@@ -127,8 +168,10 @@ async def extract_and_save(
     timeout: float | None = None,
     speaker: str | None = None,
 ) -> dict:
-    """Save what the model extracts from the latest turn of `messages` (dedupe applies), as
-    memories about `speaker` (the user's name; default their id).
+    """Save what the model extracts from the latest turn of `messages` (dedupe applies), as said
+    by `speaker` (the user's name; default their id), each memory with the `subject` it is about
+    when that is someone other than the user. Profile fields the turn states of someone else are
+    kept out of the profile (graphs/memory_writer/attribution.py) and saved as a memory about them.
 
     The chat messages themselves are recorded when the turn ends
     (graphs/runtime/memory_schedule.py), not here. Returns counts: {"created", "updated",
@@ -148,15 +191,43 @@ async def extract_and_save(
                 record_access=False,
             )
     extraction = await extract_memories(model, messages, existing, retries=retries, timeout=timeout)
+    user_names = [user_id, *([speaker] if speaker else [])]
+    abouts = [i.about for i in extraction.episodic] + [i.about for i in extraction.semantic]
+    people = [p for p in [*extraction.people, *abouts] if not is_user(p, user_names)]
 
-    saves = [("episodic", item.text, None, item.importance) for item in extraction.episodic]
-    saves += [("semantic", item.text, item.category, item.importance) for item in extraction.semantic]
+    def subject(about: str, text: str) -> str | None:
+        """Whom a memory is about (None: the user), also when the model marked another
+        person's fact as the user's ("The user's sister Ana is ...")."""
+        if not is_user(about, user_names):
+            return about
+        found = text_subject(text, people)
+        return None if found is None or found == USER else found
+
+    saves: list[Save] = [
+        ("episodic", item.text, None, item.importance, subject(item.about, item.text)) for item in extraction.episodic
+    ]
+    saves += [
+        ("semantic", item.text, item.category, item.importance, subject(item.about, item.text))
+        for item in extraction.semantic
+    ]
+    people += [s for *_, s in saves if s and s not in people]
+    user_text = "\n".join(m["content"] for m in last_turn(messages) if m["role"] == "user")
+    own, others = attribute_profile(
+        extraction.profile_updates, user_text, people, [(s or USER, text) for _, text, _, _, s in saves]
+    )
+    if others:
+        logger.info(
+            "memory_writer: %d profile field(s) left out of the profile, the turn states them of someone else: %s",
+            len(others),
+            ", ".join(sorted(others)),
+        )
+    saves += _memories_about_others(others, extraction.profile_updates, saves)
     limit = memory.memory_config().max_text_chars
-    if any(not text.strip() or len(text) > limit for _, text, _, _ in saves):
+    if any(not text.strip() or len(text) > limit for _, text, _, _, _ in saves):
         raise ValueError(f"extracted memory text is empty or longer than {limit} characters")
 
     counts = {"created": 0, "updated": 0, "profile_fields": 0}
-    for kind, text, category, importance in saves:
+    for kind, text, category, importance, about in saves:
         saved = await memory.save_memory(
             store,
             user_id,
@@ -167,9 +238,43 @@ async def extract_and_save(
             source="extraction",
             thread_id=thread_id,
             speaker=speaker or user_id,
+            subject=about,
         )
         counts[saved["action"]] += 1
-    if extraction.profile_updates:
-        await memory.update_profile(store, user_id, extraction.profile_updates)
-        counts["profile_fields"] = len(extraction.profile_updates)
+    if own:
+        await memory.update_profile(store, user_id, own)
+        counts["profile_fields"] = len(own)
     return counts
+
+
+Save = tuple[str, str, str | None, float, str | None]
+"""(kind, text, category, importance, subject) of one memory to save."""
+
+QUOTE_CHARS = 500
+_DETERMINERS = ("the ", "a ", "an ", "another ", "his ", "her ", "their ")
+
+
+def _their(about: str) -> str:
+    """How a memory text names a person: "sister Ana" -> "their sister Ana", "my boss" -> "their
+    boss", "Tom" and "the user's sister" as they are."""
+    if about.casefold().startswith(("my ", "our ")):
+        return "their " + about.split(" ", 1)[1]
+    if about[:1].islower() and not about.casefold().startswith(_DETERMINERS):
+        return "their " + about
+    return about
+
+
+def _memories_about_others(others: dict[str, Attribution], values: dict[str, str], saves: list[Save]) -> list[Save]:
+    """A semantic memory about the person each of `others` (profile fields the turn states of
+    someone else) belongs to, quoting the user's sentence; none when a memory about someone else
+    already holds the value (the model's own, or one added for another field of that sentence)."""
+    added: list[Save] = []
+    for field, attribution in others.items():
+        if attribution.sentence is None:
+            continue  # judged from the extraction's memories about them: already there
+        value = values[field].casefold()
+        if any(about is not None and value in text.casefold() for _, text, _, _, about in [*saves, *added]):
+            continue
+        text = f'The user said about {_their(attribution.about)}: "{attribution.sentence[:QUOTE_CHARS]}"'
+        added.append(("semantic", text, OTHER_PERSON_CATEGORY, 0.5, attribution.about))
+    return added

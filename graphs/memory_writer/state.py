@@ -13,7 +13,8 @@ class State(TypedDict, total=False):
     thread_id: str | None
     """The conversation thread the turn came from."""
     speaker: str | None
-    """Who the memories are about: the user's name (default: the run's user id)."""
+    """Who said the turn's user messages: the user's name (default: the run's user id). Each
+    memory records whom it is about (`subject`) when that is someone else."""
     turn_id: str | None
     """On a server without delayed runs (Aegra): this turn's id; the run extracts only while it is
     still the conversation's latest scheduled turn (graphs/runtime/memory_schedule.py)."""

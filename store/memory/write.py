@@ -74,6 +74,7 @@ async def save_memory(
     thread_id: str | None = None,
     keywords: list[str] | None = None,
     speaker: str | None = None,
+    subject: str | None = None,
     now: datetime | None = None,
 ) -> dict:
     """Save an episodic or semantic memory, or update a near-duplicate of it.
@@ -81,7 +82,9 @@ async def save_memory(
     An existing memory of the same kind (and category) whose similarity to `text` is at least
     MEMORY_DEDUPE_THRESHOLD is updated instead: text replaced, importance = max(old, new),
     `updated_at` bumped. Never a duplicate: a memory of another `speaker` (who said it, when a
-    conversation has several people; stored in the value), nor, for episodic memories (events),
+    conversation has several people; stored in the value) or about another `subject` (who the
+    memory is about when that is not the user, e.g. "sister Ana"; stored in the value; None: the
+    user), nor, for episodic memories (events),
     one created on another UTC day than `now` or whose text is not a near-exact repeat of `text`
     (`near_exact`: two different things said the same day stay two memories, however similar
     their vectors). Returns the memory with `"action": "created" | "updated"`
@@ -97,6 +100,7 @@ async def save_memory(
     thread_id = optional_id(thread_id, "thread_id")
     keywords = checked_keywords(keywords) if keywords else None
     speaker = optional_id(speaker, "speaker")
+    subject = optional_id(subject.strip() if isinstance(subject, str) else subject, "subject")
     now = now or times.utc_now()
     written = stamp(now)
 
@@ -114,6 +118,7 @@ async def save_memory(
             if not expired(h.value, now)
             and (h.score or 0) >= config.dedupe_threshold
             and same_source(h.value, kind, speaker, now)
+            and h.value.get("subject") == subject
             and (kind != "episodic" or near_exact(str(h.value.get("text", "")), text))
         ),
         None,
@@ -159,6 +164,7 @@ async def save_memory(
         **({"thread_id": thread_id} if thread_id else {}),
         **({"keywords": keywords} if keywords else {}),
         **({"speaker": speaker} if speaker else {}),
+        **({"subject": subject} if subject else {}),
     }
     value = with_expiry(value, config, now)
     key = str(uuid.uuid4())

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
+import socket
 import threading
 import time
 from pathlib import Path
@@ -17,7 +19,7 @@ from graphs.deep_research.budget import fit_texts, is_context_length_error
 from graphs.deep_research.citations import cite_notes, number_sources, validate_report
 from graphs.deep_research.context import ResearchContext, research_context_fields
 from graphs.deep_research.graph import builder
-from graphs.deep_research.researcher import search_providers, search_with_fallback
+from graphs.deep_research.researcher import search_providers, search_unreachable, search_with_fallback
 from graphs.runtime.models import ModelCallError, register_model_provider
 from store import knowledge
 from tests.fakes import ScriptedChatModel
@@ -393,6 +395,70 @@ async def test_searches_that_find_nothing_are_not_reported_as_a_search_outage(en
     assert answer.startswith("I could not research this: the web searches found no sources for it")
     assert "not working" not in answer and "failed" not in answer and "other words" in answer
     assert snapshot.values["report"] == "" and models["report"].calls == []
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class SlowModel(ScriptedChatModel):
+    """A scripted model whose answers wait for `released`: a CPU model still prefilling a long
+    prompt on a loaded machine. It waits without blocking the event loop, and a cancelled call
+    never answers."""
+
+    released: asyncio.Event
+
+    async def _agenerate(self, messages, stop=None, run_manager=None, **kwargs):
+        await self.released.wait()
+        return self._generate(messages, stop, **kwargs)
+
+    async def _astream(self, messages, stop=None, run_manager=None, **kwargs):
+        await self.released.wait()
+        async for chunk in super()._astream(messages, stop, run_manager, **kwargs):
+            yield chunk
+
+
+async def test_an_unreachable_search_provider_ends_the_run_without_waiting_for_the_planning_model(
+    models, monkeypatch, caplog
+):
+    monkeypatch.setenv("SEARXNG_URL", f"http://127.0.0.1:{closed_port()}")
+    set_models(models, [], [], [])
+    released = asyncio.Event()  # never set: the plan would come only after the run's end
+    models["research"] = SlowModel(responses=[planned("kettle", "pump")], released=released)
+    # The bound only keeps a regression from hanging the suite: the old code waits for the plan.
+    snapshot, events, _, _ = await asyncio.wait_for(run(context(tool_retries=1)), 20)
+    state = snapshot.values
+    [failure] = kinds(events, "research_failed")
+    assert failure["error"].startswith("web search cannot be reached: searxng: SearXNG search is unreachable")
+    assert failure["failures"] == 1
+    answer = state["messages"][-1]
+    assert isinstance(answer, AIMessage) and answer.content.startswith("I could not research this")
+    assert "SearXNG search is unreachable" in answer.content and "try again later" in answer.content
+    assert "SEARXNG_URL" not in answer.content and "settings" not in answer.content
+    assert any("WEB_SEARCH_PROVIDER" in record.getMessage() for record in caplog.records)
+    assert not kinds(events, "research_plan") and not kinds(events, "researcher_started")
+    assert state["report"] == "" and state["plan"] == [] and state["research_log"] == []
+    assert models["compress"].calls == [] and models["report"].calls == []
+
+
+async def test_the_connection_check_tells_unreachable_from_failing_providers(engine, monkeypatch):
+    engine.failing.add("all")  # answers HTTP 500 to every search: reachable, the searches tell the rest
+    assert await search_unreachable(context()) == []
+    assert engine.server.requests_to("/search") == []  # a connection check, not a search
+
+    down = f"http://127.0.0.1:{closed_port()}"
+    monkeypatch.setenv("JINA_API_KEY", "test-key")
+    monkeypatch.setenv("JINA_SEARCH_URL", down + "/jina")
+    assert search_providers() == ["searxng", "jina"]
+    assert await search_unreachable(context()) == []  # SearXNG still answers: research goes on
+
+    monkeypatch.setenv("SEARXNG_URL", down)
+    reasons = await search_unreachable(context())
+    assert [r.split(":")[0] for r in reasons] == ["searxng", "jina"]
+    assert "SearXNG search is unreachable" in reasons[0] and "Jina search is unreachable" in reasons[1]
 
 
 async def test_plan_only_answers_with_the_plan(engine, models):

@@ -9,6 +9,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 import graphs.runtime.events
+from graphs.memory_writer.attribution import attribute, text_subject
 from graphs.memory_writer.extract import MemoryExtraction, extract_and_save, extract_memories
 from graphs.runtime.structured import StructuredOutputError
 from store import memory
@@ -137,3 +138,162 @@ async def test_an_extraction_written_as_json_text_is_saved(store):
     assert counts["created"] == 1
     found = await memory.recall(store, "carol", "vegetarian", "semantic")
     assert found and found[0]["text"] == "The user is vegetarian"
+
+
+SISTER = [HumanMessage("My sister Ana is a dentist in Madrid."), AIMessage("Nice! Madrid is lovely.")]
+
+
+async def profile_fields(store, user_id: str) -> dict:
+    return (await memory.get_profile(store, user_id))["fields"]
+
+
+async def semantic_values(store, user_id: str) -> list[dict]:
+    return [item.value for item in await store.asearch(memory.namespace(user_id, "semantic"), limit=20)]
+
+
+async def test_another_persons_facts_never_become_the_users_profile_fields(store):
+    """What a small model answered for this turn: the sister's job, city and name as the user's
+    profile fields, and no memory at all. They stay out of the profile; the fact is kept as a
+    memory about her, with whom it is about recorded."""
+    model = ScriptedChatModel(
+        responses=[
+            '```json\n{"profile_updates": {"occupation": "dentist", "city": "Madrid", "name": "Ana"}}\n```',
+        ]
+    )
+    counts = await extract_and_save(store, "dana", SISTER, model, "t1", speaker="Dana")
+
+    assert await profile_fields(store, "dana") == {}
+    assert counts == {"created": 1, "updated": 0, "profile_fields": 0}
+    [saved] = await semantic_values(store, "dana")
+    assert saved["text"] == 'The user said about their sister: "My sister Ana is a dentist in Madrid."'
+    assert saved["subject"] == "sister" and saved["speaker"] == "Dana" and saved["category"] == "relationship"
+    found = await memory.recall(store, "dana", "what does my sister do for a living", "semantic")
+    assert found and "dentist" in found[0]["text"]
+
+
+async def test_a_fact_about_someone_else_marked_as_the_users_is_saved_as_about_them(store):
+    """What the small model answered with the people-first schema: it named the sister, wrote her
+    fact as a memory but marked it `about: "user"`, and filed her city as the user's."""
+    answer = {
+        "people": ["sister Ana"],
+        "semantic": [
+            {
+                "about": "user",
+                "text": "The user's sister Ana is a dentist in Madrid",
+                "category": "relationship",
+                "importance": 0.6,
+            }
+        ],
+        "episodic": [],
+        "profile_updates": {"city": "Madrid"},
+    }
+    model = ScriptedChatModel(responses=[extraction(**answer)])
+    counts = await extract_and_save(store, "hana", SISTER, model, "t1")
+
+    assert await profile_fields(store, "hana") == {}
+    assert counts == {"created": 1, "updated": 0, "profile_fields": 0}  # her memory holds Madrid: no quote
+    [saved] = await semantic_values(store, "hana")
+    assert saved["text"] == "The user's sister Ana is a dentist in Madrid" and saved["subject"] == "sister Ana"
+
+
+async def test_memories_say_whom_they_are_about_and_the_profile_keeps_only_the_users_own(store):
+    model = ScriptedChatModel(
+        responses=[
+            extraction(
+                people=["sister Ana"],
+                semantic=[
+                    {"about": "user", "text": "The user lives in Porto", "category": "fact", "importance": 0.8},
+                    {
+                        "about": "sister Ana",
+                        "text": "The user's sister Ana is a dentist in Madrid",
+                        "category": "relationship",
+                    },
+                ],
+                episodic=[{"about": "sister Ana", "text": "The user's sister Ana moved to Madrid in May"}],
+                # the model also filed the sister's job as the user's
+                profile_updates={"city": "Porto", "occupation": "dentist"},
+            )
+        ]
+    )
+    turn = [HumanMessage("I live in Porto, and my sister Ana is a dentist in Madrid. She moved there in May.")]
+    counts = await extract_and_save(store, "erin", turn, model, "t1")
+
+    assert await profile_fields(store, "erin") == {"city": "Porto"}
+    assert counts == {"created": 3, "updated": 0, "profile_fields": 1}  # no quote: her memory holds it
+    subjects = {v["text"]: v.get("subject") for v in await semantic_values(store, "erin")}
+    assert subjects == {"The user lives in Porto": None, "The user's sister Ana is a dentist in Madrid": "sister Ana"}
+    [event] = await store.asearch(memory.namespace("erin", "episodic"), limit=5)
+    assert event.value["subject"] == "sister Ana" and event.value["speaker"] == "erin"
+
+
+async def test_a_rephrased_value_is_judged_by_whom_the_extractions_memories_give_it_to(store):
+    model = ScriptedChatModel(
+        responses=[
+            extraction(
+                people=["brother"],
+                semantic=[{"about": "brother", "text": "The user's brother is a dental surgeon", "category": "fact"}],
+                profile_updates={"occupation": "Dental surgeon", "language": "Portuguese"},
+            )
+        ]
+    )
+    turn = [HumanMessage("My brother pulls teeth for a living. I speak Portuguese at home.")]
+    counts = await extract_and_save(store, "finn", turn, model, None)
+    assert await profile_fields(store, "finn") == {"language": "Portuguese"}
+    assert counts == {"created": 1, "updated": 0, "profile_fields": 1}
+
+
+async def test_a_memory_about_someone_else_never_merges_with_the_users_own(store):
+    await memory.save_memory(store, "gia", "semantic", "Works as a dentist in Madrid", category="fact")
+    saved = await memory.save_memory(
+        store, "gia", "semantic", "Works as a dentist in Madrid", category="fact", subject="sister Ana"
+    )
+    assert saved["action"] == "created" and saved["subject"] == "sister Ana"
+    again = await memory.save_memory(
+        store, "gia", "semantic", "Works as a dentist in Madrid.", category="fact", subject="sister Ana"
+    )
+    assert again["action"] == "updated" and again["id"] == saved["id"]
+
+
+def test_the_extraction_schema_asks_who_first_and_every_field():
+    """Constrained output writes the required fields in the schema's order: the other people and
+    each memory's `about` come before any text, and the memories before the profile."""
+    schema = MemoryExtraction.model_json_schema()
+    assert schema["required"] == ["people", "semantic", "episodic", "profile_updates"]
+    for item in ("SemanticItem", "EpisodicItem"):
+        assert schema["$defs"][item]["required"][0] == "about"
+
+
+@pytest.mark.parametrize(
+    ("text", "people", "expected"),
+    [
+        ("My sister Ana is a dentist in Madrid.", [], {"dentist": "sister", "Madrid": "sister", "Ana": "sister"}),
+        ("My sister Ana is a dentist in Madrid.", ["sister Ana"], {"dentist": "sister Ana", "Madrid": "sister Ana"}),
+        ("I live in Madrid near my sister Ana.", [], {"Madrid": "user"}),
+        ("My sister Ana and I live in Madrid.", [], {"Madrid": "user"}),
+        ("I work with my boss in Madrid as a nurse.", [], {"Madrid": "user", "nurse": "user"}),
+        ("My sister is a dentist and I am a nurse.", [], {"dentist": "sister", "nurse": "user"}),
+        ("My sister, who lives in Madrid, is a dentist.", [], {"Madrid": "sister", "dentist": "sister"}),
+        ("I live in Madrid, where my sister works as a dentist.", [], {"Madrid": "user", "dentist": "sister"}),
+        ("Dentist is what my sister does.", [], {"Dentist": "sister"}),
+        ("I met Tom yesterday. He is a pilot in Oslo.", ["Tom"], {"pilot": "Tom", "Oslo": "Tom"}),
+        ("My name is Alice and my dog Biscuit loves the park.", [], {"Alice": None, "Biscuit": None}),
+    ],
+)
+def test_who_the_users_words_give_a_value_to(text, people, expected):
+    found = {value: (a.about if (a := attribute(value, text, people)) else None) for value in expected}
+    assert found == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("The user's sister Ana is a dentist in Madrid", "sister Ana"),
+        ("Ana works as a dentist", "sister Ana"),
+        ("The user's boss moved to Oslo", "boss"),
+        ("The user lives in Porto near their sister", "user"),
+        ("The user's favourite colour is teal", None),
+        ("The user's dog is called Biscuit", None),
+    ],
+)
+def test_whom_a_memory_text_is_about(text, expected):
+    assert text_subject(text, ["sister Ana"]) == expected
