@@ -35,6 +35,7 @@ from store.knowledge.search import (
     _check_query,
     _dense_hits,
     _distinct,
+    _keyword_hits,
     _result,
     _vector_query,
     hybrid_search,
@@ -46,6 +47,10 @@ PASSAGE_SEED_WEIGHT = 0.01  # per dense seed (scaled by its score), next to the 
 LINK_SIMILARITY = 0.8  # an unmatched query phrase links to its nearest entity at least this close
 MAX_NGRAM = 6
 PATH_DEPTH = 6  # nodes (entities and chunks) a path may run through
+# A linked entity seeds the walk only when one of its chunks is among the first RELEVANT_DEPTH
+# dense or keyword hits of the query: a name the question shares with a passage about something
+# else (the speaker of a chat, named in passing in one turn) must not steer the walk.
+RELEVANT_DEPTH = 40
 SUBJECT_WEIGHT = 4.0  # weight of the link between a chunk and the entity its document is about (others: 1)
 DEGREE_DISCOUNT = 0.5  # chunk scores divided by degree ** this (a walk favours well-linked chunks)
 # Fusion: weighted reciprocal rank fusion of the hybrid and graph rankings, with a small k so the
@@ -225,8 +230,18 @@ async def graph_ranking(
 ) -> tuple[list[Hit], list[Hit], dict[str, list[str]]]:
     """(graph-ranked hits, the dense hits that seeded them, entity path per chunk key)."""
     vector_query = await _vector_query(store, kb, entry, query)
-    dense, graph = await asyncio.gather(_dense_hits(store, kb, vector_query, depth), _graph(store, kb))
-    linked = await link_entities(graph, query)
+    dense, keyword, graph = await asyncio.gather(
+        _dense_hits(store, kb, vector_query, depth),
+        _keyword_hits(store, kb, entry, query, RELEVANT_DEPTH),
+        _graph(store, kb),
+    )
+    first = len(graph.entities)
+    relevant = {hit.id for hit in (*dense[:RELEVANT_DEPTH], *keyword)}
+    linked = {
+        key: strength
+        for key, strength in (await link_entities(graph, query)).items()
+        if any(n >= first and graph.chunks[n - first] in relevant for n in graph.neighbours[graph.index[key]])
+    }
     if not linked:
         return dense, dense, {}
     seeds: dict[int, float] = {}
@@ -241,7 +256,6 @@ async def graph_ranking(
         if chunk_node is not None and top > 0:
             seeds[chunk_node] = seeds.get(chunk_node, 0.0) + PASSAGE_SEED_WEIGHT * max(hit.score, 0.0) / top
     scores = await asyncio.to_thread(personalized_pagerank, graph, seeds)
-    first = len(graph.entities)
     chunk_scores = scores[first:] / np.power(np.maximum(graph.degree[first:], 1.0), DEGREE_DISCOUNT)
     order = np.argsort(-chunk_scores, kind="stable")[:depth]
     ranked = [(graph.chunks[i], float(chunk_scores[i])) for i in order if chunk_scores[i] > 0]

@@ -314,3 +314,38 @@ async def test_model_extraction_asks_again_after_a_failed_call():
     assert len(model.calls) == 2 and extractor.failures == 0
     assert result.entities == ["Prajor Dynamics", "Edda Delkel"]
     assert result.triples == [("Prajor Dynamics", "mentions", "Edda Delkel")]
+
+
+async def test_a_name_whose_chunks_do_not_match_the_question_does_not_steer_the_walk():
+    # "Maya" speaks in every turn ("Maya: ..."), but the graph knows her only from one turn that
+    # names her in passing; that turn matches nothing else of the question, so it stays out
+    store = new_store()
+    await knowledge.create_kb(store, "chat")
+    turns = [
+        {
+            "source": "doc:answer",
+            "title": "turn-a",
+            "text": "Maya: I first worked as a designer at a print shop in Lyon.",
+        },
+        {
+            "source": "doc:mention",
+            "title": "turn-m",
+            "text": "Tom: Yesterday I saw Maya at the market buying apples and pears, and we talked about the "
+            "weather, the price of fruit and the new bakery on the corner.",
+        },
+        *[
+            {
+                "source": f"doc:t{i}",
+                "title": f"turn-{i}",
+                "text": f"Maya: the first work meeting of week {i} was about the budget.",
+            }
+            for i in range(120)
+        ],
+    ]
+    await knowledge.ingest_texts(store, "chat", turns)
+    question = "Where did Maya first work as a designer?"
+    dense = await knowledge.retrieve(store, "chat", question, strategy="dense", top_k=1)
+    assert dense["retrieval_results"][0]["source"] == "doc:answer"
+    for strategy in ("graph", "fusion"):
+        result = await knowledge.retrieve(store, "chat", question, strategy=strategy, top_k=1)
+        assert result["retrieval_results"][0]["source"] == "doc:answer", strategy
