@@ -1,11 +1,13 @@
 """Graph retrieval and fusion over a knowledge base (the graph: store/knowledge/graph.py).
 
 `graph_search`: the query's entities are linked to the graph's (exact resolved names, else the
-nearest entity embedding above LINK_SIMILARITY); a personalized PageRank over entities and
-chunks, seeded by those entities (weighted by how specific they are: 1 / the chunks mentioning
-them) and, more lightly, by the dense scores of the query's best chunks (PASSAGE_SEED_WEIGHT),
-ranks the chunks; each result carries `path`, the entity names the walk went through from a
-query entity to it. Without linked entities the dense order stands.
+nearest entity embedding above LINK_SIMILARITY), keeping those with a chunk among the query's
+first RELEVANT_DEPTH dense or keyword hits; a personalized PageRank over entities and chunks,
+seeded by those entities (weighted by how specific they are: 1 / the chunks mentioning them)
+and, more lightly, by the dense scores of the query's best chunks (PASSAGE_SEED_WEIGHT), with
+the link of a chunk to what its document is about weighing SUBJECT_WEIGHT, ranks the chunks;
+each result carries `path`, the entity names the walk went through from a query entity to it.
+Without linked entities the dense order stands.
 
 `fusion_search`: weighted reciprocal rank fusion of the hybrid (dense and keyword) and graph
 rankings.
@@ -25,7 +27,7 @@ import numpy as np
 from langgraph.store.base import BaseStore, GetOp, Item
 
 from store.embeddings import get_embeddings
-from store.knowledge.config import MAX_TOP_K
+from store.knowledge.config import COMMON_NAME_SHARE, MAX_TOP_K
 from store.knowledge.extract import STOP_WORDS, SUBJECT_RELATION, entity_key, query_phrases
 from store.knowledge.graph import GraphData, backend_for
 from store.knowledge.registry import chunk_namespace, get_kb
@@ -37,9 +39,10 @@ from store.knowledge.search import (
     _distinct,
     _keyword_hits,
     _result,
-    _vector_query,
+    common_names,
     hybrid_search,
 )
+from store.names import without_names
 
 DAMPING = 0.7  # probability of following an edge
 ITERATIONS = 30
@@ -48,8 +51,10 @@ LINK_SIMILARITY = 0.8  # an unmatched query phrase links to its nearest entity a
 MAX_NGRAM = 6
 PATH_DEPTH = 6  # nodes (entities and chunks) a path may run through
 # A linked entity seeds the walk only when one of its chunks is among the first RELEVANT_DEPTH
-# dense or keyword hits of the query: a name the question shares with a passage about something
-# else (the speaker of a chat, named in passing in one turn) must not steer the walk.
+# dense or keyword hits of the query, and unless it is a common name (`search.common_names`)
+# the graph links to fewer chunks than hold it (the speakers of a chat log, whose turns open
+# with their name): a name the question shares with a passage about something else must not
+# steer the walk.
 RELEVANT_DEPTH = 40
 SUBJECT_WEIGHT = 4.0  # weight of the link between a chunk and the entity its document is about (others: 1)
 DEGREE_DISCOUNT = 0.5  # chunk scores divided by degree ** this (a walk favours well-linked chunks)
@@ -229,7 +234,8 @@ async def graph_ranking(
     store: BaseStore, kb: str, entry: dict, query: str, depth: int
 ) -> tuple[list[Hit], list[Hit], dict[str, list[str]]]:
     """(graph-ranked hits, the dense hits that seeded them, entity path per chunk key)."""
-    vector_query = await _vector_query(store, kb, entry, query)
+    names = await common_names(store, kb, entry, query)
+    vector_query = without_names(query, names)
     dense, keyword, graph = await asyncio.gather(
         _dense_hits(store, kb, vector_query, depth),
         _keyword_hits(store, kb, entry, query, RELEVANT_DEPTH),
@@ -237,10 +243,13 @@ async def graph_ranking(
     )
     first = len(graph.entities)
     relevant = {hit.id for hit in (*dense[:RELEVANT_DEPTH], *keyword)}
+    common = {name.lower() for name in names}
+    held = COMMON_NAME_SHARE * int(entry.get("chunks") or 0)  # chunks holding a common name, at least
     linked = {
         key: strength
         for key, strength in (await link_entities(graph, query)).items()
-        if any(n >= first and graph.chunks[n - first] in relevant for n in graph.neighbours[graph.index[key]])
+        if not (set(key.split()) <= common and graph.chunk_count[graph.index[key]] < held)
+        and any(n >= first and graph.chunks[n - first] in relevant for n in graph.neighbours[graph.index[key]])
     }
     if not linked:
         return dense, dense, {}

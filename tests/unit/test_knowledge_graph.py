@@ -349,3 +349,24 @@ async def test_a_name_whose_chunks_do_not_match_the_question_does_not_steer_the_
     for strategy in ("graph", "fusion"):
         result = await knowledge.retrieve(store, "chat", question, strategy=strategy, top_k=1)
         assert result["retrieval_results"][0]["source"] == "doc:answer", strategy
+
+
+async def test_a_speaker_the_graph_knows_from_one_turn_does_not_steer_the_walk():
+    # every turn of Leo opens with his name, which the graph does not take for a name (it opens
+    # a sentence); only Aisha's reply names him. His name is common in the chat, so it seeds nothing
+    store = new_store()
+    await knowledge.create_kb(store, "chat")
+    topics = ["the weather", "a new bike", "the garden", "a concert", "the bakery", "a long walk", "the budget"]
+    turns = [
+        {"source": "doc:answer", "title": "t-a", "text": "Leo: I'm reading my way through every novel this year."},
+        {"source": "doc:reply", "title": "t-r", "text": "Aisha: No way, that's amazing Leo!"},
+        *[
+            {"source": f"doc:t{i}", "title": f"t-{i}", "text": f"Leo: we talked about {topics[i % 7]} on day {i}."}
+            for i in range(20)
+        ],
+    ]
+    await knowledge.ingest_texts(store, "chat", turns)
+    question = "What did Leo say about reading every novel this year?"
+    for strategy in ("dense", "graph", "fusion"):
+        result = await knowledge.retrieve(store, "chat", question, strategy=strategy, top_k=1)
+        assert result["retrieval_results"][0]["source"] == "doc:answer", strategy
