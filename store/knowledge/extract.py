@@ -5,8 +5,10 @@ triples per chunk):
 
 - `OfflineExtractor` (the default; deterministic, no model, no download): the document's title is
   the entity every chunk of it is about; the runs of capitalised words of each sentence ("Jarek
-  Marost", "University of Copenhagen") are its other entities; two entities of one sentence are
-  related (`co_occurs`), and the title entity `mentions` each entity of the chunk.
+  Marost", "University of Copenhagen"), ended by punctuation and dates, are its other entities,
+  and a run joining several names ("Martha Burns and Paul Gross") gives each of them too; two
+  entities of one sentence are related (`co_occurs`), and the title entity `mentions` each
+  entity of the chunk (SUBJECT_RELATION: the walk weighs a chunk's link to it more).
 - `ModelExtractor`: the configured chat model with structured output, a batch of chunks per call,
   at most `max_chunks` chunks per ingest (the rest fall back to the offline extractor), results
   cached by chunk hash (`cache_key`) so a re-ingest calls the model only for changed chunks, and
