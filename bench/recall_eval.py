@@ -10,7 +10,7 @@ written with its real timestamp: `record_chat_message(speaker=name)` (first spea
 second "assistant"), `save_memory(kind="episodic", speaker=name)` (dedupe as configured) and one
 KB document per turn dated with the turn's time (`ingest_texts`). Paths: `chat` = `recall(kind="chat")`, `episodic` and
 `episodic_plain` = `recall(kind="episodic", scoring=weighted|plain)`, `kb_dense`, `kb_keyword`,
-`kb_hybrid` = `knowledge.retrieve(strategy=...)`. A question's recall@k is the share of its
+`kb_hybrid`, `kb_graph`, `kb_fusion` = `knowledge.retrieve(strategy=...)`. A question's recall@k is the share of its
 evidence turns in the first k results (an episodic memory counts for every turn merged into it);
 recalls do not record access, so questions do not influence each other. Held-in conversations
 are for tuning, held-out ones only confirm. Figures are reported per question style
@@ -54,7 +54,7 @@ SAVE_SPEAKER = "speaker" in inspect.signature(memory.save_memory).parameters
 CHAT_SPEAKER = "speaker" in inspect.signature(memory.record_chat_message).parameters
 KB_DATES = "date" in inspect.signature(knowledge.ingest_text).parameters
 KS = (5, 10, 20)
-PATHS = ("chat", "episodic", "episodic_plain", "kb_dense", "kb_keyword", "kb_hybrid", "kb_rrf")
+PATHS = ("chat", "episodic", "episodic_plain", "kb_dense", "kb_keyword", "kb_hybrid", "kb_graph", "kb_fusion", "kb_rrf")
 
 
 def user_of(conv: Conversation) -> str:

@@ -1,13 +1,16 @@
 """Graph retrieval and fusion over a knowledge base (the graph: store/knowledge/graph.py).
 
 `graph_search`: the query's entities are linked to the graph's (exact resolved names, else the
-nearest entity embedding above LINK_SIMILARITY); a personalized PageRank over entities and
-chunks, seeded by those entities (weighted by how specific they are: 1 / the chunks mentioning
-them) and, more lightly, by the dense scores of the query's best chunks (PASSAGE_SEED_WEIGHT),
-ranks the chunks; each result carries `path`, the entity names the walk went through from a
-query entity to it. Without linked entities the dense order stands.
+nearest entity embedding above LINK_SIMILARITY), keeping those with a chunk among the query's
+first RELEVANT_DEPTH dense or keyword hits; a personalized PageRank over entities and chunks,
+seeded by those entities (weighted by how specific they are: 1 / the chunks mentioning them)
+and, more lightly, by the dense scores of the query's best chunks (PASSAGE_SEED_WEIGHT), with
+the link of a chunk to what its document is about weighing SUBJECT_WEIGHT, ranks the chunks;
+each result carries `path`, the entity names the walk went through from a query entity to it.
+Without linked entities the dense order stands.
 
-`fusion_search`: weighted reciprocal rank fusion of the dense, keyword and graph rankings.
+`fusion_search`: weighted reciprocal rank fusion of the hybrid (dense and keyword) and graph
+rankings.
 
 Both rank documents, not chunks (`search.per_document`), like every strategy.
 """
@@ -24,8 +27,8 @@ import numpy as np
 from langgraph.store.base import BaseStore, GetOp, Item
 
 from store.embeddings import get_embeddings
-from store.knowledge.config import RRF_K
-from store.knowledge.extract import entity_key, query_phrases
+from store.knowledge.config import COMMON_NAME_SHARE, MAX_TOP_K
+from store.knowledge.extract import STOP_WORDS, SUBJECT_RELATION, entity_key, query_phrases
 from store.knowledge.graph import GraphData, backend_for
 from store.knowledge.registry import chunk_namespace, get_kb
 from store.knowledge.search import (
@@ -36,19 +39,30 @@ from store.knowledge.search import (
     _distinct,
     _keyword_hits,
     _result,
-    _vector_query,
+    common_names,
+    hybrid_search,
 )
+from store.names import without_names
 
 DAMPING = 0.7  # probability of following an edge
 ITERATIONS = 30
 PASSAGE_SEED_WEIGHT = 0.01  # per dense seed (scaled by its score), next to the entity seeds (sum 1)
 LINK_SIMILARITY = 0.8  # an unmatched query phrase links to its nearest entity at least this close
 MAX_NGRAM = 6
-PATH_DEPTH = 6
+PATH_DEPTH = 6  # nodes (entities and chunks) a path may run through
+# A linked entity seeds the walk only when one of its chunks is among the first RELEVANT_DEPTH
+# dense or keyword hits of the query, and unless it is a common name (`search.common_names`)
+# the graph links to fewer chunks than hold it (the speakers of a chat log, whose turns open
+# with their name): a name the question shares with a passage about something else must not
+# steer the walk.
+RELEVANT_DEPTH = 40
+SUBJECT_WEIGHT = 4.0  # weight of the link between a chunk and the entity its document is about (others: 1)
 DEGREE_DISCOUNT = 0.5  # chunk scores divided by degree ** this (a walk favours well-linked chunks)
-# Weighted reciprocal rank fusion: the graph's list counts as much as dense and keyword together
-# (they agree with each other far more often than with the graph); ties go to the graph's order.
-FUSION_WEIGHTS = {"dense": 1.0, "keyword": 1.0, "graph": 2.0}  # nodes (entities and chunks) a path may run through
+# Fusion: weighted reciprocal rank fusion of the hybrid and graph rankings, with a small k so the
+# top of each list counts (k = 60, the usual constant, lets documents both lists rank mediocrely
+# beat a document only the graph reaches, the second hop).
+FUSION_WEIGHTS = {"hybrid": 1.0, "graph": 3.0}
+FUSION_K = 5
 
 
 @dataclass
@@ -81,10 +95,11 @@ def _walkable(data: GraphData) -> _Walkable:
         index["chunk:" + chunk] = len(entities) + offset
     edges: dict[tuple[int, int], float] = {}
     counts = np.zeros(len(entities))
+    subjects = {(chunk, head) for chunk, head, relation, _ in data.relations if relation == SUBJECT_RELATION}
     for chunk, key in data.mentions:
         if key in index:
             a, b = index[key], index["chunk:" + chunk]
-            edges[(a, b)] = 1.0
+            edges[(a, b)] = SUBJECT_WEIGHT if (chunk, key) in subjects else 1.0
             counts[a] += 1
     for _chunk, head, _relation, tail in data.relations:
         if head in index and tail in index:
@@ -146,8 +161,8 @@ async def link_entities(graph: _Walkable, query: str) -> dict[str, float]:
             span = words[start : start + size]
             if all(taken[start : start + size]) or not any(word[:1].isupper() for word in span):
                 continue  # part of a longer name, or no name at all ("chief of staff", "town")
-            if size == 1 and start == 0:
-                continue  # capitalised only because it opens the question
+            if size == 1 and (start == 0 or span[0].lower() in STOP_WORDS):
+                continue  # capitalised only because it opens the question or a sentence ("Which")
             key = entity_key(" ".join(span))
             if key in graph.index and not key.startswith("chunk:"):
                 linked[key] = 1.0
@@ -219,9 +234,23 @@ async def graph_ranking(
     store: BaseStore, kb: str, entry: dict, query: str, depth: int
 ) -> tuple[list[Hit], list[Hit], dict[str, list[str]]]:
     """(graph-ranked hits, the dense hits that seeded them, entity path per chunk key)."""
-    vector_query = await _vector_query(store, kb, entry, query)
-    dense, graph = await asyncio.gather(_dense_hits(store, kb, vector_query, depth), _graph(store, kb))
-    linked = await link_entities(graph, query)
+    names = await common_names(store, kb, entry, query)
+    vector_query = without_names(query, names)
+    dense, keyword, graph = await asyncio.gather(
+        _dense_hits(store, kb, vector_query, depth),
+        _keyword_hits(store, kb, entry, query, RELEVANT_DEPTH),
+        _graph(store, kb),
+    )
+    first = len(graph.entities)
+    relevant = {hit.id for hit in (*dense[:RELEVANT_DEPTH], *keyword)}
+    common = {name.lower() for name in names}
+    held = COMMON_NAME_SHARE * int(entry.get("chunks") or 0)  # chunks holding a common name, at least
+    linked = {
+        key: strength
+        for key, strength in (await link_entities(graph, query)).items()
+        if not (set(key.split()) <= common and graph.chunk_count[graph.index[key]] < held)
+        and any(n >= first and graph.chunks[n - first] in relevant for n in graph.neighbours[graph.index[key]])
+    }
     if not linked:
         return dense, dense, {}
     seeds: dict[int, float] = {}
@@ -236,7 +265,6 @@ async def graph_ranking(
         if chunk_node is not None and top > 0:
             seeds[chunk_node] = seeds.get(chunk_node, 0.0) + PASSAGE_SEED_WEIGHT * max(hit.score, 0.0) / top
     scores = await asyncio.to_thread(personalized_pagerank, graph, seeds)
-    first = len(graph.entities)
     chunk_scores = scores[first:] / np.power(np.maximum(graph.degree[first:], 1.0), DEGREE_DISCOUNT)
     order = np.argsort(-chunk_scores, kind="stable")[:depth]
     ranked = [(graph.chunks[i], float(chunk_scores[i])) for i in order if chunk_scores[i] > 0]
@@ -268,23 +296,51 @@ async def graph_search(store: BaseStore, kb: str, query: str, top_k: int = 5) ->
     return _with_paths(_result(kb, query, "graph", [(hit, {"graph": rank}) for rank, hit in enumerate(kept, 1)]), paths)
 
 
-async def fusion_search(store: BaseStore, kb: str, query: str, top_k: int = 5) -> dict:
-    """Reciprocal rank fusion of the dense, keyword and graph rankings; results keep the graph's `path`."""
-    query = _check_query(query, top_k, "fusion")
-    entry = await get_kb(store, kb)
-    depth = _candidate_depth(top_k)
-    (graph_hits, dense, paths), keyword = await asyncio.gather(
-        graph_ranking(store, kb, entry, query, depth), _keyword_hits(store, kb, entry, query, depth)
-    )
-    rankings = {"dense": dense, "keyword": keyword, "graph": graph_hits}
+async def _hybrid_hits(store: BaseStore, kb: str, query: str, depth: int) -> tuple[list[Hit], dict[str, dict]]:
+    """The hybrid strategy's ranking (store/knowledge/search.py), `depth` documents deep, as hits,
+    and each hit's ranks in the dense and keyword lists."""
+    found = (await hybrid_search(store, kb, query, top_k=min(depth, MAX_TOP_K)))["retrieval_results"]
+    fields = ("content", "source", "title", "position", "page", "section", "date")
+    return [Hit(r["id"], {key: r[key] for key in fields}, r["score"]) for r in found], {
+        r["id"]: r["ranks"] for r in found
+    }
+
+
+def fuse_rankings(rankings: dict[str, list[Hit]]) -> list[Hit]:
+    """Weighted reciprocal rank fusion (FUSION_WEIGHTS, FUSION_K) of the named rankings; ties go
+    to the graph's order. Each hit's score is its fused score."""
     ranks = {name: {hit.id: rank for rank, hit in enumerate(hits, 1)} for name, hits in rankings.items()}
     by_id = {hit.id: hit for hits in rankings.values() for hit in hits}
     scores: dict[str, float] = {}
     for name, hits in rankings.items():
         for rank, hit in enumerate(hits, 1):
-            scores[hit.id] = scores.get(hit.id, 0.0) + FUSION_WEIGHTS[name] / (RRF_K + rank)
-    last = len(graph_hits) + 1
-    fused = sorted(scores.items(), key=lambda pair: (-pair[1], ranks["graph"].get(pair[0], last), pair[0]))
-    kept = _distinct([Hit(key, by_id[key].value, score) for key, score in fused], top_k)
-    result = _result(kb, query, "fusion", [(hit, {name: ranks[name].get(hit.id) for name in rankings}) for hit in kept])
-    return _with_paths(result, paths)
+            scores[hit.id] = scores.get(hit.id, 0.0) + FUSION_WEIGHTS[name] / (FUSION_K + rank)
+    last = len(rankings.get("graph", [])) + 1
+    fused = sorted(scores.items(), key=lambda pair: (-pair[1], ranks.get("graph", {}).get(pair[0], last), pair[0]))
+    return [Hit(key, by_id[key].value, score) for key, score in fused]
+
+
+async def fusion_search(store: BaseStore, kb: str, query: str, top_k: int = 5) -> dict:
+    """Reciprocal rank fusion of the hybrid (dense and keyword) and graph rankings; results keep
+    the graph's `path`."""
+    query = _check_query(query, top_k, "fusion")
+    entry = await get_kb(store, kb)
+    depth = _candidate_depth(top_k)
+    (graph_hits, dense, paths), (hybrid, hybrid_ranks) = await asyncio.gather(
+        graph_ranking(store, kb, entry, query, depth), _hybrid_hits(store, kb, query, depth)
+    )
+    dense_rank = {hit.id: rank for rank, hit in enumerate(dense, 1)}
+    graph_rank = {hit.id: rank for rank, hit in enumerate(graph_hits, 1)}
+    kept = _distinct(fuse_rankings({"hybrid": hybrid, "graph": graph_hits}), top_k)
+    ranked = [
+        (
+            hit,
+            {
+                "dense": hybrid_ranks.get(hit.id, {}).get("dense", dense_rank.get(hit.id)),
+                "keyword": hybrid_ranks.get(hit.id, {}).get("keyword"),
+                "graph": graph_rank.get(hit.id),
+            },
+        )
+        for hit in kept
+    ]
+    return _with_paths(_result(kb, query, "fusion", ranked), paths)

@@ -105,7 +105,10 @@ async def test_model_extraction_is_batched_bounded_cached_and_reports_progress()
     seen: list[tuple[int, int]] = []
     results = await extractor.extract(chunks, lambda done, total: seen.append((done, total)))
     assert len(model.calls) == 1  # one batch of two, the third chunk beyond max_chunks
-    assert results[0].triples == [("Edda Delkel", "founded", "Prajor Dynamics")]
+    # the model's facts, and (as offline) the title entity mentions each entity of the chunk
+    assert results[0].triples == [("Edda Delkel", "founded", "Prajor Dynamics")] + [
+        ("Prajor Dynamics", "mentions", "Edda Delkel")
+    ]
     assert results[1].entities == ["Morvenholm"]
     assert results[2].entities == offline_extract(chunks[2]).entities
     assert seen[-1] == (3, 3)
@@ -227,3 +230,143 @@ async def test_documents_not_chunks_compete_in_every_strategy():
     for strategy in knowledge.STRATEGIES:
         result = await knowledge.retrieve(store, "long", "pressure valve of the pump", strategy=strategy, top_k=2)
         assert {r["source"] for r in result["retrieval_results"]} == {"doc:long", "doc:short"}, strategy
+
+
+def test_offline_extraction_ends_names_at_punctuation_dates_and_lists():
+    extraction = offline_extract(
+        ChunkText(
+            "k",
+            "Leland",
+            'Movies such as "Maximum Overdrive" (1986) and "We\'re the Millers" (2013) were shot in Leland. '
+            "She is the daughter of fellow actors Martha Burns and Paul Gross. "
+            "The album is by singer-songwriter M. Ward, a friend of Vincent O'Brien. "
+            "Her novel was published by Two Dollar Radio in September 2010. "
+            "He played for the Philadelphia Eagles (1941, 1945–1949) as an end.",
+        )
+    )
+    names = set(extraction.entities)
+    # each name whole, as the documents about them are titled
+    assert {
+        entity_key(title)
+        for title in (
+            "Maximum Overdrive",
+            "We're the Millers",
+            "Martha Burns",
+            "Paul Gross",
+            "M. Ward",
+            "Two Dollar Radio",
+            "Philadelphia Eagles",
+        )
+    } <= {entity_key(name) for name in names}
+    # a date or a year is no part of a name; "Ward" after the initial opens no sentence
+    assert not any(any(part in name for part in ("1986", "September", "1941")) for name in names)
+    assert "Ward" not in names
+
+
+async def test_the_page_about_a_linked_entity_ranks_above_pages_that_only_mention_it():
+    store = new_store()
+    await knowledge.create_kb(store, "people")
+    haig = (
+        "Sid Haig (born 1939) was an actor with a long career in cinema. He appeared in Spider Baby, Coffy, "
+        "Foxy Brown, The Big Doll House, Jackie Brown, Galaxy of Terror and House of 1000 Corpses, working with "
+        "Jack Hill, Pam Grier, Quentin Tarantino and Rob Zombie."
+    )
+    documents = [
+        {"source": "doc:haig", "title": "Sid Haig", "text": haig},
+        {"source": "doc:vic", "title": "Vic Darchinyan", "text": "Vic Darchinyan (born 1976) is a boxer from Armenia."},
+        {
+            "source": "doc:boxing",
+            "title": "Boxing in Armenia",
+            "text": "Boxing in Armenia grew popular. Vic Darchinyan won several titles for Armenia.",
+        },
+        *[
+            {"source": f"doc:film-{i}", "title": film, "text": f"{film} is a film. Sid Haig played a part in {film}."}
+            for i, film in enumerate(["Spider Baby", "Coffy", "Foxy Brown"])
+        ],
+    ]
+    await knowledge.ingest_texts(store, "people", documents)
+    question = "Who is the oldest, Sid Haig or Vic Darchinyan?"
+    result = await knowledge.retrieve(store, "people", question, strategy="graph", top_k=6)
+    order = [r["source"] for r in result["retrieval_results"]]
+    assert order.index("doc:vic") < order.index("doc:boxing")
+    assert all(order.index("doc:haig") < order.index(f"doc:film-{i}") for i in range(3))
+
+
+async def test_model_extraction_that_fails_twice_falls_back_to_offline_and_is_not_cached():
+    prose = {"content": "Here are the entities: Prajor Dynamics, Edda Delkel."}
+    model = ScriptedChatModel(responses=[prose, prose, prose, prose])
+    extractor = ModelExtractor(model, batch_size=2)
+    chunks = [ChunkText("a", "Prajor Dynamics", "Prajor Dynamics was founded by Edda Delkel.")]
+    results = await extractor.extract(chunks)
+    assert len(model.calls) == 2  # asked again once, then offline
+    assert results[0].entities == offline_extract(chunks[0]).entities
+    assert extractor.failures == 1
+    await extractor.extract(chunks)  # not cached: the model is asked again
+    assert len(model.calls) == 4
+
+
+async def test_model_extraction_asks_again_after_a_failed_call():
+    call = {"name": "_BatchGraph", "args": {"chunks": [{"index": 0, "entities": ["Edda Delkel"], "triples": []}]}}
+    model = ScriptedChatModel(responses=[{"content": "no idea"}, {"tool_calls": [call]}])
+    extractor = ModelExtractor(model)
+    chunk = ChunkText("a", "Prajor Dynamics", "Prajor Dynamics was founded by Edda Delkel.")
+    [result] = await extractor.extract([chunk])
+    assert len(model.calls) == 2 and extractor.failures == 0
+    assert result.entities == ["Prajor Dynamics", "Edda Delkel"]
+    assert result.triples == [("Prajor Dynamics", "mentions", "Edda Delkel")]
+
+
+async def test_a_name_whose_chunks_do_not_match_the_question_does_not_steer_the_walk():
+    # "Maya" speaks in every turn ("Maya: ..."), but the graph knows her only from one turn that
+    # names her in passing; that turn matches nothing else of the question, so it stays out
+    store = new_store()
+    await knowledge.create_kb(store, "chat")
+    turns = [
+        {
+            "source": "doc:answer",
+            "title": "turn-a",
+            "text": "Maya: I first worked as a designer at a print shop in Lyon.",
+        },
+        {
+            "source": "doc:mention",
+            "title": "turn-m",
+            "text": "Tom: Yesterday I saw Maya at the market buying apples and pears, and we talked about the "
+            "weather, the price of fruit and the new bakery on the corner.",
+        },
+        *[
+            {
+                "source": f"doc:t{i}",
+                "title": f"turn-{i}",
+                "text": f"Maya: the first work meeting of week {i} was about the budget.",
+            }
+            for i in range(120)
+        ],
+    ]
+    await knowledge.ingest_texts(store, "chat", turns)
+    question = "Where did Maya first work as a designer?"
+    dense = await knowledge.retrieve(store, "chat", question, strategy="dense", top_k=1)
+    assert dense["retrieval_results"][0]["source"] == "doc:answer"
+    for strategy in ("graph", "fusion"):
+        result = await knowledge.retrieve(store, "chat", question, strategy=strategy, top_k=1)
+        assert result["retrieval_results"][0]["source"] == "doc:answer", strategy
+
+
+async def test_a_speaker_the_graph_knows_from_one_turn_does_not_steer_the_walk():
+    # every turn of Leo opens with his name, which the graph does not take for a name (it opens
+    # a sentence); only Aisha's reply names him. His name is common in the chat, so it seeds nothing
+    store = new_store()
+    await knowledge.create_kb(store, "chat")
+    topics = ["the weather", "a new bike", "the garden", "a concert", "the bakery", "a long walk", "the budget"]
+    turns = [
+        {"source": "doc:answer", "title": "t-a", "text": "Leo: I'm reading my way through every novel this year."},
+        {"source": "doc:reply", "title": "t-r", "text": "Aisha: No way, that's amazing Leo!"},
+        *[
+            {"source": f"doc:t{i}", "title": f"t-{i}", "text": f"Leo: we talked about {topics[i % 7]} on day {i}."}
+            for i in range(20)
+        ],
+    ]
+    await knowledge.ingest_texts(store, "chat", turns)
+    question = "What did Leo say about reading every novel this year?"
+    for strategy in ("dense", "graph", "fusion"):
+        result = await knowledge.retrieve(store, "chat", question, strategy=strategy, top_k=1)
+        assert result["retrieval_results"][0]["source"] == "doc:answer", strategy
