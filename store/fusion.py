@@ -18,6 +18,19 @@ FUSION_METHODS = ("minmax", "max", "rrf", "given")
 RRF_K = 60
 
 
+def reciprocal_rank_fusion(
+    rankings: Sequence[Sequence[str]], k: int = RRF_K, weights: Sequence[float] | None = None
+) -> list[tuple[str, float]]:
+    """Fuse ranked id lists: score(d) = sum over lists of weight / (k + rank of d), ranks from 1,
+    weight 1 for every list unless `weights` gives one per list. Best first, ties by id."""
+    scores: dict[str, float] = {}
+    for index, ranking in enumerate(rankings):
+        weight = 1.0 if weights is None else weights[index]
+        for rank, doc_id in enumerate(ranking, 1):
+            scores[doc_id] = scores.get(doc_id, 0.0) + weight / (k + rank)
+    return sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))
+
+
 def normalised(ranking: Sequence[tuple[str, float]], method: str) -> list[tuple[str, float]]:
     """One signal's scores mapped to [0, 1]: `minmax` (score - worst) / (best - worst) over the
     list (1.0 for all when they are equal), `max` score / best (non-positive best: all 0), `rrf`

@@ -27,6 +27,7 @@ walk, fusion).
 """
 
 from store.bm25 import BM25_B, BM25_K1, bm25_rank, tokenize
+from store.fusion import RRF_K, reciprocal_rank_fusion
 from store.knowledge.config import (
     CHUNK_NAMESPACE_ROOT,
     DOCUMENT_NAMESPACE_ROOT,
@@ -34,7 +35,6 @@ from store.knowledge.config import (
     FORMAT_BY_MEDIA_TYPE,
     MAX_TOP_K,
     REGISTRY_NAMESPACE,
-    RRF_K,
     STRATEGIES,
     TEXT_FORMATS,
     KnowledgeConfig,
@@ -79,7 +79,6 @@ from store.knowledge.search import (
     hybrid_search,
     keyword_search,
     per_document,
-    reciprocal_rank_fusion,
     retrieve,
 )
 

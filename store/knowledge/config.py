@@ -12,7 +12,6 @@ CHUNK_NAMESPACE_ROOT = "kb"
 DOCUMENT_NAMESPACE_ROOT = "kb_docs"
 STRATEGIES = ("dense", "keyword", "hybrid", "graph", "fusion")
 MAX_TOP_K = 50
-RRF_K = 60
 COMMON_NAME_SHARE = 0.1  # a query name this share of a KB's chunks hold is left out of its vector
 PAGE_SIZE = 500
 PUT_BATCH = 128

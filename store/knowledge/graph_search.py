@@ -27,6 +27,7 @@ import numpy as np
 from langgraph.store.base import BaseStore, GetOp, Item
 
 from store.embeddings import get_embeddings
+from store.fusion import reciprocal_rank_fusion
 from store.knowledge.config import COMMON_NAME_SHARE, MAX_TOP_K
 from store.knowledge.extract import STOP_WORDS, SUBJECT_RELATION, entity_key, query_phrases
 from store.knowledge.graph import GraphData, backend_for
@@ -311,12 +312,12 @@ def fuse_rankings(rankings: dict[str, list[Hit]]) -> list[Hit]:
     to the graph's order. Each hit's score is its fused score."""
     ranks = {name: {hit.id: rank for rank, hit in enumerate(hits, 1)} for name, hits in rankings.items()}
     by_id = {hit.id: hit for hits in rankings.values() for hit in hits}
-    scores: dict[str, float] = {}
-    for name, hits in rankings.items():
-        for rank, hit in enumerate(hits, 1):
-            scores[hit.id] = scores.get(hit.id, 0.0) + FUSION_WEIGHTS[name] / (FUSION_K + rank)
+    names = list(rankings)
+    scores = reciprocal_rank_fusion(
+        [[hit.id for hit in rankings[name]] for name in names], FUSION_K, [FUSION_WEIGHTS[name] for name in names]
+    )
     last = len(rankings.get("graph", [])) + 1
-    fused = sorted(scores.items(), key=lambda pair: (-pair[1], ranks.get("graph", {}).get(pair[0], last), pair[0]))
+    fused = sorted(scores, key=lambda pair: (-pair[1], ranks.get("graph", {}).get(pair[0], last), pair[0]))
     return [Hit(key, by_id[key].value, score) for key, score in fused]
 
 

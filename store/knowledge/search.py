@@ -19,7 +19,6 @@ from store.hybrid import Scored, per_document
 from store.knowledge.config import (
     COMMON_NAME_SHARE,
     MAX_TOP_K,
-    RRF_K,
     STRATEGIES,
     KnowledgeConfig,
     knowledge_config,
@@ -87,15 +86,6 @@ async def common_names(store: BaseStore, kb: str, entry: dict, query: str) -> se
 async def _vector_query(store: BaseStore, kb: str, entry: dict, query: str) -> str:
     """The query the vector searches embed: `query` without its `common_names`."""
     return without_names(query, await common_names(store, kb, entry, query))
-
-
-def reciprocal_rank_fusion(rankings: Sequence[Sequence[str]], k: int = RRF_K) -> list[tuple[str, float]]:
-    """Fuse ranked id lists: score(d) = sum over lists of 1 / (k + rank of d), ranks from 1. Best first."""
-    scores: dict[str, float] = {}
-    for ranking in rankings:
-        for rank, doc_id in enumerate(ranking, 1):
-            scores[doc_id] = scores.get(doc_id, 0.0) + 1.0 / (k + rank)
-    return sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))
 
 
 def _candidate_depth(top_k: int) -> int:
