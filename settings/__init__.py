@@ -427,6 +427,18 @@ class SettingsValues(BaseModel):
         le=10,
         description="Hybrid knowledge-base search: bonus of chunks that hold a name of the query which at least 10% of the KB's chunks hold (the person a chat-log question asks about); 0 = no bonus.",
     )
+    KB_NEIGHBOUR_WEIGHT: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="Hybrid knowledge-base search: a top hit brings its neighbours (the chunks just before and after it in its document, and the documents dated just before and after it, at most an hour apart: the messages around one message of a chat log) into the ranking, scored this share of the hit's score; 0 = off.",
+    )
+    KB_NEIGHBOUR_TURNS: int = Field(
+        1,
+        ge=0,
+        le=5,
+        description="Hybrid knowledge-base search: how many neighbours before and after a top hit count.",
+    )
     KB_HYBRID_KEYWORD_WEIGHT: float = Field(
         0.8,
         ge=0,
