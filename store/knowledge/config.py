@@ -51,8 +51,8 @@ class KnowledgeConfig:
     hybrid_keyword_weight: float = 0.8
     time_weight: float = 1.0
     name_weight: float = 0.5
-    neighbour_weight: float = 0.5
-    neighbour_turns: int = 1
+    neighbour_weight: float = 0.8
+    neighbour_turns: int = 2
 
 
 def knowledge_config() -> KnowledgeConfig:
