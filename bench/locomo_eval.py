@@ -4,7 +4,7 @@ evidence), through the project's own write and recall paths, on the embedded Pos
 
     python -m bench.locomo_eval PATH                 # load (schema bench_locomo), evaluate, keep data
     python -m bench.locomo_eval PATH --reuse         # evaluate the data already loaded
-    python -m bench.locomo_eval PATH --paths chat --json out.json
+    python -m bench.locomo_eval PATH --paths chat --json out.json   # with each question's ranking
 
 PATH is the benchmark's `data/locomo10.json` (a list of samples with `conversation` and `qa`), or
 one sample file / a folder of sample files of the same shape (the data is not part of this
@@ -175,7 +175,7 @@ async def evaluate(pg_store, conversations: list[Conversation], paths: list[str]
     report: dict = {}
     for path in paths:
         sums: dict = defaultdict(lambda: defaultdict(list))
-        latencies = []
+        latencies, per_question = [], {}
         for conv in conversations:
             now = conv.turns[-1].at + timedelta(days=1)
             for question in conv.questions:
@@ -183,6 +183,12 @@ async def evaluate(pg_store, conversations: list[Conversation], paths: list[str]
                 ranked = await search(pg_store, path, conv, question.text, owners, now)
                 latencies.append((time.perf_counter() - started) * 1000)
                 wanted = set(question.evidence)
+                per_question[question.id] = {
+                    "question": question.text,
+                    "category": question.category,
+                    "evidence": list(question.evidence),
+                    "ranked": ranked[: max(KS)],
+                }
                 for k in KS:
                     value = len(wanted & set(ranked[:k])) / len(wanted)
                     for group in ("all", f"evidence {evidence_bucket(question)}", question.category):
@@ -192,6 +198,7 @@ async def evaluate(pg_store, conversations: list[Conversation], paths: list[str]
                 g: {k: statistics.mean(v) for k, v in ks.items()} | {"n": len(ks[KS[0]])} for g, ks in sums.items()
             },
             "ms": {"p50": statistics.median(latencies), "p95": statistics.quantiles(latencies, n=20)[-1]},
+            "per_question": per_question,
         }
     return report
 

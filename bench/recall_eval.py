@@ -194,17 +194,15 @@ TUNE_POOL = 100  # what recall(top_k=20) fetches per signal (20 * MEMORY_CANDIDA
 
 
 def _second_weights(path: str) -> tuple[str, tuple[float, ...]]:
-    """The weight tuned beside the keyword weight: KB name (time as configured), memory
-    neighbour (speaker as configured)."""
-    if path == "kb_hybrid":
-        return ("name", (0.0, 0.1, 0.2, 0.3, 0.5, 1.0))
-    return ("neighbour", (0.0, 0.5, 0.7, 0.8, 0.9, 0.95))
+    """The weight tuned beside the keyword weight: the neighbour weight (time, name and speaker
+    weights as configured)."""
+    return ("neighbour", (0.0, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95))
 
 
 async def tune(pg_store, conversations: list[Conversation], paths: list[str], owners: dict) -> None:
     """Grid of fusion weights on the HELD-IN questions only, through the product's own ranking
-    (`store.hybrid.gather` once per question, then its `rank` per weight pair): keyword weight x neighbour weight (memory) or x name weight (KB),
-    time weight as configured. Prints R@5/10/20 overall, each category's R@10, and the
+    (`store.hybrid.gather` once per question, then its `rank` per weight pair): keyword weight x
+    neighbour weight, time, name and speaker weights as configured. Prints R@5/10/20 overall, each category's R@10, and the
     worst category's R@10 minus the better single signal's (negative: fusion lost there): the ten
     best pairs, each signal alone, then every second weight at the configured keyword weight."""
     held_in = [c for c in conversations if c.index in HELD_IN_CONVERSATIONS]
@@ -221,7 +219,7 @@ async def tune(pg_store, conversations: list[Conversation], paths: list[str], ow
             for question in conv.questions:
                 if path == "kb_hybrid":
                     corpus: hybrid.Corpus = KnowledgeBaseCorpus(pg_store, kb_of(conv), entry)
-                    policy = kb_policy(kb_config)
+                    policy = kb_policy(replace(kb_config, neighbour_weight=kb_config.neighbour_weight or 1.0))
                 else:
                     corpus = MemoryCorpus(pg_store, memory.namespace(user_of(conv), kind), {}, config, now)
                     policy = memory_policy(config)
@@ -234,7 +232,7 @@ async def tune(pg_store, conversations: list[Conversation], paths: list[str], ow
                 per: dict = defaultdict(lambda: defaultdict(list))
                 for question, signal in rows:
                     if path == "kb_hybrid":
-                        weights = replace(policy, keyword_weight=keyword_weight, name_weight=other)
+                        weights = replace(policy, keyword_weight=keyword_weight, neighbour_weight=other)
                         ranked = [{r.item.value["source"].removeprefix("turn:")} for r in hybrid.rank(signal, weights)]
                     else:
                         weights = replace(policy, keyword_weight=keyword_weight, neighbour_weight=other)
@@ -257,7 +255,7 @@ async def tune(pg_store, conversations: list[Conversation], paths: list[str], ow
         print(f"\ntuning {path} on {len(rows)} held-in questions (keyword weight, {second} weight)")
         best = sorted(grid.items(), key=lambda kv: -kv[1]["all"][10])
         configured = (
-            (kb_config.hybrid_keyword_weight, kb_config.name_weight)
+            (kb_config.hybrid_keyword_weight, kb_config.neighbour_weight)
             if path == "kb_hybrid"
             else (config.keyword_weight, memory.memory_config().neighbour_weight)
         )

@@ -427,6 +427,18 @@ class SettingsValues(BaseModel):
         le=10,
         description="Hybrid knowledge-base search: bonus of chunks that hold a name of the query which at least 10% of the KB's chunks hold (the person a chat-log question asks about); 0 = no bonus.",
     )
+    KB_NEIGHBOUR_WEIGHT: float = Field(
+        0.8,
+        ge=0,
+        le=1,
+        description="Hybrid knowledge-base search: a top hit brings its neighbours (the chunks just before and after it in its document, and the documents dated just before and after it, at most an hour apart: the messages around one message of a chat log) into the ranking, scored this share of the hit's score; 0 = off.",
+    )
+    KB_NEIGHBOUR_TURNS: int = Field(
+        2,
+        ge=0,
+        le=5,
+        description="Hybrid knowledge-base search: how many neighbours before and after a top hit count.",
+    )
     KB_HYBRID_KEYWORD_WEIGHT: float = Field(
         0.8,
         ge=0,
@@ -508,7 +520,7 @@ class SettingsValues(BaseModel):
         description="Hybrid memory search: a top hit brings the messages of its conversation written just before and after it into the ranking, scored this share of the hit's score (a reply found by the words of the message it answers); 0 = off.",
     )
     MEMORY_NEIGHBOUR_TURNS: int = Field(
-        1,
+        2,
         ge=0,
         le=5,
         description="Hybrid memory search: how many messages before and after a top hit count as its neighbours (same conversation thread).",

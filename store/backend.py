@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import asyncio
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import cast
+from typing import Any, cast
 
 from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchItem
 
@@ -132,20 +132,13 @@ class InProcessBackend:
     async def neighbours(self, ns: tuple[str, ...], keys: Sequence[str], window: int) -> dict[str, list[Item]]:
         """For each of `keys` with a `thread_id`, the `window` items of its thread written just
         before it and the `window` just after it (by `created_at`)."""
-        threads: dict[str, list[Item]] = {}
-        for item in await self.scan(ns, self.scan_limit):
-            if item.value.get("thread_id"):
-                threads.setdefault(str(item.value["thread_id"]), []).append(item)
-        position = {}
-        for thread in threads.values():
-            thread.sort(key=lambda item: str(item.value.get("created_at") or ""))
-            position.update({item.key: (thread, index) for index, item in enumerate(thread)})
-        found = {}
-        for key in keys:
-            if key in position:
-                thread, index = position[key]
-                found[key] = thread[max(index - window, 0) : index] + thread[index + 1 : index + 1 + window]
-        return found
+        return _adjacent(
+            await self.scan(ns, self.scan_limit),
+            keys,
+            window,
+            lambda value: str(value["thread_id"]) if value.get("thread_id") else None,
+            lambda value: str(value.get("created_at") or ""),
+        )
 
     async def list_items(
         self, namespaces: Sequence[tuple[str, ...]], now: datetime, limit: int, listing: Listing
@@ -181,6 +174,18 @@ class InProcessBackend:
         items = {item.key: item for item in await self.scan(ns)}
         texts = [(key, item.value["content"]) for key, item in items.items()]
         return [(items[key], score) for key, score in (await asyncio.to_thread(bm25_rank, query, texts))[:limit]]
+
+    async def kb_neighbours(self, ns: tuple[str, ...], keys: Sequence[str], window: int) -> dict[str, list[Item]]:
+        """For each chunk of `keys` (in `ns`), the `window` chunks just before it and the `window`
+        just after it in the order (document date, source, position); an undated chunk's
+        neighbours are of its own document only."""
+        return _adjacent(
+            await self.scan(ns),
+            keys,
+            window,
+            lambda value: "" if value.get("date") else f"source:{value.get('source')}",
+            lambda value: (str(value.get("date") or ""), str(value.get("source")), int(value.get("position") or 0)),
+        )
 
     async def kb_document_frequencies(self, ns: tuple[str, ...], kb: str, words: Sequence[str]) -> dict[str, int]:
         """How many chunks of `kb` hold each word."""
@@ -255,6 +260,12 @@ class SQLBackend(InProcessBackend):
     async def kb_document_frequencies(self, ns: tuple[str, ...], kb: str, words: Sequence[str]) -> dict[str, int]:
         return await self.sql.kb_document_frequencies(kb, words, self.text_search_config)
 
+    async def kb_neighbours(self, ns: tuple[str, ...], keys: Sequence[str], window: int) -> dict[str, list[Item]]:
+        found: dict[str, list[Item]] = {}
+        for hit, item in await self.sql.kb_neighbours(".".join(ns), keys, window):
+            found.setdefault(hit, []).append(item)
+        return found
+
 
 Backend = InProcessBackend  # the interface; SQLBackend is the other implementation
 _IN_PROCESS: weakref.WeakKeyDictionary[BaseStore, InProcessBackend] = weakref.WeakKeyDictionary()
@@ -274,6 +285,32 @@ def backend_for(store: BaseStore) -> Backend:
         return _IN_PROCESS[store]
     except TypeError:  # a store that cannot be weakly referenced: a backend per call
         return InProcessBackend(store, settings().MEMORY_SCAN_LIMIT)
+
+
+def _adjacent(
+    items: Sequence[Item],
+    keys: Sequence[str],
+    window: int,
+    group: Callable[[dict], str | None],
+    order: Callable[[dict], Any],
+) -> dict[str, list[Item]]:
+    """For each of `keys`, the `window` items before it and the `window` after it among the
+    items of its `group` (None: in none) sorted by `order`."""
+    groups: dict[str, list[Item]] = {}
+    for item in items:
+        name = group(item.value)
+        if name is not None:
+            groups.setdefault(name, []).append(item)
+    position = {}
+    for members in groups.values():
+        members.sort(key=lambda item: order(item.value))
+        position.update({item.key: (members, index) for index, item in enumerate(members)})
+    found = {}
+    for key in keys:
+        if key in position:
+            members, index = position[key]
+            found[key] = members[max(index - window, 0) : index] + members[index + 1 : index + 1 + window]
+    return found
 
 
 def _lock() -> asyncio.Lock:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Protocol, TypeVar
 
 from store.dates import query_window
@@ -71,8 +71,10 @@ class Policy:
     `time_weight`: bonus of candidates dated in the range the query names (0: no date handling).
     `name_weight`: bonus of candidates of the names the query holds, by `name_bonus`:
     "speaker" (`speaker_share` of the value's `speaker`) or "mention" (the text holds the name).
-    `neighbour_weight`, `neighbour_turns`: thread neighbours of the top hits ranked in
-    (`with_neighbours`). `text_field`, `date_field`: the value's text and date; `document_field`:
+    `neighbour_weight`, `neighbour_turns`: neighbours of the top hits (what the corpus calls
+    adjacent: the same thread's messages, a document's chunks or the documents dated next to it)
+    ranked in (`with_neighbours`); `neighbour_gap`: a neighbour of another document dated further
+    than this from its hit is left out (None: no limit). `text_field`, `date_field`: the value's text and date; `document_field`:
     candidates sharing it compete as one document (None: each on its own)."""
 
     keyword_weight: float
@@ -82,6 +84,7 @@ class Policy:
     keyword_method: str | None = None
     neighbour_weight: float = 0.0
     neighbour_turns: int = 0
+    neighbour_gap: timedelta | None = None
     text_field: str = "text"
     date_field: str = "created_at"
     document_field: str | None = None
@@ -134,6 +137,13 @@ async def gather(corpus: Corpus, policy: Policy, query: str, depth: int, now: da
     if policy.neighbour_weight and policy.neighbour_turns:
         seeds = [item.key for item, _ in dense[:NEIGHBOUR_SEEDS]] + [item.key for item, _ in keyword[:NEIGHBOUR_SEEDS]]
         signals.neighbours = await corpus.neighbours(list(dict.fromkeys(seeds)), policy.neighbour_turns)
+        if policy.neighbour_gap is not None:
+            values = {item.key: item.value for item, _ in [*dense, *keyword]}
+            signals.neighbours = {
+                key: [item for item in items if close(values[key], item.value, policy)]
+                for key, items in signals.neighbours.items()
+                if key in values
+            }
     if dated:
         signals.in_range = {item.key for item, _ in dated[0]}
         known = {item.key for item, _ in dense}
@@ -179,6 +189,18 @@ def rank(signals: Signals, policy: Policy) -> list[Ranked]:
 async def search(corpus: Corpus, policy: Policy, query: str, depth: int, now: datetime) -> list[Ranked]:
     """`rank` of `gather`: hybrid candidates, best first."""
     return rank(await gather(corpus, policy, query, depth, now), policy)
+
+
+def close(hit: dict, neighbour: dict, policy: Policy) -> bool:
+    """Whether a neighbour counts for its hit under `policy.neighbour_gap`: of the same document,
+    or both dated at most the gap apart."""
+    document = policy.document_field
+    if document and hit.get(document) == neighbour.get(document):
+        return True
+    first, second = hit.get(policy.date_field), neighbour.get(policy.date_field)
+    if not first or not second or policy.neighbour_gap is None:
+        return policy.neighbour_gap is None
+    return abs(datetime.fromisoformat(first) - datetime.fromisoformat(second)) <= policy.neighbour_gap
 
 
 def name_share(value: dict, names: set[str], policy: Policy) -> float:

@@ -485,6 +485,51 @@ class StoreSQL:
             for row in rows
         ]
 
+    async def kb_neighbours(self, prefix: str, keys: Sequence[str], window: int) -> list[tuple[str, Item]]:
+        """(hit key, neighbour) pairs: for each of `keys` (chunks in namespace `prefix`), the
+        `window` chunks just before it and the `window` just after it in the order (document
+        date, source, position), undated chunks only within their own document."""
+        order = "coalesce(s.value->>'date', ''), s.value->>'source', (s.value->>'position')::int"
+        backwards = "coalesce(s.value->>'date', '') DESC, s.value->>'source' DESC, (s.value->>'position')::int DESC"
+        rows = await self._fetch(
+            f"""
+            WITH hit AS (
+                SELECT key, coalesce(value->>'date', '') AS at, value->>'source' AS source,
+                       (value->>'position')::int AS position
+                FROM store WHERE prefix = %(prefix)s AND key = ANY(%(keys)s)
+            )
+            SELECT hit.key AS hit, n.key, n.value, n.created_at, n.updated_at FROM hit
+            CROSS JOIN LATERAL (
+                (SELECT s.key, s.value, s.created_at, s.updated_at FROM store s
+                 WHERE s.prefix = %(prefix)s AND ({order}) < (hit.at, hit.source, hit.position)
+                   AND (hit.at <> '' OR s.value->>'source' = hit.source)
+                   AND (s.expires_at IS NULL OR s.expires_at > NOW())
+                 ORDER BY {backwards} LIMIT %(window)s)
+                UNION ALL
+                (SELECT s.key, s.value, s.created_at, s.updated_at FROM store s
+                 WHERE s.prefix = %(prefix)s AND ({order}) > (hit.at, hit.source, hit.position)
+                   AND (hit.at <> '' OR s.value->>'source' = hit.source)
+                   AND (s.expires_at IS NULL OR s.expires_at > NOW())
+                 ORDER BY {order} LIMIT %(window)s)
+            ) AS n
+            """,
+            {"prefix": prefix, "keys": list(keys), "window": window},
+        )
+        namespace = tuple(prefix.split("."))
+        return [
+            (
+                row["hit"],
+                Item(
+                    value=row["value"],
+                    key=row["key"],
+                    namespace=namespace,
+                    created_at=row["created_at"],
+                    updated_at=row["updated_at"],
+                ),
+            )
+            for row in rows
+        ]
+
     async def memory_speakers(self, prefix: str) -> list[str]:
         """Who said the memories of namespace `prefix` (speakers given when they were written;
         a speaker stays listed after single deletions, until `delete_under`)."""

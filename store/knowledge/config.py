@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, fields
+from datetime import timedelta
 
 from settings import settings
 
@@ -13,6 +14,7 @@ DOCUMENT_NAMESPACE_ROOT = "kb_docs"
 STRATEGIES = ("dense", "keyword", "hybrid", "graph", "fusion")
 MAX_TOP_K = 50
 COMMON_NAME_SHARE = 0.1  # a query name this share of a KB's chunks hold is left out of its vector
+NEIGHBOUR_GAP = timedelta(hours=1)  # documents dated further apart are not neighbours in hybrid search
 PAGE_SIZE = 500
 PUT_BATCH = 128
 GROUP_CHUNKS = 512
@@ -48,6 +50,8 @@ class KnowledgeConfig:
     hybrid_keyword_weight: float = 0.8
     time_weight: float = 1.0
     name_weight: float = 0.5
+    neighbour_weight: float = 0.8
+    neighbour_turns: int = 2
 
 
 def knowledge_config() -> KnowledgeConfig:

@@ -19,6 +19,7 @@ from store.hybrid import Scored, per_document
 from store.knowledge.config import (
     COMMON_NAME_SHARE,
     MAX_TOP_K,
+    NEIGHBOUR_GAP,
     STRATEGIES,
     KnowledgeConfig,
     knowledge_config,
@@ -157,12 +158,17 @@ async def keyword_search(store: BaseStore, kb: str, query: str, top_k: int = 5) 
 
 def kb_policy(config: KnowledgeConfig, keyword_weight: float | None = None) -> hybrid.Policy:
     """The hybrid ranking of knowledge bases: keyword scores as given (a share of the query's
-    BM25 ceiling), a bonus for chunks holding the query's `common_names`, documents compete."""
+    BM25 ceiling), a bonus for chunks holding the query's `common_names`, neighbours (the chunks
+    next to a hit in its document, the documents dated next to it within NEIGHBOUR_GAP: the
+    messages around a message of a chat log), documents compete."""
     return hybrid.Policy(
         keyword_weight=config.hybrid_keyword_weight if keyword_weight is None else keyword_weight,
         time_weight=config.time_weight,
         name_weight=config.name_weight,
         keyword_method="given",
+        neighbour_weight=config.neighbour_weight,
+        neighbour_turns=config.neighbour_turns,
+        neighbour_gap=NEIGHBOUR_GAP,
         text_field="content",
         date_field="date",
         document_field="source",
@@ -186,8 +192,10 @@ class KnowledgeBaseCorpus:
     async def keyword(self, query: str, limit: int) -> list[Scored]:
         return [(hit, hit.score) for hit in await _keyword_hits(self.store, self.kb, self.entry, query, limit)]
 
-    async def neighbours(self, keys: Sequence[str], window: int) -> dict:
-        return {}
+    async def neighbours(self, keys: Sequence[str], window: int) -> dict[str, list[hybrid.Candidate]]:
+        """The chunks next to each of `keys`: in its document, and the documents dated next to it."""
+        near = await backend_for(self.store).kb_neighbours(chunk_namespace(self.kb), keys, window) if keys else {}
+        return {key: [Hit(item.key, dict(item.value), 0.0) for item in items] for key, items in near.items()}
 
 
 async def hybrid_search(

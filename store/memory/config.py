@@ -55,7 +55,7 @@ class MemoryConfig:
     time_weight: float = 1.0
     speaker_weight: float = 0.5
     neighbour_weight: float = 0.5
-    neighbour_turns: int = 1
+    neighbour_turns: int = 2
     scoring: str = "plain"
 
 

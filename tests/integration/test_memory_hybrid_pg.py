@@ -284,3 +284,36 @@ async def test_thread_neighbours_on_postgres_are_the_messages_just_before_and_af
         assert sorted(item.key for item in wider[ids[2]]) == sorted([ids[0], ids[1], ids[3], ids[4]])
         results = await memory.recall(s, "nb", "message 2", "chat", top_k=3, record_access=False)
         assert results and results[0]["id"] == ids[2]
+
+
+async def test_kb_neighbours_on_postgres_are_a_documents_chunks_and_the_documents_dated_next_to_it(pg_schema):
+    from store.backend import backend_for
+
+    at = datetime(2023, 6, 1, 9, tzinfo=UTC)
+    long = " ".join(f"Paragraph {i} talks about topic number {i} at some length." for i in range(60))
+    async with store() as s:
+        await knowledge.create_kb(s, "mixed")
+        await knowledge.ingest_texts(
+            s,
+            "mixed",
+            [
+                {"text": long, "source": "manual"},
+                {"text": "The first dated note.", "source": "b-note", "date": at},
+                {"text": "The second dated note.", "source": "a-note", "date": at + timedelta(minutes=1)},
+                {"text": "The third dated note.", "source": "c-note", "date": at + timedelta(minutes=2)},
+            ],
+            chunk_size=200,
+            chunk_overlap=0,
+        )
+        ns = knowledge.chunk_namespace("mixed")
+        items = await s.asearch(ns, limit=1000)
+        chunks = {(item.value["source"], item.value["position"]): item.key for item in items}
+        assert ("manual", 11) in chunks  # positions past 9: ordered as numbers, not text
+        keys = [chunks[("manual", 1)], chunks[("manual", 9)], chunks[("a-note", 0)], chunks[("manual", 0)]]
+        found = await backend_for(s).kb_neighbours(ns, keys, 1)
+        assert {key: [item.key for item in items] for key, items in found.items()} == {
+            chunks[("manual", 1)]: [chunks[("manual", 0)], chunks[("manual", 2)]],
+            chunks[("manual", 9)]: [chunks[("manual", 8)], chunks[("manual", 10)]],
+            chunks[("a-note", 0)]: [chunks[("b-note", 0)], chunks[("c-note", 0)]],  # by date, not by name
+            chunks[("manual", 0)]: [chunks[("manual", 1)]],  # undated: its own document only
+        }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -672,3 +673,82 @@ async def test_tools_read_the_knowledge_bases_of_the_runs_user():
     assert (
         "flowerpot" in (await knowledge_base_search("spare key", "diary", strategy="keyword", runtime=ops))["context"]
     )
+
+
+# --- neighbours in hybrid search -----------------------------------------------------------------
+
+SOURDOUGH = [
+    "Maya: Did you ever get the sourdough starter going?",
+    "Tom: Yes! Three so far, and the last one finally came out right.",
+    "Maya: The weather has been so grey lately.",
+    "Tom: Work has been crazy this week.",
+    "Maya: I bought flour and yeast at the market.",
+    "Tom: The bakery on the corner closed down.",
+    "Maya: Bread prices went up again.",
+    "Tom: My starter for the quiz night was a disaster.",
+]
+
+
+async def chat_log_kb(minutes_apart: list[int]) -> InMemoryStore:
+    """SOURDOUGH as a knowledge base of one dated document per message."""
+    store = new_store()
+    await knowledge.create_kb(store, "log")
+    at = datetime(2023, 6, 1, 9, tzinfo=UTC)
+    documents = [
+        {"text": text, "source": f"turn-{i}", "date": at + timedelta(minutes=minutes)}
+        for i, (text, minutes) in enumerate(zip(SOURDOUGH, minutes_apart, strict=True))
+    ]
+    await knowledge.ingest_texts(store, "log", documents)
+    return store
+
+
+async def test_a_reply_in_a_chat_log_kb_is_found_through_the_message_it_answers(monkeypatch):
+    # The reply (turn-1) says nothing of the topic; the document dated just before it does.
+    store = await chat_log_kb([0, 1, 2, 3, 4, 5, 6, 7])
+    question = "Did the sourdough starter work out?"
+    monkeypatch.setenv("KB_NEIGHBOUR_WEIGHT", "0.9")
+    found = await knowledge.hybrid_search(store, "log", question, top_k=3)
+    assert [r["source"] for r in found["retrieval_results"][:2]] == ["turn-0", "turn-1"]
+    monkeypatch.setenv("KB_NEIGHBOUR_WEIGHT", "0")
+    alone = await knowledge.hybrid_search(store, "log", question, top_k=3)
+    assert "turn-1" not in [r["source"] for r in alone["retrieval_results"][:2]]
+
+
+async def test_documents_dated_far_apart_are_not_neighbours(monkeypatch):
+    # The same log, but the reply (the next document) was written two days after the question.
+    store = await chat_log_kb([0, *(2 * 24 * 60 + minute for minute in range(7))])
+    monkeypatch.setenv("KB_NEIGHBOUR_WEIGHT", "0.9")
+    found = await knowledge.hybrid_search(store, "log", "Did the sourdough starter work out?", top_k=3)
+    assert "turn-1" not in [r["source"] for r in found["retrieval_results"][:2]]
+
+
+async def test_kb_neighbours_are_a_documents_chunks_and_the_documents_dated_next_to_it():
+    from store.backend import backend_for
+    from store.knowledge.registry import chunk_namespace
+
+    store = new_store()
+    await knowledge.create_kb(store, "mixed")
+    at = datetime(2023, 6, 1, 9, tzinfo=UTC)
+    long = " ".join(f"Paragraph {i} talks about topic number {i} at some length." for i in range(60))
+    await knowledge.ingest_texts(
+        store,
+        "mixed",
+        [
+            {"text": long, "source": "manual"},
+            {"text": "The first dated note.", "source": "b-note", "date": at},
+            {"text": "The second dated note.", "source": "a-note", "date": at + timedelta(minutes=1)},
+            {"text": "The third dated note.", "source": "c-note", "date": at + timedelta(minutes=2)},
+        ],
+        chunk_size=200,
+        chunk_overlap=0,
+    )
+    chunks = {(item.value["source"], item.value["position"]): item.key for item in await all_chunks(store, "mixed")}
+    assert ("manual", 2) in chunks
+    found = await backend_for(store).kb_neighbours(
+        chunk_namespace("mixed"), [chunks[("manual", 1)], chunks[("a-note", 0)], chunks[("manual", 0)]], 1
+    )
+    assert {key: [item.key for item in items] for key, items in found.items()} == {
+        chunks[("manual", 1)]: [chunks[("manual", 0)], chunks[("manual", 2)]],
+        chunks[("a-note", 0)]: [chunks[("b-note", 0)], chunks[("c-note", 0)]],  # by date, not by name
+        chunks[("manual", 0)]: [chunks[("manual", 1)]],  # undated: its own document only
+    }

@@ -407,3 +407,31 @@ def test_each_store_gets_one_backend_chosen_once():
     assert backend_for(first) is backend_for(first)
     assert backend_for(first) is not backend_for(second)
     assert backend_for(first).store is first
+
+
+async def test_the_two_messages_after_a_hit_come_with_it_by_default(store, monkeypatch):
+    # "How did Tom take it, and what did Maya add?": the news, the reply, and the answer to it.
+    monkeypatch.setenv("MEMORY_NEIGHBOUR_WEIGHT", "0.9")  # the window's default is under test
+    at = day(2023, 6, 1) + timedelta(hours=9)
+    said = [
+        ("Maya", "The weather has been so grey lately."),
+        ("Maya", "I sprained my ankle playing five-a-side football, the doctor says six weeks off."),
+        ("Tom", "Oh no, that sounds rough."),
+        ("Maya", "Yeah, still processing it to be honest."),
+        ("Tom", "Work has been crazy this week."),
+        ("Maya", "I bought flour and yeast at the market."),
+        ("Tom", "The bakery on the corner closed down."),
+        ("Maya", "Bread prices went up again."),
+    ]
+    written = [
+        await memory.record_chat_message(
+            store, "u", "user" if who == "Maya" else "assistant", text, "t1", speaker=who, now=at + timedelta(minutes=i)
+        )
+        for i, (who, text) in enumerate(said)
+    ]
+    question = "What happened with the football injury?"
+    found = await memory.recall(store, "u", question, "chat", top_k=4, record_access=False)
+    assert {r["id"] for r in found} == {w["id"] for w in written[:4]}  # and the message before it
+    monkeypatch.setenv("MEMORY_NEIGHBOUR_TURNS", "1")
+    narrow = await memory.recall(store, "u", question, "chat", top_k=4, record_access=False)
+    assert written[3]["id"] not in {r["id"] for r in narrow}
