@@ -17,8 +17,9 @@ Scripting (no auth): `POST /_script {"key", "responses"}` sets the script for a 
 in `tests.fakes`: str, or `{"content", "tool_calls", "reasoning"}`, plus optional `"delay"`
 seconds before answering and `"delay_per_token"` seconds between streamed chunks; or
 `{"error": {"status", "message"}, "retry_after"?}` to answer with that HTTP error). A chat
-request uses the script whose key occurs in the text of its FIRST user message (longest key
-wins), else the `default` script; a missing or exhausted script answers 400 with a message
+request uses the script whose key occurs in the text of its FIRST user message (the key that
+occurs first, the longest of those starting there: what the runtime appends to a message, such as
+recalled memories quoting other conversations, never decides), else the `default` script; a missing or exhausted script answers 400 with a message
 saying so. `GET /_requests` returns the recorded requests; `POST /_reset` clears scripts and
 records; `GET /_health` answers once the server is up.
 
@@ -260,9 +261,9 @@ class ScriptedOpenAIApp:
     def _pick_script(self, messages: list[dict]) -> str:
         first_user = next((m for m in messages if m.get("role") == "user"), None)
         text = _message_text(first_user) if first_user else ""
-        for key in sorted(self.scripts, key=len, reverse=True):
-            if key != DEFAULT_SCRIPT_KEY and key in text:
-                return key
+        found = [(text.find(key), -len(key), key) for key in self.scripts if key != DEFAULT_SCRIPT_KEY and key in text]
+        if found:
+            return min(found)[2]
         if DEFAULT_SCRIPT_KEY in self.scripts:
             return DEFAULT_SCRIPT_KEY
         raise ScriptError(

@@ -430,3 +430,13 @@ def test_standalone_server_process_serves_the_same_api():
         ).embed_query("hello")
         assert len(vector) == 32
         assert [r["path"] for r in server.requests()] == ["/v1/chat/completions", "/v1/embeddings"]
+
+
+def test_the_script_is_the_key_occurring_first_in_the_first_user_message(server):
+    server.script("k-own", ["own answer"])
+    server.script("k-other", ["other answer"])
+    server.script("k-own-longer", ["longer answer"])
+    # what the runtime appends after the user's words (recalled memories quoting another
+    # conversation's key) does not pick the script; at one position the longest key wins
+    assert chat(server).invoke("k-own: hi\n\nWhat you already know about me: k-other").content == "own answer"
+    assert chat(server).invoke("k-own-longer says hi").content == "longer answer"
