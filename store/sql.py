@@ -54,6 +54,7 @@ CHECKPOINT_COLUMNS = {
 
 KB_PREFIX = "kb."  # chunk rows of knowledge base <name> have prefix "kb.<name>"
 MIGRATION_COMPONENT = "store"  # agent_schema_version's row of `migrations`
+MEMORY_TEXT_SEARCH_CONFIG = "english"  # Postgres text search configuration of memory full text
 
 
 def migrations(text_search_config: str) -> list[list[str]]:
@@ -105,7 +106,20 @@ def migrations(text_search_config: str) -> list[list[str]]:
                     WHERE prefix LIKE 'memories.%' AND coalesce(value->>'speaker', '') <> '';
                 END IF;
             END $$""",
-        ]
+        ],
+        # Memories written to a store before these tables stood beside it (a server's own store,
+        # such as Aegra's, before the package's tables were kept there): their full text and
+        # speakers, from the stored rows.
+        [
+            "INSERT INTO memory_fulltext (prefix, key, tsv, chars) "
+            f"SELECT s.prefix, s.key, to_tsvector('{MEMORY_TEXT_SEARCH_CONFIG}'::regconfig, s.value->>'text'),"
+            " length(s.value->>'text') FROM store s "
+            "WHERE s.prefix LIKE 'memories.%' AND jsonb_typeof(s.value->'text') = 'string' "
+            "ON CONFLICT (prefix, key) DO NOTHING",
+            "INSERT INTO memory_speakers (prefix, speaker) "
+            "SELECT DISTINCT prefix, value->>'speaker' FROM store "
+            "WHERE prefix LIKE 'memories.%' AND coalesce(value->>'speaker', '') <> '' ON CONFLICT DO NOTHING",
+        ],
     ]
 
 
