@@ -41,7 +41,16 @@ from store.knowledge.config import knowledge_config
 from store.knowledge.graph import ensure_graph_schema
 from store.migrations import LOCK_ID as MIGRATION_LOCK_ID
 from store.migrations import migrate
-from store.sql import CHECKPOINT_COLUMNS, MIGRATION_COMPONENT, STORE_COLUMNS, StoreSQL, migrations
+from store.sql import (
+    CHECKPOINT_COLUMNS,
+    MIGRATION_COMPONENT,
+    STORE_COLUMNS,
+    StoreSQL,
+    migrations,
+    server_store_conninfo,
+    server_store_location,
+    store_location,
+)
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
@@ -478,44 +487,16 @@ async def store() -> AsyncIterator[PostgresStore]:
 
 _PREPARING: ContextVar[bool] = ContextVar("agent_engine_server_pool_preparing", default=False)
 _SERVER_BACKENDS: weakref.WeakKeyDictionary[AsyncPostgresStore, SQLBackend] = weakref.WeakKeyDictionary()
-# Where a store's table is: its schema, and what tells one database apart from another.
-_STORE_LOCATION_SQL = (
-    "SELECT n.nspname AS schema, current_database() AS db, pg_postmaster_start_time() AS started, "
-    "c.oid::bigint AS table_oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-    "WHERE c.oid = to_regclass('store')"
-)
 
 
 class StoreLocationError(RuntimeError):
     """The package's Postgres (POSTGRES_URI) is not the database of the server's store."""
 
 
-@asynccontextmanager
-async def _store_connection(server_store: AsyncPostgresStore) -> AsyncIterator[Any]:
-    """A connection of a LangGraph `AsyncPostgresStore` (`conn`: a pool, or one connection)."""
-    conn = server_store.conn
-    if isinstance(conn, AsyncConnectionPool):
-        async with conn.connection() as pooled:
-            yield pooled
-    else:
-        async with server_store.lock:
-            yield conn
-
-
-async def _location(conn: Any) -> dict | None:
-    """Where the `store` table this connection sees is (None: it sees none)."""
-    async with conn.cursor(row_factory=dict_row) as cur:
-        await cur.execute(_STORE_LOCATION_SQL)
-        return await cur.fetchone()
-
-
 def _store_conninfo(server_store: AsyncPostgresStore) -> str:
     """POSTGRES_URI when set, else the database the server's store connects to."""
     configured = settings().POSTGRES_URI
-    if configured:
-        return configured.get_secret_value()
-    conn = server_store.conn
-    return str(conn.conninfo) if isinstance(conn, AsyncConnectionPool) else conn.info.dsn
+    return configured.get_secret_value() if configured else server_store_conninfo(server_store)
 
 
 class ServerStorePool(DatabasePool["AsyncConnection[DictRow]"]):
@@ -551,8 +532,7 @@ class ServerStorePool(DatabasePool["AsyncConnection[DictRow]"]):
                 return
             token = _PREPARING.set(True)
             try:
-                async with _store_connection(self.server_store) as conn:
-                    theirs = await _location(conn)
+                theirs = await server_store_location(self.server_store)
                 if theirs is None:
                     raise StoreLocationError("The server's store has no `store` table: its setup() has not run.")
                 schema = theirs["schema"]
@@ -561,7 +541,7 @@ class ServerStorePool(DatabasePool["AsyncConnection[DictRow]"]):
                 cast(dict, self.kwargs)["options"] = _pool_settings(schema)["kwargs"]["options"]
                 await self.open(wait=True, timeout=30)
                 async with self.connection() as conn:
-                    ours = await _location(conn)
+                    ours = await store_location(conn)
                     if ours != theirs:
                         raise StoreLocationError(
                             f"POSTGRES_URI is not the database of the server's store (schema {schema!r} of "
@@ -570,7 +550,8 @@ class ServerStorePool(DatabasePool["AsyncConnection[DictRow]"]):
                         )
                     async with conn.transaction():
                         await conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK_ID,))
-                        await conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+                        # in `public`, like open_pool's, so every schema's tables see the type
+                        await conn.execute("CREATE EXTENSION IF NOT EXISTS vector SCHEMA public")
                 text_search_config = knowledge_config().text_search_config
                 await migrate(self, MIGRATION_COMPONENT, migrations(text_search_config))
                 await StoreSQL(self).sync_kb_fulltext(text_search_config)

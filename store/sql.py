@@ -123,6 +123,39 @@ def migrations(text_search_config: str) -> list[list[str]]:
     ]
 
 
+# Where the `store` table a connection sees is: its schema, and what tells one database apart
+# from another (a server's own store and the package's pool beside it must see the same table).
+STORE_LOCATION_SQL = (
+    "SELECT n.nspname AS schema, current_database() AS db, pg_postmaster_start_time() AS started, "
+    "c.oid::bigint AS table_oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+    "WHERE c.oid = to_regclass('store')"
+)
+
+
+async def store_location(conn: Any) -> dict | None:
+    """Where the `store` table this connection sees is (None: it sees none)."""
+    async with conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(STORE_LOCATION_SQL)
+        return await cur.fetchone()
+
+
+async def server_store_location(server_store: Any) -> dict | None:
+    """`store_location` over a LangGraph `AsyncPostgresStore`'s own connection (a server's store,
+    such as Aegra's; its `conn` is a pool or one connection, used under the store's `lock`)."""
+    conn = server_store.conn
+    if isinstance(conn, AsyncConnectionPool):
+        async with conn.connection() as pooled:
+            return await store_location(pooled)
+    async with server_store.lock:
+        return await store_location(conn)
+
+
+def server_store_conninfo(server_store: Any) -> str:
+    """The connection string of a LangGraph `AsyncPostgresStore`'s own connection."""
+    conn = server_store.conn
+    return str(conn.conninfo) if isinstance(conn, AsyncConnectionPool) else str(conn.info.dsn)
+
+
 class LibrarySchemaError(RuntimeError):
     """langgraph-checkpoint-postgres's tables are not what store/sql.py was written for."""
 
