@@ -9,7 +9,8 @@ and API keys, then, in order:
 3. `kill -9` of the replica running a streamed run: the run completes on another replica, the
    thread's final state has the question once and the answer once;
 4. `kill -9` of every replica, then the restart `scripts/prod` does: threads, checkpoints,
-   memories and knowledge bases intact, the run in flight ends in a terminal state;
+   memories and knowledge bases (their graph too: rows in Postgres, walked by the graph worker)
+   intact, the run in flight ends in a terminal state;
 5. Postgres stopped then started: the answers while it is down, time to recover;
 6. Redis stopped then started: the answers while it is down, time to recover.
 Prints each result and a summary of the figures (time to recover, runs lost, duplicates); exits
@@ -215,12 +216,17 @@ async def check_kill_every_replica(stack: ProdStack, model: Any, report: Report,
         created = await http.post("/api/v1/kb", json={"name": kb})
         upload = await http.post(
             f"/api/v1/kb/{kb}/documents",
-            files={"files": ("tea.md", b"# Tea\nGreen tea is steamed; black tea is oxidised.", "text/markdown")},
+            files=[
+                ("files", ("tea.md", b"# Tea\nGreen tea is steamed; black tea is oxidised.", "text/markdown")),
+                *[("files", (name, text.encode(), "text/plain")) for name, text in GRAPH_DOCUMENTS.items()],
+            ],
         )
         report.check(
             created.is_success and upload.is_success,
-            f"knowledge base {kb} created: {created.status_code}, document: {upload.status_code}",
+            f"knowledge base {kb} created: {created.status_code}, documents: {upload.status_code}",
         )
+    graph_before = graph_rows(stack.postgres_uri, kb)
+    report.check(graph_before[0] > 0, f"knowledge graph in Postgres: {graph_before} (entities, relations)")
     history_before = len(await alice.threads.get_history(done_thread, limit=100))
     state_before = (await alice.threads.get_state(done_thread))["values"]
     key = f"faultall{uuid.uuid4().hex[:8]}"
@@ -259,9 +265,51 @@ async def check_kill_every_replica(stack: ProdStack, model: Any, report: Report,
         hits = await http.post(f"/api/v1/kb/{kb}/search", json={"query": "green tea", "strategy": "keyword"})
         found = hits.status_code == 200 and "steamed" in hits.text
         report.check(found, f"knowledge base intact and searchable: {hits.status_code}")
+    graph_after = graph_rows(stack.postgres_uri, kb)
+    report.check(graph_after == graph_before, f"knowledge graph intact: {graph_after} (before {graph_before})")
+    paths = await graph_answer(alice, model, kb)
+    report.check(
+        ["Prajor Dynamics", "Edda Delkel"] in paths, f"the graph worker walks the graph after the restart: {paths}"
+    )
+    report.figures["kill_all_replicas_graph_rows"] = {"before": graph_before, "after": graph_after}
     report.figures["kill_all_replicas_back_s"] = round(back, 1)
     report.figures["kill_all_replicas_run_in_flight"] = f"{final} after {ended:.1f} s"
     report.figures["kill_all_replicas_runs_lost"] = 0 if final in TERMINAL else 1
+
+
+GRAPH_DOCUMENTS = {
+    "company.txt": "Prajor Dynamics is a manufacturer of precision sensors. Prajor Dynamics was founded in 1964 "
+    "by Edda Delkel.",
+    "founder.txt": "Edda Delkel (born 1931) is an engineer. Edda Delkel was born in Morvenholm and studied "
+    "chemistry at the Ostvel Institute.",
+}
+
+
+def graph_rows(postgres_uri: str, kb: str) -> tuple[int, int]:
+    """(entities, relations) of knowledge base `kb`'s graph in the package's tables beside
+    Aegra's store (the database's default schema)."""
+    with psycopg.connect(postgres_uri, autocommit=True) as conn:
+        counts = [
+            conn.execute(f"select count(*) from {table} where kb = %s", (kb,)).fetchone()
+            for table in ("kb_graph_entities", "kb_graph_relations")
+        ]
+    return (counts[0][0] if counts[0] else 0, counts[1][0] if counts[1] else 0)
+
+
+async def graph_answer(sdk: Any, model: Any, kb: str) -> list[list[str]]:
+    """The entity paths of the sources a router run's graph worker found in `kb`."""
+    key = f"graph{uuid.uuid4().hex[:8]}"
+    model.script(key, [{"content": "Morvenholm [1]."}])
+    thread = await sdk.threads.create()
+    question = f"{key} In which town was the founder of Prajor Dynamics born?"
+    await sdk.runs.wait(
+        thread["thread_id"],
+        "router",
+        input={"messages": [{"role": "user", "content": question}]},
+        context={"kb": kb, "retrieval_agents": ["graph_agent"]},
+    )
+    state = (await sdk.threads.get_state(thread["thread_id"]))["values"]
+    return [source.get("path") or [] for source in state.get("sources", [])]
 
 
 async def outage(

@@ -31,7 +31,7 @@ from settings.redact import install_log_redaction
 from store import knowledge
 from store.embeddings import preload_embeddings
 from store.knowledge.config import KB_NAME
-from store.postgres import keep_pool_fresh
+from store.postgres import StoreLocationError, close_server_backends, keep_pool_fresh, prepare_server_store
 from tools.identity import kb_reader
 from tools.quota import QuotaExceeded, charge
 from tools.server_api import server_pool
@@ -56,18 +56,33 @@ async def lifespan(app: FastAPI):
     """Keep configured secrets out of the log from the start (settings/redact.py) and one log
     record per failed run, load the embeddings model in the background, and run the MCP
     endpoint's session manager while the server runs; under Aegra, keep its Postgres pool
-    quick to reconnect."""
+    quick to reconnect and make the package's tables ready beside its store."""
     install_log_redaction()
     quiet_duplicate_run_errors()
     loading = asyncio.create_task(_load_embeddings())
     # Aegra's own Postgres pool: quick to serve again after a Postgres restart.
     pool = server_pool()
     fresh = asyncio.create_task(keep_pool_fresh(pool)) if pool is not None else None
+    if pool is not None:
+        # The package's tables beside Aegra's store, migrated before the first request needs them.
+        await _prepare_server_store()
     async with mcp.session_manager.run():
         yield
     loading.cancel()
     if fresh is not None:
         fresh.cancel()
+    await close_server_backends()
+
+
+async def _prepare_server_store() -> None:
+    """Open and migrate the package's tables beside the server's own store (store/postgres.py
+    `prepare_server_store`); with Postgres down, the first request that needs them does it."""
+    try:
+        await prepare_server_store(await kb_service.server_store())
+    except StoreLocationError:
+        raise  # a misconfiguration: the replica does not start, its log says why
+    except Exception as exc:
+        logger.warning("The package's tables beside the server's store are not ready yet: %s", exc)
 
 
 app = FastAPI(

@@ -4,7 +4,9 @@ chosen once per store by `backend_for`.
 
 - `SQLBackend`: the store `store.postgres.store()` builds carries one (`PostgresStore.backend`),
   the statements of store/sql.py on its pool, with the text search configuration it was opened
-  with.
+  with. A LangGraph Postgres store the server built itself (Aegra's) gets one too, on the
+  package's own pool beside that store's table (`store.postgres.server_store_backend`), so the
+  package's tables (full text, quotas, the knowledge graph) are in Postgres on every server.
 - `InProcessBackend`: any other store (InMemoryStore in unit tests and evals) gets one: the same
   calls answered by scanning the store's namespaces page by page (at most `scan_limit` items per
   namespace) and ranking in process (store/bm25.py). Full-text indexing is a no-op there.
@@ -23,13 +25,13 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchItem
+from langgraph.store.postgres.aio import AsyncPostgresStore
 
 from settings import settings
 from store.bm25 import bm25_rank, tokenize
 from store.dates import expired, parse_stamp, stamp
-from store.sql import StoreSQL
+from store.sql import MEMORY_TEXT_SEARCH_CONFIG, StoreSQL
 
-MEMORY_TEXT_SEARCH_CONFIG = "english"  # Postgres text search configuration of memory full text
 PAGE = 500
 DATED_SCAN = 10_000  # items scanned for a date range in process
 Scored = tuple[Item, float]
@@ -274,11 +276,17 @@ _LOCKS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = wea
 
 
 def backend_for(store: BaseStore) -> Backend:
-    """The store's backend: its own (`PostgresStore.backend`), else an in-process one, made once
-    per store with MEMORY_SCAN_LIMIT read then."""
+    """The store's backend, whichever store the server hands in: its own (`PostgresStore.backend`);
+    for another LangGraph Postgres store (the one Aegra builds itself), the package's SQL backend
+    on a pool of its own beside that store's table (`store.postgres.server_store_backend`), made
+    once per store; else an in-process one, made once per store with MEMORY_SCAN_LIMIT read then."""
     own = getattr(store, "backend", None)
     if isinstance(own, InProcessBackend):
         return own
+    if isinstance(store, AsyncPostgresStore):
+        from store.postgres import server_store_backend  # store.postgres builds on this module
+
+        return server_store_backend(store)
     try:
         if store not in _IN_PROCESS:
             _IN_PROCESS[store] = InProcessBackend(store, settings().MEMORY_SCAN_LIMIT)

@@ -54,6 +54,7 @@ CHECKPOINT_COLUMNS = {
 
 KB_PREFIX = "kb."  # chunk rows of knowledge base <name> have prefix "kb.<name>"
 MIGRATION_COMPONENT = "store"  # agent_schema_version's row of `migrations`
+MEMORY_TEXT_SEARCH_CONFIG = "english"  # Postgres text search configuration of memory full text
 
 
 def migrations(text_search_config: str) -> list[list[str]]:
@@ -105,8 +106,54 @@ def migrations(text_search_config: str) -> list[list[str]]:
                     WHERE prefix LIKE 'memories.%' AND coalesce(value->>'speaker', '') <> '';
                 END IF;
             END $$""",
-        ]
+        ],
+        # Memories written to a store before these tables stood beside it (a server's own store,
+        # such as Aegra's, before the package's tables were kept there): their full text and
+        # speakers, from the stored rows.
+        [
+            "INSERT INTO memory_fulltext (prefix, key, tsv, chars) "
+            f"SELECT s.prefix, s.key, to_tsvector('{MEMORY_TEXT_SEARCH_CONFIG}'::regconfig, s.value->>'text'),"
+            " length(s.value->>'text') FROM store s "
+            "WHERE s.prefix LIKE 'memories.%' AND jsonb_typeof(s.value->'text') = 'string' "
+            "ON CONFLICT (prefix, key) DO NOTHING",
+            "INSERT INTO memory_speakers (prefix, speaker) "
+            "SELECT DISTINCT prefix, value->>'speaker' FROM store "
+            "WHERE prefix LIKE 'memories.%' AND coalesce(value->>'speaker', '') <> '' ON CONFLICT DO NOTHING",
+        ],
     ]
+
+
+# Where the `store` table a connection sees is: its schema, and what tells one database apart
+# from another (a server's own store and the package's pool beside it must see the same table).
+STORE_LOCATION_SQL = (
+    "SELECT n.nspname AS schema, current_database() AS db, pg_postmaster_start_time() AS started, "
+    "c.oid::bigint AS table_oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+    "WHERE c.oid = to_regclass('store')"
+)
+
+
+async def store_location(conn: Any) -> dict | None:
+    """Where the `store` table this connection sees is (None: it sees none)."""
+    async with conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(STORE_LOCATION_SQL)
+        return await cur.fetchone()
+
+
+async def server_store_location(server_store: Any) -> dict | None:
+    """`store_location` over a LangGraph `AsyncPostgresStore`'s own connection (a server's store,
+    such as Aegra's; its `conn` is a pool or one connection, used under the store's `lock`)."""
+    conn = server_store.conn
+    if isinstance(conn, AsyncConnectionPool):
+        async with conn.connection() as pooled:
+            return await store_location(pooled)
+    async with server_store.lock:
+        return await store_location(conn)
+
+
+def server_store_conninfo(server_store: Any) -> str:
+    """The connection string of a LangGraph `AsyncPostgresStore`'s own connection."""
+    conn = server_store.conn
+    return str(conn.conninfo) if isinstance(conn, AsyncConnectionPool) else str(conn.info.dsn)
 
 
 class LibrarySchemaError(RuntimeError):

@@ -170,9 +170,6 @@ AEGRA_NO_INDEX = (
 AEGRA_NO_DELAYED_RUNS = (
     "Aegra has no after_seconds: extraction is debounced by the run's own wait (checked by python -m bench.prod_faults)"
 )
-AEGRA_CLI = (
-    "server.cli writes to langgraph.json's store factory; on Aegra, knowledge bases are created through /api/v1/kb"
-)
 
 # The API keys of the session's dev server (server/auth.py): two users and an administrator.
 API_KEYS = {"alice": "key-alice-7f3c", "bob": "key-bob-91d2", "ops": "key-ops-c0de"}

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from store.knowledge import format_for
-from tests.integration.conftest import ADMIN_USER, API_KEYS, KB_DATA, cli, key, stored_item, tool_messages, user
+from tests.integration.conftest import ADMIN_USER, API_KEYS, KB_DATA, cli, key, sql, stored_item, tool_messages, user
 
 pytestmark = pytest.mark.integration
 
@@ -23,8 +23,8 @@ DESCRIPTION = "Greenhouse irrigation guide with controller fault codes, lighthou
 @pytest.fixture(scope="module")
 def kb(dev_server, pg_uri) -> str:
     """tests/data/kb in a knowledge base without an owner (shared): ingested with the CLI into
-    the server's store (schema it_server), or on Aegra, whose store the CLI does not write,
-    uploaded by the administrator through /api/v1/kb."""
+    the server's store (schema it_server), or on Aegra uploaded by the administrator through
+    /api/v1/kb to one replica (the others find it, its graph included, in Postgres)."""
     name = f"kb_{uuid.uuid4().hex[:8]}"
     if dev_server.kind == "aegra":
         files = [
@@ -361,11 +361,10 @@ async def test_a_chat_message_answers_a_sub_agents_plan_approval_on_the_router_t
     assert final["messages"][-1]["content"] == "Still 42."
 
 
-@pytest.mark.not_on_aegra(
-    "the knowledge graph is kept in Postgres tables on langgraph.json's store only; on Aegra's store "
-    "it is kept in the replica's memory, so a question served by another replica finds no graph"
-)
-async def test_graph_worker_by_name_and_multi_hop_questions_to_graph_and_fusion(dev_server, openai_server, kb):
+async def test_graph_worker_by_name_and_multi_hop_questions_to_graph_and_fusion(dev_server, openai_server, kb, pg_uri):
+    # the graph is in Postgres beside the server's store, for every replica (Aegra: its own store's schema)
+    entities = sql(pg_uri, f"SELECT count(*) FROM {dev_server.schema}.kb_graph_entities WHERE kb = %s", (kb,))
+    assert entities[0][0] > 0
     alice = dev_server.client("alice")
     k = key()
     openai_server.script(k, [{"content": "The keeper starts the diaphone [1]."}] * 2)

@@ -9,7 +9,6 @@ import uuid
 import pytest
 
 from tests.integration.conftest import (
-    AEGRA_CLI,
     AEGRA_NO_DELAYED_RUNS,
     AEGRA_NO_INDEX,
     AEGRA_NO_MULTITASK,
@@ -262,10 +261,11 @@ async def test_turns_are_recorded_and_extraction_is_scheduled_as_a_debounced_bac
     assert other["items"] == []
 
 
-@pytest.mark.not_on_aegra(AEGRA_CLI)
 async def test_knowledge_base_ingested_by_the_cli_is_searched_by_the_agent(dev_server, openai_server, pg_uri):
     kb = f"kb_{uuid.uuid4().hex[:8]}"
-    env = {**os.environ, "POSTGRES_URI": pg_uri, "POSTGRES_SCHEMA": "it_server"}
+    # the CLI writes where the server keeps its store: schema it_server (langgraph.json's
+    # factories), or Aegra's own tables (the database's default schema, public)
+    env = {**os.environ, "POSTGRES_URI": pg_uri, "POSTGRES_SCHEMA": dev_server.schema}
     ingest = cli("ingest", kb, str(KB_DATA), env=env)
     assert ingest.returncode == 0, ingest.stderr
     k = key()
@@ -304,6 +304,8 @@ async def test_knowledge_base_ingested_by_the_cli_is_searched_by_the_agent(dev_s
     assert results["bad"]["status"] == "error"
     assert "Unknown knowledge base 'no_such_kb'" in results["bad"]["content"]
     assert kb in results["bad"]["content"]  # the error lists the knowledge bases that exist
+    if dev_server.kind == "aegra":
+        return  # Aegra files store API calls under the caller's own namespace: no shared `kb` there
     # the operator's knowledge base is shared: bob reads it through the store API too
     registry = await bob.store.get_item(["kb_registry"], kb)
     assert registry["value"]["name"] == kb and "owner" not in registry["value"]
@@ -355,6 +357,11 @@ async def test_memory_writer_run_extracts_and_saves_through_the_server(dev_serve
     assert profile["value"]["fields"] == {"name": "Dave"}
 
 
+@pytest.mark.not_on_aegra(
+    f"{AEGRA_NO_INDEX}: the dense candidates are bob's newest messages, so recalling a fact many turns "
+    "back rests on keyword search alone, where a message of another test that names bob (Postgres "
+    "full text, as on langgraph dev) outranks it"
+)
 async def test_turns_record_who_spoke_and_a_fact_from_many_turns_back_is_recalled(dev_server, openai_server):
     # bob chats as users do (no speaker given anywhere); the runtime records each message with
     # who said it, and chat recall of a question naming him finds what he said many turns earlier.
