@@ -33,6 +33,16 @@ APPROX_DIGITS = 16  # significant digits shown for non-terminating fractions
 
 _LOG2_10 = math.log2(10)
 _TEXT_REPLACEMENTS = {"^": "**", "×": "*", "÷": "/", "−": "-", "π": "pi"}
+# Operators in words, as people (and small models) write them: "2 to the power of 10",
+# "5 squared", "12 times 3", "10 divided by 4". Only whole-word phrases between operands.
+_WORD_OPERATORS = [
+    (re.compile(r"\s*\b(?:raised\s+)?to\s+the\s+power\s+of\b\s*", re.IGNORECASE), " ** "),
+    (re.compile(r"\s*\braised\s+to\b\s*", re.IGNORECASE), " ** "),
+    (re.compile(r"\s*\bsquared\b", re.IGNORECASE), " ** 2"),
+    (re.compile(r"\s*\bcubed\b", re.IGNORECASE), " ** 3"),
+    (re.compile(r"\s*\b(?:times|multiplied\s+by)\b\s*", re.IGNORECASE), " * "),
+    (re.compile(r"\s*\bdivided\s+by\b\s*", re.IGNORECASE), " / "),
+]
 
 
 @dataclass(frozen=True)
@@ -104,6 +114,8 @@ def calculator(expression: str) -> str:
     source = " ".join(expression.split())  # one line, so AST column offsets index the whole text
     for old, new in _TEXT_REPLACEMENTS.items():
         source = source.replace(old, new)
+    for words, operator in _WORD_OPERATORS:
+        source = words.sub(operator, source).strip()
     if not source:
         raise ToolInputError("Expression is empty.")
     source = _OWN_EXACT.sub(r"(\1)", _OWN_ROUNDED.sub("", source))  # earlier results pasted in

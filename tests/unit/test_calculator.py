@@ -445,3 +445,27 @@ def test_wider_limits_still_refuse_deep_nesting_and_huge_expressions(monkeypatch
 def test_error_is_a_tool_input_error_and_a_value_error():
     with pytest.raises(ValueError):
         calculator("1/0")
+
+
+WORD_OPERATORS = [
+    # operators in words, as people and small models write them in a plan step
+    ("2 to the power of 10", "1024"),
+    ("2 raised to the power of 10", "1024"),
+    ("3 raised to 4", "81"),
+    ("5 squared", "25"),
+    ("(1 + 2) cubed", "27"),
+    ("12 Times 3", "36"),
+    ("7 multiplied by 6", "42"),
+    ("10 divided by 4", "2.5"),
+    ("17% of 2340 times 2", "795.6"),
+]
+
+
+@pytest.mark.parametrize(("expression", "expected"), WORD_OPERATORS)
+def test_operators_written_in_words(expression, expected):
+    assert calculator(expression) == expected
+
+
+def test_a_word_operator_without_an_operand_is_refused_clearly():
+    with pytest.raises(ToolInputError, match="parse"):
+        calculator("2 to the power of")
