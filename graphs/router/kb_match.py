@@ -7,7 +7,9 @@ reimbursement rules"), and a small chat model often misses it too. The configure
 (store/embeddings.py) does not: the message is compared with the knowledge base's name, its
 whole description and each phrase of it (split at punctuation and at "and"/"with"/"or"), and the
 best phrase gives the knowledge base's similarity. Only the knowledge bases passed in are
-compared: the caller passes those the run's user may read.
+compared: the caller passes those the run's user may read. Codes (words mixing letters and
+digits, such as an order number or a generated name "kb_0df67dae") carry no meaning and are left
+out on both sides: an embedder finds two unrelated codes alike.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from store.embeddings import get_embeddings
 logger = logging.getLogger(__name__)
 
 _PHRASE_SPLIT = re.compile(r"[:;,.!?()\n/]+|\s+(?:and|with|or)\s+", re.IGNORECASE)
+_CODE = re.compile(r"(?<![a-z0-9])(?=[a-z]*\d)(?=\d*[a-z])[a-z0-9]+(?![a-z0-9])", re.IGNORECASE)  # letters and digits
 _CACHE_SIZE = 512
 _cache: OrderedDict[tuple[int, str], np.ndarray] = OrderedDict()
 
@@ -40,9 +43,15 @@ class KBMatch:
 def kb_phrases(kb: dict) -> list[str]:
     """The texts a message is compared with: the name, the description and its phrases."""
     description = " ".join(str(kb.get("description") or "").split())
-    parts = [kb["name"].replace("_", " ").replace("-", " "), description]
+    name = " ".join(word for word in re.split(r"[\s_-]+", without_codes(kb["name"])) if word.lower() != "kb")
+    parts = [name, description]
     parts += [phrase.strip() for phrase in _PHRASE_SPLIT.split(description)]
     return list(dict.fromkeys(part for part in parts if len(part) >= 3))
+
+
+def without_codes(text: str) -> str:
+    """`text` without its codes (words mixing letters and digits), spaces made single."""
+    return " ".join(_CODE.sub(" ", text).split())
 
 
 async def _vectors(texts: list[str]) -> list[np.ndarray]:
@@ -66,6 +75,7 @@ async def _vectors(texts: list[str]) -> list[np.ndarray]:
 async def rank_kbs(message: str, kbs: list[dict]) -> list[KBMatch]:
     """The knowledge bases `kbs`, most similar to `message` first; [] when there is nothing to
     compare or the embedder fails (routing then goes on without this signal; logged)."""
+    message = without_codes(message)
     if not kbs or not message.strip():
         return []
     phrases = {kb["name"]: kb_phrases(kb) for kb in kbs}

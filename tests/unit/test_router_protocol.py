@@ -113,6 +113,17 @@ async def test_knowledge_bases_are_ranked_by_the_meaning_of_their_phrases():
     assert await rank_kbs("anything", []) == []
 
 
+async def test_codes_in_a_message_or_a_name_never_make_a_knowledge_base_close():
+    # an embedder finds two unrelated codes alike: "k48b6c1d568 ..." scored 0.43 against a
+    # knowledge base named "kb_0df67dae" and was routed there
+    kb = {"name": "kb_0df67dae", "description": "Greenhouse irrigation guide, staff handbook"}
+    assert kb_phrases(kb)[0] == "Greenhouse irrigation guide, staff handbook"  # no name phrase left
+    assert kb_phrases({"name": "hr_policies-2024", "description": ""}) == ["hr policies 2024"]
+    for code in ("k48b6c1d568", "kde2359fd7f", "k3b0e4d8942"):
+        [match] = await rank_kbs(f"{code} help me with my sums", [kb])
+        assert match.similarity < 0.2, (code, match)
+
+
 def test_a_knowledge_base_close_in_meaning_is_chosen_only_when_clearly_first():
     message = "Who pays me back for the hotel on a work trip?"
     assert guess_route(message, KBS).confidence < 0.7  # words alone: unsure, the model would be asked
