@@ -517,20 +517,7 @@ class StoreSQL:
             """,
             {"prefix": prefix, "keys": list(keys), "window": window},
         )
-        namespace = tuple(prefix.split("."))
-        return [
-            (
-                row["hit"],
-                Item(
-                    value=row["value"],
-                    key=row["key"],
-                    namespace=namespace,
-                    created_at=row["created_at"],
-                    updated_at=row["updated_at"],
-                ),
-            )
-            for row in rows
-        ]
+        return _neighbour_pairs(prefix, rows)
 
     async def kb_neighbours(self, prefix: str, keys: Sequence[str], window: int) -> list[tuple[str, Item]]:
         """(hit key, neighbour) pairs: for each of `keys` (chunks in namespace `prefix`), the
@@ -562,20 +549,7 @@ class StoreSQL:
             """,
             {"prefix": prefix, "keys": list(keys), "window": window},
         )
-        namespace = tuple(prefix.split("."))
-        return [
-            (
-                row["hit"],
-                Item(
-                    value=row["value"],
-                    key=row["key"],
-                    namespace=namespace,
-                    created_at=row["created_at"],
-                    updated_at=row["updated_at"],
-                ),
-            )
-            for row in rows
-        ]
+        return _neighbour_pairs(prefix, rows)
 
     async def memory_speakers(self, prefix: str) -> list[str]:
         """Who said the memories of namespace `prefix` (speakers given when they were written;
@@ -799,3 +773,21 @@ def _identifier(name: str) -> str:
     if not name.replace("_", "").isalnum() or not name.isascii():
         raise ValueError(f"{name!r} is not a plain identifier")
     return name
+
+
+def _neighbour_pairs(prefix: str, rows: list[dict]) -> list[tuple[str, Item]]:
+    """(hit key, neighbour item) pairs from the rows of a neighbour query in namespace `prefix`."""
+    namespace = tuple(prefix.split("."))
+    return [
+        (
+            row["hit"],
+            Item(
+                value=row["value"],
+                key=row["key"],
+                namespace=namespace,
+                created_at=row["created_at"],
+                updated_at=row["updated_at"],
+            ),
+        )
+        for row in rows
+    ]
