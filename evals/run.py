@@ -29,6 +29,7 @@ from langsmith.schemas import Example
 
 from evals import offline
 from evals.evaluators import judges as judge_evaluators
+from evals.jsonl import numbered_rows
 from evals.suites import SUITES, Suite
 from evals.targets import BackgroundLoop, TargetEnv, as_sync, environment
 
@@ -57,13 +58,7 @@ def dataset_name(suite: Suite) -> str:
 def load_examples(path: Path) -> list[Example]:
     """The JSONL's lines as LangSmith Examples (ids derived from the content, so stable)."""
     examples = []
-    for number, line in enumerate(path.read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except ValueError as exc:
-            raise DatasetError(f"{path.name}:{number}: not JSON: {exc}") from exc
+    for number, row in numbered_rows(path, DatasetError):
         keys = sorted(row) if isinstance(row, dict) else type(row).__name__
         if (
             not isinstance(row, dict)

@@ -10,10 +10,11 @@ against it). `expect` holds the deterministic checks of evals/realmodel/scoring.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from itertools import zip_longest
 from pathlib import Path
+
+from evals.jsonl import numbered_rows
 
 TASKS_FILE = Path(__file__).resolve().parent.parent / "datasets" / "realmodel_tasks.jsonl"
 SUITES = ("react", "router", "plan_execute", "deep_research", "memory", "memory_writer")
@@ -37,13 +38,7 @@ def load_tasks(path: Path = TASKS_FILE) -> list[Task]:
     """Every task of the file, checked: known suite and split, unique ids, object inputs/expect."""
     tasks: list[Task] = []
     seen: set[str] = set()
-    for number, line in enumerate(path.read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except ValueError as exc:
-            raise TaskError(f"{path.name}:{number}: not JSON: {exc}") from exc
+    for number, row in numbered_rows(path, TaskError):
         if not isinstance(row, dict) or set(row) != {"id", "suite", "split", "inputs", "expect"}:
             got = sorted(row) if isinstance(row, dict) else type(row).__name__
             raise TaskError(f"{path.name}:{number}: a task has exactly id, suite, split, inputs, expect; got {got}")
