@@ -87,8 +87,18 @@ def _samples(path: Path) -> list[dict]:
     return data if isinstance(data, list) else [data]
 
 
-def read_conversations(path: Path) -> list[Conversation]:
-    """The conversations and their answerable questions (categories 1-4 with evidence)."""
+def turn_text(turn: dict, captions: bool = False) -> str:
+    """A turn as the product stores it, "Name: words"; a turn that shares a photo ends with the
+    benchmark's caption of it with `captions`, the way LoCoMo's own retrieval code writes it
+    ("... and shared a photo of ..."); by default text only, what a chat client sends as text."""
+    text = f"{turn['speaker']}: {turn['text']}"
+    caption = str(turn.get("blip_caption") or "").strip()
+    return f"{text.rstrip()} and shared {caption}" if captions and caption else text
+
+
+def read_conversations(path: Path, captions: bool = False) -> list[Conversation]:
+    """The conversations and their answerable questions (categories 1-4 with evidence); with
+    `captions`, a shared photo's caption is part of its turn (`turn_text`)."""
     conversations = []
     for index, sample in enumerate(_samples(path)):
         body = sample.get("conversation", sample)
@@ -106,7 +116,7 @@ def read_conversations(path: Path) -> list[Conversation]:
                         at + position * TURN_GAP,
                         turn["speaker"],
                         "user" if turn["speaker"] == a else "assistant",
-                        f"{turn['speaker']}: {turn['text']}",
+                        turn_text(turn, captions),
                     )
                 )
         known = {t.id for t in conv.turns}
@@ -223,7 +233,7 @@ def render(report: dict, load_average: tuple[float, float, float]) -> str:
 
 async def run(args: argparse.Namespace) -> dict:
     os.environ["POSTGRES_SCHEMA"] = args.schema
-    conversations = read_conversations(Path(args.path))
+    conversations = read_conversations(Path(args.path), captions=args.captions)
     if args.conversations is not None:
         conversations = [c for c in conversations if c.index in args.conversations]
     uri = await asyncio.to_thread(postgres_uri)
@@ -247,6 +257,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("path", help="LoCoMo's data/locomo10.json (or a sample file, or a folder of them)")
     parser.add_argument("--paths", default=",".join(PATHS), type=lambda s: [p for p in s.split(",") if p])
     parser.add_argument("--reuse", action="store_true", help="evaluate the data already in the schema")
+    parser.add_argument(
+        "--captions",
+        action="store_true",
+        help="a turn that shares a photo ends with the benchmark's caption of it (give it to load and --reuse alike)",
+    )
     parser.add_argument("--schema", default=SCHEMA)
     parser.add_argument("--conversations", type=lambda s: [int(x) for x in s.split(",")], default=None)
     parser.add_argument("--json", help="also write the report here")

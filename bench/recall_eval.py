@@ -196,7 +196,7 @@ TUNE_POOL = 100  # what recall(top_k=20) fetches per signal (20 * MEMORY_CANDIDA
 def _second_weights(path: str) -> tuple[str, tuple[float, ...]]:
     """The weight tuned beside the keyword weight: the neighbour weight (time, name and speaker
     weights as configured)."""
-    return ("neighbour", (0.0, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95))
+    return ("neighbour", (0.0, 0.3, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8, 0.9, 0.95))
 
 
 async def tune(pg_store, conversations: list[Conversation], paths: list[str], owners: dict) -> None:
@@ -269,7 +269,7 @@ async def tune(pg_store, conversations: list[Conversation], paths: list[str], ow
                 if c.endswith("/all") or c.endswith("/five") or "turn" in c
             )
             print(
-                f"  kw={kw:.2f} {second}={ow:.1f}: R@5 {100 * figures['all'][5]:.1f} R@10 "
+                f"  kw={kw:.2f} {second}={ow:.2f}: R@5 {100 * figures['all'][5]:.1f} R@10 "
                 f"{100 * figures['all'][10]:.1f} R@20 {100 * figures['all'][20]:.1f} | worst vs best single "
                 f"{100 * worst[0]:+.1f} ({worst[1]}) | {cats}"
             )

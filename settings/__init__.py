@@ -514,10 +514,10 @@ class SettingsValues(BaseModel):
         description="Hybrid memory search: bonus of memories whose `speaker` the query names (what did Maya say), whose names the vector search then leaves out of the query; 0 = ignore speakers.",
     )
     MEMORY_NEIGHBOUR_WEIGHT: float = Field(
-        0.5,
+        0.55,
         ge=0,
         le=1,
-        description="Hybrid memory search: a top hit brings the messages of its conversation written just before and after it into the ranking, scored this share of the hit's score (a reply found by the words of the message it answers); 0 = off.",
+        description="Hybrid memory search: a top hit brings the messages of its conversation written just before and after it into the ranking, scored this share of the hit's score (a reply found by the words of the message it answers; one by the other person scored this share of the hit's score before bonuses, plus its own speaker and time bonuses); 0 = off.",
     )
     MEMORY_NEIGHBOUR_TURNS: int = Field(
         2,

@@ -22,7 +22,7 @@ from typing import Protocol, TypeVar
 
 from store.dates import query_window
 from store.fusion import distinct_texts, fuse
-from store.names import mentions, without_names
+from store.names import about, mentions, without_names
 
 NEIGHBOUR_SEEDS = 10  # top hits of each signal whose thread neighbours are fetched
 NEIGHBOUR_HITS = 10  # top fused hits that bring their neighbours into the ranking
@@ -70,11 +70,15 @@ class Policy:
     `keyword_method` (None: min-max like the dense list; "given": scores already comparable).
     `time_weight`: bonus of candidates dated in the range the query names (0: no date handling).
     `name_weight`: bonus of candidates of the names the query holds, by `name_bonus`:
-    "speaker" (`speaker_share` of the value's `speaker`) or "mention" (the text holds the name).
+    "speaker" (`speaker_share` of the value's `speaker`) or "mention" (the text names them other than to
+    address them, `store.names.about`).
     `neighbour_weight`, `neighbour_turns`: neighbours of the top hits (what the corpus calls
     adjacent: the same thread's messages, a document's chunks or the documents dated next to it)
     ranked in (`with_neighbours`); `neighbour_gap`: a neighbour of another document dated further
-    than this from its hit is left out (None: no limit). `text_field`, `date_field`: the value's text and date; `document_field`:
+    than this from its hit is left out (None: no limit); `speaker_field`: the value's field naming
+    who wrote it (None: unknown), so that a neighbour by someone else than its hit (the question
+    the hit answers, the answer to it) is scored with its own bonuses (`with_neighbours`).
+    `text_field`, `date_field`: the value's text and date; `document_field`:
     candidates sharing it compete as one document (None: each on its own)."""
 
     keyword_weight: float
@@ -85,6 +89,7 @@ class Policy:
     neighbour_weight: float = 0.0
     neighbour_turns: int = 0
     neighbour_gap: timedelta | None = None
+    speaker_field: str | None = None
     text_field: str = "text"
     date_field: str = "created_at"
     document_field: str | None = None
@@ -156,7 +161,8 @@ def rank(signals: Signals, policy: Policy) -> list[Ranked]:
     """The fused candidates, best first, each text once (and with `document_field`, each
     document's best first): `fusion.fuse` of the dense and keyword lists plus the time and name
     bonuses, then the thread neighbours ranked in."""
-    by_key: dict[str, Candidate] = {item.key: item for item, _ in signals.keyword}
+    by_key: dict[str, Candidate] = {item.key: item for items in signals.neighbours.values() for item in items}
+    by_key.update({item.key: item for item, _ in signals.keyword})
     by_key.update({item.key: item for item, _ in signals.dense})
     bonus = {
         key: policy.time_weight * (key in signals.in_range)
@@ -171,7 +177,7 @@ def rank(signals: Signals, policy: Policy) -> list[Ranked]:
         keyword_method=policy.keyword_method,
     )
     if policy.neighbour_weight and signals.neighbours:
-        fused = with_neighbours(fused, signals.neighbours, by_key, policy.neighbour_weight)
+        fused = with_neighbours(fused, signals.neighbours, bonus, policy, by_key)
     fused = distinct_texts(fused, {key: item.value.get(policy.text_field) for key, item in by_key.items()})
     similarity = {item.key: score for item, score in signals.dense}
     dense_rank = {item.key: position for position, (item, _) in enumerate(signals.dense, 1)}
@@ -209,7 +215,7 @@ def name_share(value: dict, names: set[str], policy: Policy) -> float:
         return 0.0
     if policy.name_bonus == "speaker":
         return speaker_share(value, names)
-    return float(mentions(str(value.get(policy.text_field) or ""), names))
+    return float(about(str(value.get(policy.text_field) or ""), names))
 
 
 def speaker_share(value: dict, speakers: set[str]) -> float:
@@ -227,18 +233,30 @@ def speaker_share(value: dict, speakers: set[str]) -> float:
 def with_neighbours(
     fused: list[tuple[str, float]],
     neighbours: dict[str, list[Candidate]],
+    bonus: dict[str, float],
+    policy: Policy,
     by_key: dict[str, Candidate],
-    weight: float,
 ) -> list[tuple[str, float]]:
-    """`fused` with the thread neighbours of its first NEIGHBOUR_HITS hits ranked in: a
-    neighbour scores at least `weight` times its hit's score (a reply whose topic the message
-    before it carries is found by that message's words), best first, ties in the fused order."""
+    """`fused` with the thread neighbours of its first NEIGHBOUR_HITS hits ranked in, best first,
+    ties in the fused order. A neighbour scores at least `policy.neighbour_weight` (w) times its
+    hit's score (a reply whose topic the message before it carries is found by that message's
+    words). A neighbour written by someone else than its hit (`policy.speaker_field`: the question
+    the hit answers, the reply to it) shares the hit's topic but not its speaker: it scores at
+    least w times the hit's score before bonuses plus its own bonuses, so "Audrey: Sure! Here's a
+    pic, super cozy." after "Andrew: Any pictures of the new beds?" ranks as Audrey's answer to a
+    question about Audrey's beds. A neighbour by the same person gets w times the whole score, so
+    their small talk around a hit does not come in on their own speaker bonus."""
+    weight, field = policy.neighbour_weight, policy.speaker_field
     scores = dict(fused)
     for key, score in fused[:NEIGHBOUR_HITS]:
+        speaker = by_key[key].value.get(field) if field else None
         for item in neighbours.get(key, ()):
-            by_key.setdefault(item.key, item)
-            if weight * score > scores.get(item.key, float("-inf")):
-                scores[item.key] = weight * score
+            if field and speaker is not None and item.value.get(field) not in (None, speaker):
+                inherited = weight * (score - bonus.get(key, 0.0)) + bonus.get(item.key, 0.0)
+            else:
+                inherited = weight * score
+            if inherited > scores.get(item.key, float("-inf")):
+                scores[item.key] = inherited
     order = {key: index for index, (key, _) in enumerate(fused)}
     return sorted(scores.items(), key=lambda p: (-p[1], order.get(p[0], len(order)), p[0]))
 

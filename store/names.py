@@ -51,7 +51,33 @@ def capitalised_words(query: str) -> set[str]:
     return {re.sub(r"['’]s$", "", word) for word in words[1:] if word[:1].isupper()}
 
 
+_GREETING = re.compile(
+    r"(?:^|[^\w-])(?:hey|hi|hiya|hello|thanks|thank you|congrats|congratulations|wow|oh|aw|yeah|yes|yep|"
+    r"sure|ok|okay|bye|dear|go|good luck|love you|miss you|see you)\s*$",
+    re.I,
+)
+
+
+def addressed(text: str, match: re.Match[str]) -> bool:
+    """Whether the name at `match` is said to its bearer rather than about them: set off by a
+    comma or a greeting before it ("Thanks, Maya!", "Hey Maya,", "Wow Maya,") and by punctuation
+    or the end after it, or opening a sentence before a comma ("Maya, look at this")."""
+    before, after = text[: match.start()].rstrip(), text[match.end() :].lstrip()
+    closes = after[:1] in ("", ",", ".", "!", "?", ";")
+    if before.endswith(",") or _GREETING.search(before):
+        return closes
+    opens = not before or before.endswith((".", "!", "?", ":"))
+    return opens and after[:1] == ","
+
+
 def mentions(text: str, names: Iterable[str]) -> bool:
     """Whether `text` holds one of `names` as a whole word, spelt as given ("Maya: Haha" holds
     Maya; "mayan" and "MAYA-2" do not)."""
     return any(re.search(_name_pattern(name), text) for name in names if name)
+
+
+def about(text: str, names: Iterable[str]) -> bool:
+    """Whether `text` names one of `names` (`mentions`) other than to address them
+    (`addressed`): "Thanks, Maya!" speaks to Maya, not about her, and a chat log says so in every
+    other message."""
+    return any(not addressed(text, match) for name in names if name for match in re.finditer(_name_pattern(name), text))

@@ -33,17 +33,14 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from store.sentences import sentences
+
 logger = logging.getLogger(__name__)
 
 OFFLINE = "offline"
 # (title, SUBJECT_RELATION, entity): the chunk's document is about `title`, which mentions `entity`.
 SUBJECT_RELATION = "mentions"
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[\"'“‘(A-Z0-9])")
-# A period that ends an initial or a common abbreviation ("M. Ward", "St. Paul") ends no sentence.
-_ABBREVIATION = re.compile(
-    r"(?:\b[A-Z]|\b(?:St|Mt|Ft|Dr|Mr|Mrs|Ms|Jr|Sr|Inc|Co|Corp|Ltd|Bros|No|vs|Gen|Col|Lt|Capt|Sgt|Rev|Prof|Gov|Sen|Rep))\.$"
-)
 # Words, "&", and the punctuation that ends a name (commas, quotes, brackets, dashes, colons).
 _TOKEN = re.compile(r"[\w][\w'’.\-&]*|&|[,;:()\[\]{}\"“”‘«»—–!?¡¿/|]|(?<!\w)['’]|['’](?!\w)", re.UNICODE)
 _CONNECTORS = {"of", "de", "du", "la", "le", "von", "van", "der", "den", "and", "&", "the", "for", "in", "on", "y"}
@@ -115,17 +112,6 @@ class ChunkText:
 
 
 STOP_WORDS = frozenset(_STOP)
-
-
-def _sentences(text: str) -> list[str]:
-    """`text` split into sentences, not after an initial or an abbreviation."""
-    sentences: list[str] = []
-    for piece in _SENTENCE.split(text):
-        if sentences and _ABBREVIATION.search(sentences[-1]):
-            sentences[-1] += " " + piece
-        else:
-            sentences.append(piece)
-    return sentences
 
 
 def _split_run(run: list[str]) -> list[list[str]]:
@@ -216,7 +202,7 @@ def offline_extract(chunk: ChunkText) -> Extraction:
     triples: list[tuple[str, str, str]] = []
     seen = {entity_key(title)} if title else set()
     full_names: dict[str, str] = {}  # lone surname key -> the full name it shortens
-    for sentence in _sentences(chunk.content):
+    for sentence in sentences(chunk.content):
         in_sentence: list[str] = []
         for phrase, opening, joined in _phrases(sentence):
             key = entity_key(phrase)
@@ -377,4 +363,4 @@ Extractor = OfflineExtractor | ModelExtractor
 
 def query_phrases(query: str) -> list[str]:
     """The entity-like phrases of a query (its capitalised runs), for linking it to the graph."""
-    return [phrase for sentence in _sentences(query) for phrase, _, _ in _phrases(sentence)]
+    return [phrase for sentence in sentences(query) for phrase, _, _ in _phrases(sentence)]

@@ -16,6 +16,7 @@ ASSISTANT_SPEAKER = "assistant"  # who the assistant's chat messages are recorde
 SOURCES = ("tool", "extraction", "chat")
 SCORINGS = ("weighted", "plain")
 PROFILE_KEY = "profile"
+PASSAGES_FIELD = "passages"  # a long chat message's sentences, each embedded beside its text (store/sentences.py)
 SEARCHES = ("hybrid", "dense")
 
 MAX_LIMIT = 100
@@ -54,7 +55,7 @@ class MemoryConfig:
     keyword_weight: float = 0.35
     time_weight: float = 1.0
     speaker_weight: float = 0.5
-    neighbour_weight: float = 0.5
+    neighbour_weight: float = 0.55
     neighbour_turns: int = 2
     scoring: str = "plain"
 

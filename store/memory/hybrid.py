@@ -18,10 +18,12 @@ from store.memory.config import MemoryConfig
 from store.names import named
 
 HYBRID_MIN_POOL = 50  # candidates per signal, at least: fusion needs depth to re-order
+PASSAGE_DEPTH = 2  # items asked of the vector search per candidate wanted (see MemoryCorpus.dense)
 
 
 def memory_policy(config: MemoryConfig) -> Policy:
-    """The hybrid ranking of memories: min-max keyword scores, a speaker bonus, thread neighbours."""
+    """The hybrid ranking of memories: min-max keyword scores, a speaker bonus, thread neighbours
+    (one by the other speaker of its hit with its own bonus)."""
     return Policy(
         keyword_weight=config.keyword_weight,
         time_weight=config.time_weight,
@@ -29,6 +31,7 @@ def memory_policy(config: MemoryConfig) -> Policy:
         name_bonus="speaker",
         neighbour_weight=config.neighbour_weight,
         neighbour_turns=config.neighbour_turns,
+        speaker_field="speaker",
     )
 
 
@@ -55,9 +58,13 @@ class MemoryCorpus:
         return named(query, await self.backend.speakers(self.ns)) if self.config.speaker_weight else set()
 
     async def dense(self, query: str, limit: int, span: tuple[datetime, datetime] | None = None) -> list[Scored]:
-        """Vector hits; with `span` only memories written in [start, end)."""
-        hits = await self.backend.vector_search(self.ns, query, limit, self.wanted, "created_at", span)
-        return [(hit, hit.score or 0.0) for hit in hits if self._live(hit.value)]
+        """Vector hits; with `span` only memories written in [start, end). A long chat message has
+        a vector per passage beside its text's (store/sentences.py) and the Postgres store reads
+        2 x limit + 1 vectors before keeping each item's best, so PASSAGE_DEPTH x `limit` items
+        are asked for to still get `limit`."""
+        hits = await self.backend.vector_search(self.ns, query, PASSAGE_DEPTH * limit, self.wanted, "created_at", span)
+        found: list[Scored] = [(hit, hit.score or 0.0) for hit in hits if self._live(hit.value)]
+        return found[:limit]
 
     async def keyword(self, query: str, limit: int) -> list[Scored]:
         """BM25 (item, score) of the live memories for `query`."""

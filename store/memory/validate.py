@@ -16,6 +16,7 @@ from store.memory.config import (
     MAX_LIMIT,
     MAX_PROFILE_KEY_CHARS,
     MAX_PROFILE_VALUE_CHARS,
+    PASSAGES_FIELD,
     ROOT,
     MemoryConfig,
 )
@@ -104,8 +105,9 @@ def checked_keywords(keywords: Any) -> list[str]:
 
 
 def as_result(item: Item, score: float | None, **extra: Any) -> dict:
-    """The dict a read or write returns for one item."""
-    return {"id": item.key, **item.value, "score": score, **extra}
+    """The dict a read or write returns for one item (without its search `passages`)."""
+    value = {k: v for k, v in item.value.items() if k != PASSAGES_FIELD}
+    return {"id": item.key, **value, "score": score, **extra}
 
 
 def profile_fields(fields: Any) -> dict[str, str | None]:

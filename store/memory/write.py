@@ -6,7 +6,7 @@ import re
 import uuid
 from datetime import UTC, datetime, timedelta
 from difflib import SequenceMatcher
-from typing import Literal
+from typing import Any, Literal
 
 from langgraph.store.base import BaseStore, GetOp, PutOp
 
@@ -18,6 +18,7 @@ from store.memory.config import (
     KINDS,
     MAX_PROFILE_FIELDS,
     MEMORY_KINDS,
+    PASSAGES_FIELD,
     PROFILE_KEY,
     ROLES,
     SOURCES,
@@ -35,6 +36,7 @@ from store.memory.validate import (
     profile_fields,
     user_prefix,
 )
+from store.sentences import passages
 
 
 def ttl_minutes(store: BaseStore, value: dict, config: MemoryConfig) -> float | None:
@@ -58,7 +60,9 @@ def put_op(store: BaseStore, ns: tuple, key: str, value: dict, reindex: bool, co
     """The PutOp writing `value` (NUL stripped), re-embedding the text only when `reindex`."""
     # index=False keeps the stored vector (Postgres upserts the row only); used when the
     # text did not change.
-    index: Literal[False] | list[str] = ["text"] if reindex else False
+    index: Literal[False] | list[str] = False
+    if reindex:
+        index = ["text", f"{PASSAGES_FIELD}[*]"] if value.get(PASSAGES_FIELD) else ["text"]
     return PutOp(ns, key, strip_nul(value), index=index, ttl=ttl_minutes(store, value, config))
 
 
@@ -214,7 +218,9 @@ async def record_chat_message(
 ) -> dict:
     """Append one raw chat message to the user's history (no dedupe). `speaker` names who wrote
     it when a conversation has several people (stored in the value; hybrid recall boosts the
-    messages of a speaker its query names).
+    messages of a speaker its query names). A message of several sentences also keeps them as
+    `passages` (store/sentences.py), each embedded beside the whole text, so vector search finds
+    it by its best sentence; reads leave them out.
 
     Text longer than MEMORY_MAX_TEXT_CHARS is cut to that length and marked `"truncated": true`
     (a chat log keeps what it can rather than refusing the turn).
@@ -228,7 +234,7 @@ async def record_chat_message(
     speaker = optional_id(speaker, "speaker")
     truncated = len(text) > config.max_text_chars
     written = stamp(now or times.utc_now())
-    value = {
+    value: dict[str, Any] = {
         "text": text[: config.max_text_chars].strip(),
         "kind": "chat",
         "role": role,
@@ -242,11 +248,13 @@ async def record_chat_message(
         **({"truncated": True} if truncated else {}),
         **({"speaker": speaker} if speaker else {}),
     }
+    if found := passages(str(value["text"]), speaker):
+        value[PASSAGES_FIELD] = found
     value = with_expiry(value, config, now or times.utc_now())
     key = str(uuid.uuid4())
     await store.abatch([put_op(store, ns, key, value, True, config)])
     await backend_for(store).index_memory(ns, key, str(value["text"]), speaker)
-    return {"id": key, **value}
+    return {"id": key, **{k: v for k, v in value.items() if k != PASSAGES_FIELD}}
 
 
 async def update_profile(store: BaseStore, user_id: str, fields: dict, *, now: datetime | None = None) -> dict:

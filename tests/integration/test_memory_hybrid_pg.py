@@ -4,7 +4,9 @@ a rare word the vectors miss, respects the role filter, user isolation and expir
 the query lift what was written then, and KB hybrid
 with weight 0 / 1 is exactly dense / keyword. `memory_speakers` follows writes, is rebuilt from the
 stored memories and emptied by `forget_user`; the vector searches leave out the speakers a query
-names (memory) and the names most chunks hold (KB, counted in `kb_fulltext`)."""
+names (memory) and the names most chunks hold (KB, counted in `kb_fulltext`). A long chat message
+has a vector per passage beside its text's, is found by its best one, once, and loses them all
+when deleted."""
 
 from __future__ import annotations
 
@@ -317,3 +319,42 @@ async def test_kb_neighbours_on_postgres_are_a_documents_chunks_and_the_document
             chunks[("a-note", 0)]: [chunks[("b-note", 0)], chunks[("c-note", 0)]],  # by date, not by name
             chunks[("manual", 0)]: [chunks[("manual", 1)]],  # undated: its own document only
         }
+
+
+async def test_a_long_chat_message_has_a_vector_per_passage_and_is_found_by_its_best_one(
+    pg_schema, pg_uri, monkeypatch
+):
+    monkeypatch.setenv("MEMORY_KEYWORD_WEIGHT", "0")  # the vectors alone
+    monkeypatch.setenv("MEMORY_NEIGHBOUR_WEIGHT", "0")
+    news = (
+        "Hey, long time no see, how have you been doing lately? Work has been really busy and the kids both "
+        "have colds again. We adopted two baby turtles last weekend. Anyway, how was your trip to the coast "
+        "with your sister and her family, did the weather hold up?"
+    )
+    others = [
+        "Our neighbours have a pet rabbit that keeps escaping.",
+        "I watched a nature documentary about sea creatures.",
+        "My sister wants to get a hamster for her kids.",
+    ]
+    at = datetime(2023, 6, 1, 9, tzinfo=UTC)
+    async with store() as s:
+        written = [
+            await memory.record_chat_message(
+                s, "alice", "user", text, "t", speaker="Alice", now=at + timedelta(minutes=i)
+            )
+            for i, text in enumerate([news, *others])
+        ]
+        fields = sql(
+            pg_uri, f"SELECT field_name FROM {pg_schema}.store_vectors WHERE key = %s ORDER BY 1", (written[0]["id"],)
+        )
+        assert [f for (f,) in fields] == [*(f"passages[*].{i}" for i in range(4)), "text"]
+        assert sql(pg_uri, f"SELECT count(*) FROM {pg_schema}.store_vectors WHERE key = %s", (written[1]["id"],)) == [
+            (1,)
+        ]
+        found = await memory.recall(s, "alice", "Did they get a new pet turtle?", "chat", top_k=4, record_access=False)
+        assert found[0]["id"] == written[0]["id"] and "passages" not in found[0]
+        assert len({r["id"] for r in found}) == 4  # each message once, whatever its number of vectors
+        await memory.delete_memory(s, "alice", written[0]["id"])
+        assert sql(pg_uri, f"SELECT count(*) FROM {pg_schema}.store_vectors WHERE key = %s", (written[0]["id"],)) == [
+            (0,)
+        ]

@@ -4,6 +4,7 @@ never merges different speakers or different days."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -13,7 +14,8 @@ from store.dates import EventRelative, event_relative, names_time, query_time_ra
 from store.fusion import fuse, normalised
 from store.hybrid import speaker_share
 from store.memory.write import near_exact, same_source
-from store.names import capitalised_words, mentions, named, without_names
+from store.names import about, capitalised_words, mentions, named, without_names
+from store.sentences import passages
 
 NOW = datetime(2023, 12, 20, 15, 0, tzinfo=UTC)
 
@@ -89,6 +91,72 @@ def test_a_text_mentions_a_name_as_a_whole_word_spelt_as_given():
     assert not mentions("The Mayan ruins", {"Maya"})
     assert not mentions("MAYA-2 rocket; maya", {"Maya"})
     assert not mentions("Maya: hi", set())
+
+
+def test_a_name_said_to_its_bearer_is_not_about_them():
+    # "Thanks, Maya!" speaks to Maya; a chat log says so in every other message.
+    for said_to in ("Tom: Thanks, Maya!", "Tom: Hey Maya, how was it?", "Tom: Wow Maya, cool.", "Tom: I get it, Maya."):
+        assert mentions(said_to, {"Maya"}) and not about(said_to, {"Maya"}), said_to
+    assert not about("Tom: Maya, look at this.", {"Maya"})
+    for said_about in (
+        "Maya: Haha, classic.",
+        "Tom: I told Maya about it.",
+        "Nice one, Maya's brother!",
+        "Maya said hi",
+    ):
+        assert about(said_about, {"Maya"}), said_about
+    assert about("Tom: Thanks, Maya! Maya's dog is cute.", {"Maya"})  # one mention about her is enough
+    assert not about("Tom: hi", {"Maya"}) and not about("Maya: hi", set())
+
+
+def test_a_long_message_is_also_searched_by_its_sentences():
+    long = "Nate: Hey Joanna! That's cool. I've been stressed by the tournament, but my turtles always cheer me up."
+    assert passages(long) == [
+        "Nate: Hey Joanna! That's cool.",  # too short alone: joined to the next sentence
+        "I've been stressed by the tournament, but my turtles always cheer me up.",
+    ]
+    assert passages("Tom: Haha, classic.") == [] == passages("Tom: Sure. Great!")  # one passage: the text itself
+    assert passages("Dr. Smith saw M. Ward today. He was fine, thanks for asking!") == [
+        "Dr. Smith saw M. Ward today.",
+        "He was fine, thanks for asking!",
+    ]
+    assert passages(long, "Nate")[1] == "Nate: I've been stressed by the tournament, but my turtles always cheer me up."
+    assert passages(long, "Nate")[0] == "Nate: Hey Joanna! That's cool."  # labelled once
+    many = " ".join(f"Sentence number {i} is here." for i in range(12))
+    assert len(passages(many)) == 8 and passages(many)[-1].endswith("Sentence number 11 is here.")
+
+
+async def test_a_chat_message_is_found_by_its_best_sentence_and_reads_hide_the_passages(store, monkeypatch):
+    monkeypatch.setenv("MEMORY_KEYWORD_WEIGHT", "0")  # the vectors alone
+    monkeypatch.setenv("MEMORY_NEIGHBOUR_WEIGHT", "0")
+    at = day(2023, 6, 1) + timedelta(hours=9)
+    news = (
+        "Hey, long time no see, how have you been doing lately? Work has been really busy and the kids both "
+        "have colds again. We adopted two baby turtles last weekend. Anyway, how was your trip to the coast "
+        "with your sister and her family, did the weather hold up?"
+    )
+    others = [
+        "Our neighbours have a pet rabbit that keeps escaping.",
+        "I watched a nature documentary about sea creatures.",
+        "My sister wants to get a hamster for her kids.",
+    ]
+
+    async def ranked(user: str) -> tuple[dict, list[str]]:
+        said = [
+            await memory.record_chat_message(store, user, "user", text, "t", now=at + timedelta(minutes=i))
+            for i, text in enumerate([news, *others])
+        ]
+        found = await memory.recall(store, user, "Did they get a new pet turtle?", "chat", top_k=4, record_access=False)
+        return said[0], [r["id"] for r in found]
+
+    first, order = await ranked("u")
+    assert "passages" not in first
+    stored = await store.aget(memory.namespace("u", "chat"), first["id"])
+    assert stored is not None and len(stored.value["passages"]) == 4
+    assert order[0] == first["id"]
+    monkeypatch.setattr("store.memory.write.passages", lambda text, speaker: [])  # the whole text's vector alone
+    first, order = await ranked("v")
+    assert order[0] != first["id"]
 
 
 def test_fuse_of_empty_or_non_positive_lists():
@@ -371,6 +439,34 @@ async def test_two_named_people_rank_the_turn_where_one_advises_the_other(store,
         store, "u", "What advice did Tom give Maya about running shoes?", "chat", top_k=2, record_access=False
     )
     assert found[0]["id"] == written[1]["id"]
+
+
+def test_the_named_persons_answer_next_to_the_others_question_keeps_its_own_bonus():
+    from langgraph.store.base import Item
+
+    from store.hybrid import Policy, Signals, rank
+
+    def turn(key: str, speaker: str, text: str) -> Item:
+        value = {"speaker": speaker, "text": f"{speaker}: {text}"}
+        return Item(value=value, key=key, namespace=("x",), created_at=NOW, updated_at=NOW)
+
+    question = turn("q", "Andrew", "Do you have any pictures of the new dog beds?")
+    answer = turn("a", "Audrey", "Sure! Here's a pic. Super cozy and comfy.")  # says nothing of beds
+    small_talk = turn("s", "Audrey", "Haha, classic.")  # next to her own hit
+    hers = [turn(f"h{i}", "Audrey", f"My dogs loved the park, day {i}.") for i in range(3)]
+    beds = turn("b", "Audrey", "Last week I got new beds for the dogs.")
+    dense = [(question, 0.9), (beds, 0.8), *((h, 0.5) for h in hers), (answer, 0.1), (small_talk, 0.1)]
+    signals = Signals("How does Audrey describe the new beds?", dense, [], names={"Audrey"})
+    signals.neighbours = {"q": [answer], "b": [small_talk]}
+    policy = Policy(keyword_weight=0.0, name_weight=0.5, name_bonus="speaker", neighbour_weight=0.55, neighbour_turns=2)
+    old = [r.item.key for r in rank(signals, policy)]
+    new = [r.item.key for r in rank(signals, replace(policy, speaker_field="speaker"))]
+    # Andrew's question scores 1.0 (no bonus); Audrey's answer: 0.55 * 1.0 + her 0.5 = 1.05 now,
+    # 0.55 * 1.0 before, behind her own messages (0.5 + their similarity).
+    assert new.index("a") < new.index("q") and new.index("a") < 3
+    assert old.index("a") > old.index("h0")
+    # A neighbour by the same person as its hit gets a share of the whole score, not her bonus again.
+    assert new.index("s") > new.index("h2")
 
 
 # ---------------------------------------------------------------- one pipeline, one backend
