@@ -160,10 +160,12 @@ async def gather(corpus: Corpus, policy: Policy, query: str, depth: int, now: da
 def rank(signals: Signals, policy: Policy) -> list[Ranked]:
     """The fused candidates, best first, each text once (and with `document_field`, each
     document's best first): `fusion.fuse` of the dense and keyword lists plus the time and name
-    bonuses, then the thread neighbours ranked in."""
-    by_key: dict[str, Candidate] = {item.key: item for items in signals.neighbours.values() for item in items}
-    by_key.update({item.key: item for item, _ in signals.keyword})
+    bonuses, then the thread neighbours ranked in (each with its own bonuses, `with_neighbours`)."""
+    by_key: dict[str, Candidate] = {item.key: item for item, _ in signals.keyword}
     by_key.update({item.key: item for item, _ in signals.dense})
+    listed = set(by_key)
+    for items in signals.neighbours.values():
+        by_key.update({item.key: item for item in items if item.key not in listed})
     bonus = {
         key: policy.time_weight * (key in signals.in_range)
         + policy.name_weight * name_share(item.value, signals.names, policy)
@@ -173,7 +175,7 @@ def rank(signals: Signals, policy: Policy) -> list[Ranked]:
         [(item.key, score) for item, score in signals.dense],
         [(item.key, score) for item, score in signals.keyword if score > 0],
         keyword_weight=policy.keyword_weight,
-        bonus=bonus,
+        bonus={key: bonus[key] for key in listed},
         keyword_method=policy.keyword_method,
     )
     if policy.neighbour_weight and signals.neighbours:

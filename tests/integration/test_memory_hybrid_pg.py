@@ -17,6 +17,7 @@ import pytest
 from store import knowledge, memory
 from store.postgres import store
 from tests.integration.conftest import sql
+from tests.unit.test_memory_hybrid import LONG_NEWS, PET_TALK
 
 pytestmark = pytest.mark.integration
 
@@ -326,23 +327,13 @@ async def test_a_long_chat_message_has_a_vector_per_passage_and_is_found_by_its_
 ):
     monkeypatch.setenv("MEMORY_KEYWORD_WEIGHT", "0")  # the vectors alone
     monkeypatch.setenv("MEMORY_NEIGHBOUR_WEIGHT", "0")
-    news = (
-        "Hey, long time no see, how have you been doing lately? Work has been really busy and the kids both "
-        "have colds again. We adopted two baby turtles last weekend. Anyway, how was your trip to the coast "
-        "with your sister and her family, did the weather hold up?"
-    )
-    others = [
-        "Our neighbours have a pet rabbit that keeps escaping.",
-        "I watched a nature documentary about sea creatures.",
-        "My sister wants to get a hamster for her kids.",
-    ]
     at = datetime(2023, 6, 1, 9, tzinfo=UTC)
     async with store() as s:
         written = [
             await memory.record_chat_message(
                 s, "alice", "user", text, "t", speaker="Alice", now=at + timedelta(minutes=i)
             )
-            for i, text in enumerate([news, *others])
+            for i, text in enumerate([LONG_NEWS, *PET_TALK])
         ]
         fields = sql(
             pg_uri, f"SELECT field_name FROM {pg_schema}.store_vectors WHERE key = %s ORDER BY 1", (written[0]["id"],)

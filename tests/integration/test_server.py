@@ -364,12 +364,14 @@ async def test_memory_writer_run_extracts_and_saves_through_the_server(dev_serve
 )
 async def test_turns_record_who_spoke_and_a_fact_from_many_turns_back_is_recalled(dev_server, openai_server):
     # bob chats as users do (no speaker given anywhere); the runtime records each message with
-    # who said it, and chat recall of a question naming him finds what he said many turns earlier.
+    # who said it, and chat recall of a question naming him finds what he said many turns earlier,
+    # in the middle of a longer message.
     bob = dev_server.client("bob")
     first, second = key(), key()
     early = [
         f"{first} Morning! Busy week ahead.",
-        "My sister Ines moved to Porto last spring, she teaches piano at a music school there.",
+        "Long week. My sister Ines moved to Porto last spring, she teaches piano at a music school there. "
+        "Anyway, what should I cook tonight?",
         "Can you remind me how to boil an egg properly?",
         "What is a good stretch for a stiff neck?",
     ]
@@ -408,3 +410,7 @@ async def test_turns_record_who_spoke_and_a_fact_from_many_turns_back_is_recalle
     chat = await bob.store.search_items(["memories", "bob", "chat"], limit=100)
     by_role = {(item["value"]["role"], item["value"].get("speaker")) for item in chat["items"]}
     assert by_role == {("user", "bob"), ("assistant", "assistant")}
+    # the long message is also searched by its sentences, each labelled with who said it
+    stored = next(item["value"] for item in chat["items"] if "Ines" in item["value"]["text"])
+    assert stored["passages"][0].startswith("bob: Long week. My sister Ines") and len(stored["passages"]) == 2
+    assert "passages" not in fact

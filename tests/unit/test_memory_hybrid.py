@@ -18,6 +18,18 @@ from store.names import about, capitalised_words, mentions, named, without_names
 from store.sentences import passages
 
 NOW = datetime(2023, 12, 20, 15, 0, tzinfo=UTC)
+# A long message whose third sentence answers "Did they get a new pet turtle?", and shorter
+# messages closer to the question's words than the long message's one vector is.
+LONG_NEWS = (
+    "Hey, long time no see, how have you been doing lately? Work has been really busy and the kids both "
+    "have colds again. We adopted two baby turtles last weekend. Anyway, how was your trip to the coast "
+    "with your sister and her family, did the weather hold up?"
+)
+PET_TALK = [
+    "Our neighbours have a pet rabbit that keeps escaping.",
+    "I watched a nature documentary about sea creatures.",
+    "My sister wants to get a hamster for her kids.",
+]
 
 
 # ---------------------------------------------------------------- fusion
@@ -130,21 +142,11 @@ async def test_a_chat_message_is_found_by_its_best_sentence_and_reads_hide_the_p
     monkeypatch.setenv("MEMORY_KEYWORD_WEIGHT", "0")  # the vectors alone
     monkeypatch.setenv("MEMORY_NEIGHBOUR_WEIGHT", "0")
     at = day(2023, 6, 1) + timedelta(hours=9)
-    news = (
-        "Hey, long time no see, how have you been doing lately? Work has been really busy and the kids both "
-        "have colds again. We adopted two baby turtles last weekend. Anyway, how was your trip to the coast "
-        "with your sister and her family, did the weather hold up?"
-    )
-    others = [
-        "Our neighbours have a pet rabbit that keeps escaping.",
-        "I watched a nature documentary about sea creatures.",
-        "My sister wants to get a hamster for her kids.",
-    ]
 
     async def ranked(user: str) -> tuple[dict, list[str]]:
         said = [
             await memory.record_chat_message(store, user, "user", text, "t", now=at + timedelta(minutes=i))
-            for i, text in enumerate([news, *others])
+            for i, text in enumerate([LONG_NEWS, *PET_TALK])
         ]
         found = await memory.recall(store, user, "Did they get a new pet turtle?", "chat", top_k=4, record_access=False)
         return said[0], [r["id"] for r in found]
