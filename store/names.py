@@ -2,7 +2,9 @@
 every message that carries it ("Maya: Haha, classic.") rather than with what the query asks
 about, so the searches that know who is speaking (memory speakers, names most of a knowledge
 base's chunks hold) embed the query with those names turned into pronouns and rank the named
-person's messages up by other means (a speaker bonus, full-text search)."""
+person's messages up by other means (a speaker bonus, full-text search). A text is about a
+person when it names them other than to address them (`about`: "Thanks, Maya!" is said to
+Maya)."""
 
 from __future__ import annotations
 

@@ -3,9 +3,9 @@ passages a long message is also searched by.
 
 A chat message often says several things ("Hey! That's cool. I've been so stressed by the
 tournament, but my turtles always cheer me up."); one vector of the whole message averages them
-and matches a question about one of them weakly. `passages` gives such a message's sentences, labelled
-with who said them, each stored as a vector of its own beside the whole text's, so the message is
-found by its best sentence (the store keeps an item's best-scoring vector)."""
+and matches a question about one of them weakly. `passages` gives such a message's sentences,
+labelled with who said them, each stored as a vector of its own beside the whole text's, so the
+message is found by its best sentence (the store keeps an item's best-scoring vector)."""
 
 from __future__ import annotations
 
