@@ -60,9 +60,10 @@ class MemoryCorpus:
     async def dense(self, query: str, limit: int, span: tuple[datetime, datetime] | None = None) -> list[Scored]:
         """Vector hits; with `span` only memories written in [start, end). A long chat message has
         a vector per passage beside its text's (store/sentences.py) and the Postgres store reads
-        2 x limit + 1 vectors before keeping each item's best, so PASSAGE_DEPTH x `limit` items
-        are asked for to still get `limit`."""
-        hits = await self.backend.vector_search(self.ns, query, PASSAGE_DEPTH * limit, self.wanted, "created_at", span)
+        2 x limit + 1 vectors before keeping each item's best, so chat searches ask for
+        PASSAGE_DEPTH x `limit` items to still get `limit` (other kinds have no passages)."""
+        depth = PASSAGE_DEPTH * limit if self.ns[-1] == "chat" else limit
+        hits = await self.backend.vector_search(self.ns, query, depth, self.wanted, "created_at", span)
         found: list[Scored] = [(hit, hit.score or 0.0) for hit in hits if self._live(hit.value)]
         return found[:limit]
 

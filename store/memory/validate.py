@@ -104,10 +104,14 @@ def checked_keywords(keywords: Any) -> list[str]:
     return list(dict.fromkeys(cleaned))
 
 
+def shown(value: dict) -> dict:
+    """A stored value as reads and writes return it: without its search `passages`."""
+    return {k: v for k, v in value.items() if k != PASSAGES_FIELD}
+
+
 def as_result(item: Item, score: float | None, **extra: Any) -> dict:
-    """The dict a read or write returns for one item (without its search `passages`)."""
-    value = {k: v for k, v in item.value.items() if k != PASSAGES_FIELD}
-    return {"id": item.key, **value, "score": score, **extra}
+    """The dict a read or write returns for one item (`shown`)."""
+    return {"id": item.key, **shown(item.value), "score": score, **extra}
 
 
 def profile_fields(fields: Any) -> dict[str, str | None]:

@@ -34,6 +34,7 @@ from store.memory.validate import (
     namespace,
     optional_id,
     profile_fields,
+    shown,
     user_prefix,
 )
 from store.sentences import passages
@@ -254,7 +255,7 @@ async def record_chat_message(
     key = str(uuid.uuid4())
     await store.abatch([put_op(store, ns, key, value, True, config)])
     await backend_for(store).index_memory(ns, key, str(value["text"]), speaker)
-    return {"id": key, **{k: v for k, v in value.items() if k != PASSAGES_FIELD}}
+    return {"id": key, **shown(value)}
 
 
 async def update_profile(store: BaseStore, user_id: str, fields: dict, *, now: datetime | None = None) -> dict:
