@@ -16,6 +16,10 @@ dated with its session (`ingest_texts`). Questions of categories 1-4 with eviden
 adversarial category 5 has no answer in the conversation) are asked through `recall(kind="chat")`
 and `knowledge.retrieve(strategy="hybrid")`. recall@k is the share of a question's evidence turns
 among the first k results, reported overall, per evidence count (1, 2, 3, 4+) and per category.
+With `--pool N`, a second, untimed search per question asks for N results and reports the
+ceiling of re-ranking: the R@10 that the best order of those N results would give (each
+question's evidence among them, at most 10, over its evidence count), so a miss can be told apart
+as one that first-stage retrieval did not find at all from one it ranked too low.
 
 This is a check, never a tuning set: weights are chosen on bench/recall_eval's held-in questions.
 Latency (p50/p95 per recall, query embedding included) is printed with the load average: figures
@@ -153,13 +157,20 @@ async def load(pg_store, conversations: list[Conversation]) -> None:
         print(f"  loaded conversation {conv.index}: {len(conv.turns)} turns", flush=True)
 
 
-async def search(pg_store, path: str, conv: Conversation, query: str, owners: dict[str, str], now) -> list[str]:
+async def search(
+    pg_store, path: str, conv: Conversation, query: str, owners: dict[str, str], now, top_k: int = max(KS)
+) -> list[str]:
     """Ranked turn ids of one path."""
     if path == "kb_hybrid":
-        found = await knowledge.retrieve(pg_store, name_of(conv), query, strategy="hybrid", top_k=max(KS))
+        found = await knowledge.retrieve(pg_store, name_of(conv), query, strategy="hybrid", top_k=top_k)
         return [r["source"].removeprefix("turn:") for r in found["retrieval_results"]]
-    results = await memory.recall(pg_store, name_of(conv), query, "chat", top_k=max(KS), record_access=False, now=now)
+    results = await memory.recall(pg_store, name_of(conv), query, "chat", top_k=top_k, record_access=False, now=now)
     return [owners.get(r["id"], "") for r in results]
+
+
+def ceiling(wanted: set[str], pool: list[str], k: int) -> float:
+    """The recall@k the best order of `pool` would give: its evidence, at most k, over all evidence."""
+    return min(len(wanted & set(pool)), k) / len(wanted)
 
 
 async def chat_owners(pg_store, conversations: list[Conversation]) -> dict[str, str]:
@@ -181,7 +192,9 @@ def evidence_bucket(question: Question) -> str:
     return "4+" if len(question.evidence) >= 4 else str(len(question.evidence))
 
 
-async def evaluate(pg_store, conversations: list[Conversation], paths: list[str], owners: dict) -> dict:
+async def evaluate(
+    pg_store, conversations: list[Conversation], paths: list[str], owners: dict, pool: int | None = None
+) -> dict:
     report: dict = {}
     for path in paths:
         sums: dict = defaultdict(lambda: defaultdict(list))
@@ -199,8 +212,11 @@ async def evaluate(pg_store, conversations: list[Conversation], paths: list[str]
                     "evidence": list(question.evidence),
                     "ranked": ranked[: max(KS)],
                 }
-                for k in KS:
-                    value = len(wanted & set(ranked[:k])) / len(wanted)
+                values = {k: len(wanted & set(ranked[:k])) / len(wanted) for k in KS}
+                if pool:
+                    deeper = await search(pg_store, path, conv, question.text, owners, now, top_k=pool)
+                    values["ceiling"] = ceiling(wanted, deeper, 10)
+                for k, value in values.items():
                     for group in ("all", f"evidence {evidence_bucket(question)}", question.category):
                         sums[group][k].append(value)
         report[path] = {
@@ -208,6 +224,7 @@ async def evaluate(pg_store, conversations: list[Conversation], paths: list[str]
                 g: {k: statistics.mean(v) for k, v in ks.items()} | {"n": len(ks[KS[0]])} for g, ks in sums.items()
             },
             "ms": {"p50": statistics.median(latencies), "p95": statistics.quantiles(latencies, n=20)[-1]},
+            "pool": pool,
             "per_question": per_question,
         }
     return report
@@ -221,12 +238,15 @@ def render(report: dict, load_average: tuple[float, float, float]) -> str:
     for path, figures in report.items():
         ms = figures["ms"]
         lines.append(f"\n{path}  (latency p50 {ms['p50']:.0f} ms, p95 {ms['p95']:.0f} ms)")
-        lines.append(f"{'questions':<12} | {'n':>4} {'R@5':>5} {'R@10':>5} {'R@20':>5}")
+        pool = figures.get("pool")
+        ceiling_head = f" {'best R@10 of ' + str(pool):>16}" if pool else ""
+        lines.append(f"{'questions':<12} | {'n':>4} {'R@5':>5} {'R@10':>5} {'R@20':>5}{ceiling_head}")
         for group in groups:
             row = figures["recall"].get(group)
             if row:
+                best = f" {100 * row['ceiling']:>16.1f}" if pool else ""
                 lines.append(
-                    f"{group:<12} | {row['n']:>4} {100 * row[5]:>5.1f} {100 * row[10]:>5.1f} {100 * row[20]:>5.1f}"
+                    f"{group:<12} | {row['n']:>4} {100 * row[5]:>5.1f} {100 * row[10]:>5.1f} {100 * row[20]:>5.1f}{best}"
                 )
     return "\n".join(lines)
 
@@ -249,7 +269,7 @@ async def run(args: argparse.Namespace) -> dict:
         questions = sum(len(c.questions) for c in conversations)
         turns = sum(len(c.turns) for c in conversations)
         print(f"{len(conversations)} conversations, {turns} turns, {questions} questions", flush=True)
-        return await evaluate(pg_store, conversations, args.paths, owners)
+        return await evaluate(pg_store, conversations, args.paths, owners, args.pool)
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -264,6 +284,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument("--schema", default=SCHEMA)
     parser.add_argument("--conversations", type=lambda s: [int(x) for x in s.split(",")], default=None)
+    parser.add_argument(
+        "--pool",
+        type=int,
+        default=None,
+        help="also report the best R@10 any order of the first N results would give (an untimed second search)",
+    )
     parser.add_argument("--json", help="also write the report here")
     return parser.parse_args(argv)
 

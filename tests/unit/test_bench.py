@@ -142,3 +142,13 @@ def test_locomo_reader_keeps_answerable_questions_and_their_turns(tmp_path):
         ("multi-hop", ("D1:2", "D2:1")),
     ]
     assert [evidence_bucket(q) for q in conv.questions] == ["1", "2"]
+
+
+def test_locomo_ceiling_is_the_best_order_of_the_pool():
+    from bench.locomo_eval import ceiling
+
+    wanted = {"D1:1", "D2:4", "D3:3", "D7:2"}
+    pool = ["D9:9", "D2:4", "D8:1", "D1:1", "D3:3"]
+    assert ceiling(wanted, pool, 10) == 0.75  # three of four found, order does not matter
+    assert ceiling(wanted, pool, 2) == 0.5  # but no more than k fit in the first k
+    assert ceiling({"D5:5"}, pool, 10) == 0.0
