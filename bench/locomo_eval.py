@@ -44,6 +44,7 @@ from pathlib import Path
 import psycopg
 
 from store import knowledge, memory
+from store.knowledge.config import MAX_TOP_K
 from store.postgres import postgres_uri, store
 
 SCHEMA = "bench_locomo"
@@ -300,6 +301,10 @@ def main(argv: list[str]) -> int:
     unknown = set(args.paths) - set(PATHS)
     if unknown:
         raise SystemExit(f"unknown paths {sorted(unknown)}: use {', '.join(PATHS)}")
+    if args.pool is not None and not 10 <= args.pool <= MAX_TOP_K:
+        raise SystemExit(
+            f"--pool must be from 10 to {MAX_TOP_K} (the most a knowledge search returns), got {args.pool}"
+        )
     if not Path(args.path).exists():
         raise SystemExit(f"no such file or folder: {args.path} (LoCoMo's data/locomo10.json)")
     report = asyncio.run(run(args))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
@@ -152,3 +153,11 @@ def test_locomo_ceiling_is_the_best_order_of_the_pool():
     assert ceiling(wanted, pool, 10) == 0.75  # three of four found, order does not matter
     assert ceiling(wanted, pool, 2) == 0.5  # but no more than k fit in the first k
     assert ceiling({"D5:5"}, pool, 10) == 0.0
+
+
+def test_locomo_pool_outside_what_searches_return_is_refused_before_any_work(tmp_path):
+    from bench.locomo_eval import main
+
+    for bad in ("5", "51"):
+        with pytest.raises(SystemExit, match="--pool must be from 10 to 50"):
+            main([str(tmp_path / "missing.json"), "--pool", bad])
