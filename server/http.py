@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 from graphs.utilities.tasks import conversation_title, daily_tip, related_questions
 from server import kb as kb_service
 from server import utilities, web
+from server.dev_persistence import DurableWritesMiddleware, durable_attempts
 from server.errors import ApiError, DatabaseUnavailableMiddleware, api_error_handler, validation_error_handler
 from server.limits import BodyLimitMiddleware
 from server.logs import quiet_duplicate_run_errors
@@ -59,6 +60,7 @@ async def lifespan(app: FastAPI):
     quick to reconnect and make the package's tables ready beside its store."""
     install_log_redaction()
     quiet_duplicate_run_errors()
+    durable_attempts()  # `langgraph dev`: a run's attempt on disk before it runs (server/dev_persistence.py)
     loading = asyncio.create_task(_load_embeddings())
     # Aegra's own Postgres pool: quick to serve again after a Postgres restart.
     pool = server_pool()
@@ -94,10 +96,13 @@ app = FastAPI(
     redoc_url=None,
     openapi_url=None,
 )
+durable_attempts()  # before the server's workers take the runs left by a crash
 app.add_exception_handler(ApiError, api_error_handler)
 app.add_exception_handler(RequestValidationError, validation_error_handler)
 # Request body limits (server/limits.py): 413 PAYLOAD_TOO_LARGE, 400 JSON_TOO_DEEP.
 app.add_middleware(BodyLimitMiddleware)
+# `langgraph dev`: thread, run and assistant records on disk when written (server/dev_persistence.py).
+app.add_middleware(DurableWritesMiddleware)
 # Postgres down: 503 DATABASE_UNAVAILABLE on every route of the server, the LangGraph ones too.
 app.add_middleware(DatabaseUnavailableMiddleware)
 

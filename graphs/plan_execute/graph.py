@@ -26,7 +26,7 @@ from graphs.plan_execute.plan import (
     PlanError,
     Replan,
     blocked_steps,
-    parse_steps,
+    parse_plan,
     pending_steps,
     ready_steps,
     validate_steps,
@@ -223,7 +223,7 @@ def _review(answer: object, names: set[str], context: PlanExecuteContext) -> tup
                 steps = hitl.json_arg((decision.args or {}).get("steps"), "steps")
                 if steps is None:
                     raise PlanError("an edit needs the new plan in edited_action.args.steps")
-                return "edit", validate_steps(parse_steps(steps), names, context.max_plan_steps), ""
+                return "edit", parse_plan(steps, names, context.max_plan_steps), ""
             if decision.type == "respond":
                 if not decision.message:
                     raise PlanError("a 'respond' decision needs a message: the changes to make to the plan")
@@ -253,7 +253,7 @@ def _review(answer: object, names: set[str], context: PlanExecuteContext) -> tup
         steps = hitl.json_arg(steps, "plan")
     except hitl.ReplyError as exc:
         raise PlanError(str(exc)) from None
-    return "edit", validate_steps(parse_steps(steps), names, context.max_plan_steps), ""
+    return "edit", parse_plan(steps, names, context.max_plan_steps), ""
 
 
 def _chat_reply(state: State) -> HumanMessage | None:

@@ -14,6 +14,7 @@ text in a tool's arguments ("s1 + 12"), are refused at validation so the planner
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -69,16 +70,23 @@ class PlanError(ValueError):
     """A plan that cannot run: the message tells the planner what to fix."""
 
 
-def parse_steps(raw: Any) -> list[PlanStep]:
-    """Steps from a client's edited plan (a list of step objects); PlanError if malformed."""
+def parse_steps(raw: Any, max_steps: int) -> list[PlanStep]:
+    """Steps from a client's edited plan (a list of step objects); PlanError if malformed or
+    longer than `max_steps` (counted before any step is read)."""
     if isinstance(raw, dict) and "steps" in raw:
         raw = raw["steps"]
     if not isinstance(raw, list):
         raise PlanError("the plan must be a list of steps")
+    _check_length(len(raw), max_steps)
     try:
         return [PlanStep.model_validate(item) for item in raw]
     except ValidationError as exc:
         raise PlanError(f"malformed step: {exc}") from exc
+
+
+def parse_plan(raw: Any, tools: set[str], max_steps: int) -> list[dict]:
+    """A client's edited plan, read and checked (`parse_steps`, then `validate_steps`)."""
+    return validate_steps(parse_steps(raw, max_steps), tools, max_steps)
 
 
 def validate_steps(
@@ -88,15 +96,19 @@ def validate_steps(
 
     `finished` maps the ids of steps already run to their status: new steps may depend on the
     successful ones but must not reuse any of their ids. Raises PlanError naming every problem
-    found: over-long plans, duplicate ids, unknown tools, dangling dependencies and cycles.
+    found: duplicate ids, unknown tools, dangling dependencies and cycles. A plan over `max_steps`
+    is refused first, before any other check: the checks grow faster than the plan, and a plan
+    comes from a model or a client (thousands of steps must cost no more than a few).
     """
+    _check_length(len(steps), max_steps)
     finished = finished or {}
     problems: list[str] = []
-    steps = [_with_referenced(step, steps, finished, problems) for step in steps]
-    if len(steps) > max_steps:
-        problems.append(f"the plan has {len(steps)} steps; at most {max_steps} are allowed")
+    known = {step.id.strip() for step in steps} | set(finished)
+    named = _named_ids(known)
+    steps = [_with_referenced(step, known, named, problems) for step in steps]
     ids = [step.id.strip() for step in steps]
-    for step_id in sorted({i for i in ids if ids.count(i) > 1 or i in finished}):
+    counts = Counter(ids)
+    for step_id in sorted({i for i in ids if counts[i] > 1 or i in finished}):
         problems.append(f"step id {step_id!r} is used more than once")
     if any(not step_id for step_id in ids):
         problems.append("every step needs a non-empty id")
@@ -144,10 +156,24 @@ def references(value: Any) -> list[str]:
     return list(dict.fromkeys(m.group(1) for text in _strings(value) for m in _REFERENCE.finditer(text)))
 
 
-def _with_referenced(step: PlanStep, steps: list[PlanStep], finished: dict[str, str], problems: list[str]) -> PlanStep:
+def _check_length(count: int, max_steps: int) -> None:
+    if count > max_steps:
+        raise PlanError(f"the plan has {count} steps; at most {max_steps} are allowed")
+
+
+def _named_ids(known: set[str]) -> re.Pattern[str] | None:
+    """One pattern finding any of the step ids in `known` that look like step ids (s1, step_2)
+    written as a word, or None when there are none."""
+    named = sorted((i for i in known if _NAMED_STEP.fullmatch(i)), key=lambda i: (-len(i), i))
+    if not named:
+        return None
+    return re.compile(r"(?<![\w.])(" + "|".join(map(re.escape, named)) + r")(?![\w])")
+
+
+def _with_referenced(step: PlanStep, known: set[str], named: re.Pattern[str] | None, problems: list[str]) -> PlanStep:
     """`step` with every step its args or description reference added to `depends_on`; the
-    references that cannot be used are added to `problems`."""
-    known = {other.id.strip() for other in steps} | set(finished)
+    references that cannot be used are added to `problems`. `known` holds the ids of the plan's
+    and the finished steps, `named` finds those of them written as plain text (`_named_ids`)."""
     own = step.id.strip()
     deps = list(step.depends_on)
     for ref in references([step.args, step.description]):
@@ -158,15 +184,13 @@ def _with_referenced(step: PlanStep, steps: list[PlanStep], finished: dict[str, 
                 deps.append(ref)
         elif _STEP_LIKE.fullmatch(ref):
             problems.append(f"step {own!r} refers to {{{ref}}}, but there is no step {ref!r}")
-    if step.tool is not None:
-        for text in _strings(step.args):
-            bare = _REFERENCE.sub(" ", text)
-            for other in sorted(known - {own}):
-                if _NAMED_STEP.fullmatch(other) and re.search(rf"(?<![\w.]){re.escape(other)}(?![\w])", bare):
-                    problems.append(
-                        f"step {own!r} has {other!r} as plain text in its args; write {{{other}}} "
-                        f"to use the result of step {other!r}"
-                    )
+    if step.tool is not None and named is not None:
+        bare = " ".join(_REFERENCE.sub(" ", text) for text in _strings(step.args))
+        for other in sorted(set(named.findall(bare)) - {own}):
+            problems.append(
+                f"step {own!r} has {other!r} as plain text in its args; write {{{other}}} "
+                f"to use the result of step {other!r}"
+            )
     return step.model_copy(update={"depends_on": deps}) if deps != step.depends_on else step
 
 

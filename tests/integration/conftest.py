@@ -332,6 +332,7 @@ def server_env(openai_server, **extra: str) -> dict[str, str]:
         "LANGGRAPH_CLI_NO_ANALYTICS": "1",
         "LANGGRAPH_NO_VERSION_CHECK": "true",
         "LANGSMITH_TRACING": "false",
+        "BG_JOB_MAX_RETRIES": "2",  # as scripts/serve
         "PYTHONPATH": str(ROOT),
         **extra,
     }

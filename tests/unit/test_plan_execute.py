@@ -16,7 +16,7 @@ from langgraph.types import Command
 import tools.registry as registry
 from graphs.plan_execute.context import PlanExecuteContext, plan_context_fields
 from graphs.plan_execute.graph import builder
-from graphs.plan_execute.plan import PlanError, PlanStep, resolve_references, validate_steps
+from graphs.plan_execute.plan import PlanError, PlanStep, parse_steps, resolve_references, validate_steps
 from graphs.runtime.ui import is_progress
 from tests.fakes import ScriptedChatModel
 from tools.errors import TransientToolError
@@ -534,11 +534,12 @@ def test_validation_names_every_problem():
         PlanStep(id="b", description="y", depends_on=["c"]),
         PlanStep(id="b", description="z"),
     ]
+    with pytest.raises(PlanError, match="the plan has 3 steps; at most 2 are allowed"):
+        validate_steps(steps, {"calculator"}, 2)  # refused on its length before anything else
     with pytest.raises(PlanError) as info:
-        validate_steps(steps, {"calculator"}, 2)
+        validate_steps(steps, {"calculator"}, 3)
     message = str(info.value)
     for part in (
-        "at most 2",
         "'b' is used more than once",
         "unknown tool 'ghost'",
         "depends on itself",
@@ -765,3 +766,21 @@ async def test_progress_also_streams_as_generative_ui_messages(model_slot):
     kept = {m["name"]: m for m in state["ui"]}
     assert kept["plan_step"]["props"]["status"] == "completed" and kept["plan"]["props"]["steps"][0]["id"] == "a"
     assert all(m["metadata"]["message_id"] == answer_id for m in state["ui"])
+
+
+def test_a_plan_over_the_limit_is_refused_on_its_length_before_its_steps_are_read():
+    """Thousands of steps (from a client's edit or the planner) cost one count, not a check per
+    pair of steps: the malformed steps here are never read, the named references never matched."""
+    with pytest.raises(PlanError, match="the plan has 5000 steps; at most 8 are allowed"):
+        parse_steps([{"no": "id"}] * 5000, 8)
+    steps = [PlanStep(id=f"s{n}", description=f"s{n - 1} + 1", tool="calculator") for n in range(5000)]
+    with pytest.raises(PlanError, match="the plan has 5000 steps; at most 8 are allowed"):
+        validate_steps(steps, {"calculator"}, 8)
+    # Within the limit every step id written as plain text is still found, once.
+    plain = [
+        PlanStep(id="s1", description="a", tool="calculator", args={"expression": "6*7"}),
+        PlanStep(id="step_2", description="b", tool="calculator", args={"expression": "s1 + s1", "x": ["step_2"]}),
+    ]
+    with pytest.raises(PlanError) as info:
+        validate_steps(plain, {"calculator"}, 8)
+    assert str(info.value).count("'s1' as plain text") == 1 and "'step_2' as plain" not in str(info.value)

@@ -1,0 +1,94 @@
+"""Structures a user or a model supplies are bounded before any work that grows faster than
+their size, through a real `langgraph dev`: a plan of thousands of steps, from the planner or in
+a client's edit, is refused at once while the server keeps answering."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import httpx
+import pytest
+
+from tests.integration.conftest import key, user
+
+pytestmark = pytest.mark.integration
+
+HUGE = 5_000
+
+
+def huge_plan(count: int = HUGE) -> list[dict]:
+    """A plan whose steps reference each other by name as plain text: the shape that once made
+    validation compile one pattern per pair of steps."""
+    return [
+        {
+            "id": f"s{n}",
+            "description": f"step {n} uses s{n - 1}",
+            "tool": "calculator",
+            "args": {"expression": f"s{n - 1} + {n}"},
+        }
+        for n in range(1, count + 1)
+    ]
+
+
+@contextlib.asynccontextmanager
+async def server_kept_answering(url: str):
+    """Polls `/ok` while the block runs; fails the test when one poll waits over 5 s (a blocked
+    event loop answers nothing at all, for minutes)."""
+    polls: list[float] = []
+    stop = asyncio.Event()
+
+    async def poll() -> None:
+        async with httpx.AsyncClient(base_url=url, timeout=5) as http:
+            while not stop.is_set():
+                response = await http.get("/ok")
+                response.raise_for_status()
+                polls.append(1)
+                await asyncio.sleep(0.1)
+
+    task = asyncio.create_task(poll())
+    try:
+        yield polls
+    finally:
+        stop.set()
+        await task  # raises httpx.ReadTimeout when the server stopped answering
+    assert polls
+
+
+async def test_a_resumed_plan_of_thousands_of_steps_is_refused_with_the_server_answering(dev_server, openai_server):
+    client = dev_server.client("alice")
+    k = key()
+    one = {"id": "a", "description": "6*7", "tool": "calculator", "args": {"expression": "6*7"}}
+    openai_server.script(k, [{"content": "", "tool_calls": [{"name": "Plan", "args": {"steps": [one]}}]}, "42."])
+    context = {"approve_plan": True}
+    tid = (await client.threads.create())["thread_id"]
+    await client.runs.wait(tid, "plan_execute", input=user(f"{k} compute"), context=context)
+    assert (await client.threads.get_state(tid))["next"] == ["approve"]
+    steps = huge_plan()
+    edits = [
+        {"decisions": [{"type": "edit", "edited_action": {"name": "run_plan", "args": {"steps": steps}}}]},
+        {"action": "edit", "plan": steps},
+    ]
+    async with server_kept_answering(dev_server.url):
+        for resume in edits:
+            await asyncio.wait_for(
+                client.runs.wait(tid, "plan_execute", command={"resume": resume}, context=context), timeout=60
+            )
+            state = await client.threads.get_state(tid)
+            value = state["tasks"][0]["interrupts"][0]["value"]
+            assert f"the plan has {HUGE} steps; at most" in value["error"]
+            assert state["next"] == ["approve"]  # still waiting, the request answerable
+    final = await client.runs.wait(tid, "plan_execute", command={"resume": {"action": "approve"}}, context=context)
+    assert final["messages"][-1]["content"] == "42."
+
+
+async def test_a_planner_answer_of_thousands_of_steps_is_refused_with_the_server_answering(dev_server, openai_server):
+    client = dev_server.client("alice")
+    k = key()
+    huge = {"content": "", "tool_calls": [{"name": "Plan", "args": {"steps": huge_plan()}}]}
+    openai_server.script(k, [huge, huge, huge])
+    tid = (await client.threads.create())["thread_id"]
+    async with server_kept_answering(dev_server.url):
+        final = await asyncio.wait_for(client.runs.wait(tid, "plan_execute", input=user(f"{k} compute")), timeout=120)
+    assert final["status"] == "failed"
+    assert f"the plan has {HUGE} steps; at most" in final["messages"][-1]["content"]
