@@ -43,7 +43,7 @@ class KBMatch:
 def kb_phrases(kb: dict) -> list[str]:
     """The texts a message is compared with: the name, the description and its phrases."""
     description = " ".join(str(kb.get("description") or "").split())
-    name = " ".join(word for word in re.split(r"[\s_-]+", without_codes(kb["name"])) if word.lower() != "kb")
+    name = " ".join(word for word in re.split(r"[\s_-]+", without_codes(str(kb["name"]))) if word.lower() != "kb")
     parts = [name, description]
     parts += [phrase.strip() for phrase in _PHRASE_SPLIT.split(description)]
     return list(dict.fromkeys(part for part in parts if len(part) >= 3))
@@ -74,11 +74,12 @@ async def _vectors(texts: list[str]) -> list[np.ndarray]:
 
 async def rank_kbs(message: str, kbs: list[dict]) -> list[KBMatch]:
     """The knowledge bases `kbs`, most similar to `message` first; [] when there is nothing to
-    compare or the embedder fails (routing then goes on without this signal; logged)."""
+    compare or the embedder fails (routing then goes on without this signal; logged). A knowledge
+    base with no phrase to compare (its name a code such as `hr2024`, no description) is left out."""
     message = without_codes(message)
     if not kbs or not message.strip():
         return []
-    phrases = {kb["name"]: kb_phrases(kb) for kb in kbs}
+    phrases = {str(kb["name"]): kb_phrases(kb) for kb in kbs}
     try:
         query = np.asarray((await get_embeddings().aembed_documents([message]))[0], dtype=np.float32)
         query = query / (np.linalg.norm(query) or 1.0)
@@ -89,7 +90,8 @@ async def rank_kbs(message: str, kbs: list[dict]) -> list[KBMatch]:
         return []
     matches = []
     for name, parts in phrases.items():
-        scored = [(float(vectors[phrase] @ query), phrase) for phrase in parts]
-        similarity, phrase = max(scored)
+        if not parts:  # a name that is only a code and no description: nothing to compare
+            continue
+        similarity, phrase = max((float(vectors[phrase] @ query), phrase) for phrase in parts)
         matches.append(KBMatch(name, round(similarity, 3), phrase))
     return sorted(matches, key=lambda match: (-match.similarity, match.name))

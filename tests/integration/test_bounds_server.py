@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import uuid
 
 import httpx
 import pytest
 
-from tests.integration.conftest import key, user
+from tests.integration.conftest import ADMIN_USER, API_KEYS, key, user
 
 pytestmark = pytest.mark.integration
 
@@ -92,3 +93,33 @@ async def test_a_planner_answer_of_thousands_of_steps_is_refused_with_the_server
         final = await asyncio.wait_for(client.runs.wait(tid, "plan_execute", input=user(f"{k} compute")), timeout=120)
     assert final["status"] == "failed"
     assert f"the plan has {HUGE} steps; at most" in final["messages"][-1]["content"]
+
+
+async def test_a_shared_knowledge_base_named_by_a_code_without_description_breaks_no_router(
+    dev_server, openai_server
+):
+    """An administrator shares `hr<digits>` with no description: every user's router still answers."""
+    name = f"hr{uuid.uuid4().int % 10**6:06d}"
+    admin = {"x-api-key": API_KEYS[ADMIN_USER]}
+    async with httpx.AsyncClient(base_url=dev_server.url, headers=admin, timeout=60) as http:
+        assert (await http.post("/api/v1/kb", json={"name": name})).status_code == 201
+        assert (await http.patch(f"/api/v1/kb/{name}", json={"shared": True})).status_code == 200
+        try:
+            alice = dev_server.client("alice")
+            k = key()
+            choice = {"route": "general", "confidence": 0.9, "reason": "a general question"}
+            classified = {"content": "", "tool_calls": [{"name": "RouteChoice", "args": choice}]}
+            openai_server.script(k, [classified, "Twenty-five days a year."])
+            tid = (await alice.threads.create())["thread_id"]
+            parts = [
+                part
+                async for part in alice.runs.stream(
+                    tid, "router", input=user(f"{k} what is our leave policy?"), stream_mode=["custom", "values"]
+                )
+            ]
+            assert not [part.data for part in parts if part.event == "error"]
+            assert [p.data for p in parts if p.event == "custom" and p.data.get("event") == "route_decided"]
+            values = [part.data for part in parts if part.event == "values"][-1]
+            assert values["messages"][-1]["type"] == "ai" and values["messages"][-1]["content"]
+        finally:
+            assert (await http.delete(f"/api/v1/kb/{name}")).status_code in (200, 204)

@@ -124,6 +124,17 @@ async def test_codes_in_a_message_or_a_name_never_make_a_knowledge_base_close():
         assert match.similarity < 0.2, (code, match)
 
 
+async def test_a_knowledge_base_with_nothing_to_compare_never_breaks_the_ranking():
+    # a name that is only a code and no description: no phrase at all (it once raised ValueError
+    # from max() of nothing, in every router run that could read it)
+    bare = [{"name": "hr2024", "description": None}, {"name": "hr88693"}]
+    assert [kb_phrases(kb) for kb in bare] == [[], []]
+    assert await rank_kbs("What is our leave policy?", bare) == []
+    ranked = await rank_kbs("Who pays me back for the hotel on a work trip?", [*bare, *KBS])
+    assert [match.name for match in ranked] == ["hr", "garden"]
+    assert guess_route("What is our leave policy?", bare, []).route != "retrieval"
+
+
 def test_a_knowledge_base_close_in_meaning_is_chosen_only_when_clearly_first():
     message = "Who pays me back for the hotel on a work trip?"
     assert guess_route(message, KBS).confidence < 0.7  # words alone: unsure, the model would be asked
