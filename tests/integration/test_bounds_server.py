@@ -95,9 +95,7 @@ async def test_a_planner_answer_of_thousands_of_steps_is_refused_with_the_server
     assert f"the plan has {HUGE} steps; at most" in final["messages"][-1]["content"]
 
 
-async def test_a_shared_knowledge_base_named_by_a_code_without_description_breaks_no_router(
-    dev_server, openai_server
-):
+async def test_a_shared_knowledge_base_named_by_a_code_without_description_breaks_no_router(dev_server, openai_server):
     """An administrator shares `hr<digits>` with no description: every user's router still answers."""
     name = f"hr{uuid.uuid4().int % 10**6:06d}"
     admin = {"x-api-key": API_KEYS[ADMIN_USER]}
