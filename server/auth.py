@@ -30,7 +30,6 @@ from typing import Any
 
 from langgraph_sdk import Auth
 
-from graphs.runtime.state import check_input_messages
 from server import kb as kb_service
 from server.jwt_auth import JWTConfig, JWTRejected, jwt_config, looks_like_jwt, verify_jwt
 from settings import check_settings, settings
@@ -40,7 +39,6 @@ from tools.server_api import (
     internal_user,
     is_internal_request,
     request_headers,
-    run_input,
     server_kind,
     store_namespace,
 )
@@ -227,15 +225,9 @@ async def _cancel_open_runs(thread_id: str) -> None:
 
 @auth.on(resources="threads", actions="create_run")  # typed for a plain dict value, like the others
 async def on_run(ctx: Auth.types.AuthContext, value: dict) -> dict[str, str] | None:
-    """Runs only on one's own threads, with input messages that keep the thread valid. The
-    run's metadata is stamped too: the server copies it onto a thread the run creates
-    (stateless runs, `if_not_exists="create"`)."""
-    submitted = run_input(value)
-    if isinstance(submitted, dict):
-        try:
-            check_input_messages(submitted.get("messages"))
-        except ValueError as exc:
-            raise Auth.exceptions.HTTPException(status_code=422, detail=str(exc)) from None
+    """Runs only on one's own threads (their input, context and config are checked before,
+    server/api_checks.py). The run's metadata is stamped too: the server copies it onto a
+    thread the run creates (stateless runs, `if_not_exists="create"`)."""
     if acts_for_any_user(ctx.user):
         # Not stamped: run metadata is also merged into an existing thread's, and an
         # administrator's run must not take a user's thread over.

@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 from graphs.utilities.tasks import conversation_title, daily_tip, related_questions
 from server import kb as kb_service
 from server import utilities, web
+from server.api_checks import ApiChecksMiddleware
 from server.dev_persistence import DurableWritesMiddleware, durable_attempts
 from server.errors import ApiError, DatabaseUnavailableMiddleware, api_error_handler, validation_error_handler
 from server.limits import BodyLimitMiddleware
@@ -103,6 +104,9 @@ app.add_exception_handler(RequestValidationError, validation_error_handler)
 app.add_middleware(BodyLimitMiddleware)
 # `langgraph dev`: thread, run and assistant records on disk when written (server/dev_persistence.py).
 app.add_middleware(DurableWritesMiddleware)
+# The LangGraph server's own routes: bad runs, crons, store searches and compressed bodies refused
+# with a 4xx before anything is written (server/api_checks.py).
+app.add_middleware(ApiChecksMiddleware)
 # Postgres down: 503 DATABASE_UNAVAILABLE on every route of the server, the LangGraph ones too.
 app.add_middleware(DatabaseUnavailableMiddleware)
 

@@ -92,7 +92,7 @@ class BodyLimitMiddleware:
         while True:
             message = await receive()
             if message["type"] != "http.request":
-                await self.app(scope, _replay([message]), send)
+                await self.app(scope, replay([message]), send)
                 return
             chunk = message.get("body", b"")
             size += len(chunk)
@@ -111,7 +111,7 @@ class BodyLimitMiddleware:
             )
             await error_response(error)(scope, receive, send)
             return
-        await self.app(scope, _replay([{"type": "http.request", "body": body, "more_body": False}], receive), send)
+        await self.app(scope, replay([{"type": "http.request", "body": body, "more_body": False}], receive), send)
 
     async def _streamed(self, scope: Scope, receive: Any, send: Any, limit: int) -> None:
         """Pass the body through while counting it; past the limit, the app sees the client
@@ -145,7 +145,7 @@ class BodyLimitMiddleware:
             await error_response(too_large(limit))(scope, receive, send)
 
 
-def _replay(messages: list[Message], then: Any = None) -> Any:
+def replay(messages: list[Message], then: Any = None) -> Any:
     """A `receive` giving `messages` first, then `then`'s (or a disconnect)."""
     pending = list(messages)
 

@@ -19,8 +19,6 @@ Aegra (self-hosted, several replicas). This module owns where they differ:
   (list namespaces) under Aegra (`store_namespace`);
 - what tells a run apart in the `configurable` its subgraphs inherit: `langgraph_api`'s request
   id, Aegra's `run_id` (`server_run_key`);
-- the create_run auth value: the run's input under `kwargs` (`langgraph_api`) or at the top, as
-  the request body has it (Aegra) (`run_input`);
 - delayed runs: `langgraph_api` honours `after_seconds` and `multitask_strategy`, Aegra neither
   (`server_delays_runs`; graphs/runtime/memory_schedule.py debounces without them);
 - the server's own Postgres pool: Aegra's (checkpoints and store) is reached as `server_pool`,
@@ -142,13 +140,6 @@ def server_run_key(configurable: Mapping[str, Any]) -> str | None:
     inherits: `langgraph_request_id` (`langgraph_api`) or `run_id` (Aegra); None outside a server."""
     key = configurable.get("langgraph_request_id") or configurable.get("run_id")
     return str(key) if key else None
-
-
-def run_input(value: Mapping[str, Any]) -> Any:
-    """The input of the run a `create_run` auth value describes: `value["kwargs"]["input"]`
-    (`langgraph_api`) or `value["input"]` (Aegra passes the request body)."""
-    kwargs = value.get("kwargs")
-    return kwargs.get("input") if isinstance(kwargs, Mapping) else value.get("input")
 
 
 async def thread_run(thread_id: str, run_id: str, act_as: str | None = None) -> dict | None:

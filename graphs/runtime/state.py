@@ -26,7 +26,7 @@ class MessagesInput(TypedDict):
 def check_input_messages(raw: Any) -> None:
     """Raise ValueError with a clear message when a run's input `messages` would break a thread.
 
-    Checked before the run is created (server/auth.py): every item must convert to a standard
+    Checked before the run is created (server/api_checks.py): every item must convert to a standard
     message (unknown roles are refused), an assistant message's tool calls must be answered by
     tool messages in the same input, and every tool message must answer such a call.
     """

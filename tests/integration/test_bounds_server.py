@@ -1,15 +1,18 @@
-"""Structures a user or a model supplies are bounded before any work that grows faster than
-their size, through a real `langgraph dev`: a plan of thousands of steps, from the planner or in
-a client's edit, is refused at once while the server keeps answering."""
+"""Hostile or broken input through a real `langgraph dev`: a plan of thousands of steps, from the
+planner or in a client's edit, refused at once while the server keeps answering; a knowledge base
+with nothing to match by meaning; requests refused with a 4xx before anything is written (a
+recursion limit too small to answer, missing fields on the server's own routes, compressed bodies)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import gzip
 import uuid
 
 import httpx
 import pytest
+from langgraph_sdk.errors import APIStatusError
 
 from tests.integration.conftest import ADMIN_USER, API_KEYS, key, user
 
@@ -121,3 +124,45 @@ async def test_a_shared_knowledge_base_named_by_a_code_without_description_break
             assert values["messages"][-1]["type"] == "ai" and values["messages"][-1]["content"]
         finally:
             assert (await http.delete(f"/api/v1/kb/{name}")).status_code in (200, 204)
+
+
+async def test_a_recursion_limit_too_small_to_answer_is_refused_before_anything_is_written(dev_server, openai_server):
+    client = dev_server.client("alice")
+    tid = (await client.threads.create())["thread_id"]
+    with pytest.raises(APIStatusError) as refused:
+        await client.runs.create(tid, "react", input=user("What is 6*7?"), config={"recursion_limit": 1})
+    response = refused.value.response
+    assert response.status_code == 422 and response.json()["details"] == {"field": "config.recursion_limit"}
+    state = await client.threads.get_state(tid)
+    assert not (state["values"] or {}).get("messages") and state["next"] == []
+    assert await client.runs.list(tid) == []
+
+
+@pytest.mark.parametrize(
+    "path, body, field",
+    [
+        ("/store/items/search", {"query": "a"}, "namespace_prefix"),
+        ("/runs/crons", {}, "assistant_id"),
+        ("/ui/react", {}, "name"),
+    ],
+)
+async def test_the_servers_own_routes_answer_a_missing_field_with_a_4xx(dev_server, path, body, field):
+    async with httpx.AsyncClient(base_url=dev_server.url, headers={"x-api-key": API_KEYS["alice"]}) as http:
+        response = await http.post(path, json=body)
+    assert response.status_code == 422, response.text
+    assert response.json()["error"] == "VALIDATION_ERROR" and response.json()["details"] == {"field": field}
+
+
+async def test_a_compressed_body_is_refused_with_415(dev_server):
+    headers = {
+        "x-api-key": API_KEYS["alice"],
+        "content-type": "application/json",
+        "content-encoding": "gzip",
+        "accept": "application/json, text/event-stream",
+    }
+    body = gzip.compress(b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}')
+    async with httpx.AsyncClient(base_url=dev_server.url, headers=headers) as http:
+        for path in ("/api/v1/mcp", "/threads"):
+            response = await http.post(path, content=body)
+            assert response.status_code == 415, (path, response.text)
+            assert response.json()["error"] == "UNSUPPORTED_CONTENT_ENCODING"

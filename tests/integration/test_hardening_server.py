@@ -89,21 +89,22 @@ async def test_studio_header_is_not_an_administrator_when_keys_are_configured(de
         ({"tools": ["rm_rf"]}, "tools"),
     ],
 )
-async def test_a_bad_context_fails_the_run_with_the_field_named_and_the_thread_unchanged(
+async def test_a_bad_context_is_refused_with_the_field_named_before_anything_is_written(
     dev_server, context, field_name
 ):
     client = dev_server.client("alice")
     thread = await client.threads.create()
-    parts = [
-        part
-        async for part in client.runs.stream(
-            thread["thread_id"], "react", input=user("hi"), context=context, stream_mode=["values"]
-        )
-    ]
-    message = await dev_server.failure_message(client, thread["thread_id"], parts)
-    assert f"Invalid context field `{field_name}`" in message, parts
+    with pytest.raises(APIStatusError) as refused:
+        async for _ in client.runs.stream(thread["thread_id"], "react", input=user("hi"), context=context):
+            pass
+    response = refused.value.response
+    assert response.status_code == 422, response.text
+    body = response.json()
+    assert body["error"] == "VALIDATION_ERROR" and body["details"] == {"field": f"context.{field_name}"}
+    assert f"Invalid context field `{field_name}`" in body["message"]
     state = await client.threads.get_state(thread["thread_id"])
     assert not (state["values"] or {}).get("messages") and state["next"] == []
+    assert await client.runs.list(thread["thread_id"]) == []  # no run was created
 
 
 @pytest.mark.parametrize(
