@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from scripts.free_port import free_port
+from server.api_checks import MIN_RECURSION_LIMIT
 from store.postgres import stop_embedded_postgres
 from tests.integration.conftest import ROOT, DevServer, absolute_config, key, server_env, user
 from tests.web_servers import LoopbackServer, Reply
@@ -192,11 +193,17 @@ async def test_runs_cancelled_during_a_slow_tool_leave_no_unanswered_tool_call(w
 async def test_a_run_stopped_by_the_recursion_limit_leaves_no_unanswered_tool_call(web_server, openai_server):
     client = web_server.client(None)
     k = key()
-    calculate = {"content": "", "tool_calls": [{"name": "calculator", "args": {"expression": "6*7"}, "id": "r1"}]}
-    openai_server.script(k, [calculate, "forty-two, after all"])
+
+    def calculate(call_id: str) -> dict:
+        return {"content": "", "tool_calls": [{"name": "calculator", "args": {"expression": "6*7"}, "id": call_id}]}
+
+    # The smallest limit accepted (server/api_checks.py) runs out on the third tool call.
+    openai_server.script(k, [calculate("r0"), calculate("q1"), calculate("r1"), "forty-two, after all"])
     thread = await client.threads.create()
     tid = thread["thread_id"]
-    run = await client.runs.create(tid, "react", input=user(f"{k} what is 6*7?"), config={"recursion_limit": 1})
+    run = await client.runs.create(
+        tid, "react", input=user(f"{k} what is 6*7?"), config={"recursion_limit": MIN_RECURSION_LIMIT}
+    )
     await client.runs.join(tid, run["run_id"])
     assert (await client.runs.get(tid, run["run_id"]))["status"] == "error"
     state = await client.threads.get_state(tid)
