@@ -13,6 +13,9 @@ Datasets:
 - `musique`: the same for MuSiQue (`musique_train.json`, `musique_train_corpus.json`), an
   independent check only: never used to choose settings.
 
+`--titles heading` opens each document's text with its title as a line of its own and gives no
+title field, as users' documents come; `--titles both` runs each dataset both ways in one run.
+
 Each dataset is ingested into its own knowledge base with the configured chunking (KB_CHUNK_SIZE /
 KB_CHUNK_OVERLAP, default 800 / 120), in schema GRAPH_BENCH_SCHEMA (default `bench_graph`) of the
 configured Postgres (POSTGRES_URI, else the embedded one). A question's recall@k is the share of
@@ -117,6 +120,16 @@ def hippo_dataset(name: str, data: Path) -> Dataset:
         cases.append(Case(q["question"], gold, ("all",)))
         distractors.append(tuple(doc for title in given if title not in titles for doc in by_title.get(title, [])[:1]))
     return Dataset(name, documents, cases, tuple(distractors))
+
+
+def as_headings(dataset: Dataset) -> Dataset:
+    """`dataset` as users write documents: each title a heading line opening the text, no title
+    field (what `--titles heading` measures against the title given as a field)."""
+    documents = [
+        {"text": f"{d['title']}\n{d['text']}", "source": d["source"]} if d.get("title") else d
+        for d in dataset.documents
+    ]
+    return Dataset(f"{dataset.name}-headings", documents, dataset.cases, dataset.distractors)
 
 
 def recall_at(ranked: Sequence[str], gold: Sequence[str], k: int) -> float:
@@ -284,6 +297,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--extractors", default="offline", help="comma-separated, of offline, model")
     parser.add_argument("--model", help="chat model of the model extractor as provider:model (default AGENT_MODEL)")
     parser.add_argument("--batch-size", type=int, default=4, help="chunks per model extraction call")
+    parser.add_argument(
+        "--titles",
+        choices=("field", "heading", "both"),
+        default="field",
+        help="give each document's title as the title field (default), as a heading line opening its text, or both",
+    )
     args = parser.parse_args(argv)
     extractors = args.extractors.split(",")
     if set(extractors) - {"offline", "model"}:
@@ -303,6 +322,11 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"unknown dataset {name!r}: use {', '.join(DATASETS)}")
     if args.sample:
         datasets = [sample(dataset, args.sample, args.sample_documents) for dataset in datasets]
+    if args.titles != "field":
+        headed = [as_headings(dataset) for dataset in datasets]
+        datasets = (
+            headed if args.titles == "heading" else [d for pair in zip(datasets, headed, strict=True) for d in pair]
+        )
     results = asyncio.run(run(datasets, strategies, args.baseline_ingest, extractors, args.model, args.batch_size))
     if args.json:
         args.json.write_text(json.dumps({"strategies": strategies, "results": results}, indent=2))

@@ -1,5 +1,6 @@
 """Sentences of a text: the splitter the knowledge graph's extractor reads chunks with, and the
-passages a long message is also searched by.
+passages a long message is also searched by. Line breaks count as users write them: a blank
+line or a heading line ends a sentence, a line break inside wrapped prose does not.
 
 A chat message often says several things ("Hey! That's cool. I've been so stressed by the
 tournament, but my turtles always cheer me up."); one vector of the whole message averages them
@@ -20,14 +21,93 @@ PASSAGE_MIN_WORDS = 4  # a shorter sentence ("Hey!", "That's cool.") joins the n
 MAX_PASSAGES = 8  # vectors per message beside the whole text's, at most
 
 
-def sentences(text: str) -> list[str]:
-    """`text` split into sentences, not after an initial or an abbreviation."""
+HEADING_MAX_WORDS = 10
+# A line ending so goes on, or ends a sentence: not a heading.
+_NOT_HEADING_END = re.compile(r"[.!?,;:(\[{/&+=\-–—]$")
+_JOINING_WORDS = {
+    "a",
+    "an",
+    "the",
+    "of",
+    "and",
+    "or",
+    "nor",
+    "but",
+    "to",
+    "in",
+    "on",
+    "at",
+    "by",
+    "for",
+    "with",
+    "from",
+}
+_JOINING_WORDS |= {"as", "that", "which", "who", "is", "are", "was", "were", "his", "her", "its", "their", "my", "our"}
+
+
+def is_heading(line: str, following: str) -> bool:
+    """Whether `line`, followed by the line `following`, is a heading: a markdown heading, or a
+    short line (at most HEADING_MAX_WORDS words) that neither ends a sentence nor runs on into the
+    next line (no closing or joining punctuation, no last word such as "of" or "the"), followed by
+    a line that starts as a sentence or an item does. A line of hard-wrapped prose is longer, or
+    ends mid-phrase, or is followed by its sentence's lowercase continuation."""
+    text = line.strip()
+    if text.startswith("#"):
+        return bool(text.lstrip("#").strip())
+    words = text.split()
+    if not words or len(words) > HEADING_MAX_WORDS or _NOT_HEADING_END.search(text):
+        return False
+    if words[-1].lower() in _JOINING_WORDS:
+        return False
+    start = following.lstrip()[:1]
+    return bool(start) and (start.isupper() or start.isdigit() or start in "\"'“‘(#*-•")
+
+
+def blocks(text: str) -> list[str]:
+    """`text` cut at blank lines and after heading lines (`is_heading`): no sentence runs across
+    them. A heading is a block of its own (markdown's `#` marks dropped); other line breaks stay."""
+    lines = text.split("\n")
     found: list[str] = []
-    for piece in _SENTENCE.split(text):
-        if found and _ABBREVIATION.search(found[-1]):
-            found[-1] += " " + piece
-        else:
-            found.append(piece)
+    current: list[str] = []
+
+    def close() -> None:
+        if any(line.strip() for line in current):
+            found.append("\n".join(current).strip())
+        current.clear()
+
+    for index, line in enumerate(lines):
+        if not line.strip():
+            close()
+            continue
+        following = next((later for later in lines[index + 1 :] if later.strip()), "")
+        if is_heading(line, following):
+            close()
+            found.append(line.strip().lstrip("#").strip())
+            continue
+        current.append(line)
+    close()
+    return found
+
+
+def heading_title(text: str) -> str | None:
+    """The heading line a text opens with (`is_heading`), when more text follows it, else None."""
+    lines = [line for line in text.strip().split("\n") if line.strip()]
+    if len(lines) >= 2 and is_heading(lines[0], lines[1]):
+        return lines[0].strip().lstrip("#").strip()
+    return None
+
+
+def sentences(text: str) -> list[str]:
+    """`text` split into sentences, not after an initial or an abbreviation; a blank line and a
+    heading line (`blocks`) always end one ("Teutberga\nTeutberga (died 875) was ..." is two)."""
+    found: list[str] = []
+    for block in blocks(text):
+        first = len(found)
+        for piece in _SENTENCE.split(block):
+            if len(found) > first and _ABBREVIATION.search(found[-1]):
+                found[-1] += " " + piece
+            else:
+                found.append(piece)
     return found
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from store.knowledge.config import FORMAT_BY_EXTENSION, FORMAT_BY_MEDIA_TYPE, TEXT_FORMATS
+from store.sentences import heading_title
 
 _MARKDOWN_HEADERS = [("#", "h1"), ("##", "h2"), ("###", "h3")]
 
@@ -116,6 +117,7 @@ def prepare_text(text: str | bytes, source: str, title: str | None, format: str,
             raise TypeError(f"{format} text must be str: give bytes to prepare_bytes")
         if format == "markdown":
             title = title or markdown_title(text)
+        title = title or heading_title(text)  # a text that opens with a heading line is titled by it
         chunks = chunk_text(text, format, **chunking)
     else:
         raise ValueError(f"Unknown format {format!r}: use one of {', '.join(TEXT_FORMATS)} (or ingest_bytes for pdf).")

@@ -12,6 +12,8 @@ from store.embeddings import get_embeddings
 from store.knowledge.extract import ChunkText, ModelExtractor, entity_key, offline_extract
 from store.knowledge.graph import MemoryGraph
 from store.knowledge.graph_search import _graph, entity_paths, personalized_pagerank
+from store.knowledge.parse import prepare_text
+from store.sentences import heading_title, sentences
 from tests.fakes import ScriptedChatModel
 
 # Two hops: the question names the company; the founder's page never names it.
@@ -72,6 +74,43 @@ def test_offline_extraction_finds_names_title_and_co_occurrences():
     assert ("Jarek Marost", "co_occurs", "Bank of England") in extraction.triples
     assert ("Jarek Marost", "co_occurs", "Sarford") in extraction.triples
     assert ("Arquel Mills", "mentions", "Sarford") in extraction.triples
+
+
+@pytest.mark.parametrize(
+    ("text", "title", "entity"),
+    [
+        ("Teutberga\nTeutberga( died 875) was a queen of Lotharingia. She married Lothair II.", "Teutberga", "Teutberga"),
+        (
+            "Lambert, Margrave of Tuscany\nLambert( died after 938) was the Margrave of Tuscany.",
+            "Lambert, Margrave of Tuscany",
+            "Lambert, Margrave of Tuscany",
+        ),
+        ("## Arquel Mills\n\nArquel Mills makes barges in Sarford.", "Arquel Mills", "Arquel Mills"),
+    ],
+)
+def test_a_document_opening_with_a_heading_line_is_titled_by_it_and_never_merges_it(text, title, entity):
+    # the heading line was read as the start of the first sentence: "Teutberga Teutberga" became
+    # an entity and "Lambert" was lost (MuSiQue graph R@5 74.1 -> 64.8 with the title in the text)
+    first, *_ = sentences(text)
+    assert first == title
+    document = prepare_text(text, "doc:1", None, "text", {"chunk_size": 800, "chunk_overlap": 120})
+    assert document.title == title
+    extraction = offline_extract(ChunkText("k", document.title, document.chunks[0].content))
+    assert extraction.entities[0] == entity
+    assert not [e for e in extraction.entities if e.count(title.split(",")[0]) > 1]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The treaty was signed in the city of\nParis by the two kings. It ended the war.",  # ends on "of"
+        "These sensors were built by\nPrajor Dynamics in a small plant.",
+        "Colleagues remember a patient manager and a fair one who\nwas liked by everyone.",
+    ],
+)
+def test_a_line_break_inside_wrapped_prose_ends_no_sentence(text):
+    assert sentences(text)[0].startswith(text.split("\n")[0]) and "\n" in sentences(text)[0]
+    assert heading_title(text) is None
 
 
 def test_entity_resolution_merges_surface_forms():
