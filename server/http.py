@@ -218,7 +218,12 @@ class KBUpdate(BaseModel):
 
 class KBSearch(BaseModel):
     query: str = Field(..., min_length=1, max_length=4000)
-    strategy: str = Field("hybrid", pattern=r"^(hybrid|dense|keyword)$", description="hybrid, dense or keyword.")
+    strategy: str = Field(
+        "hybrid",
+        pattern=f"^({'|'.join(knowledge.STRATEGIES)})$",
+        description="hybrid (meaning and exact words), dense (meaning), keyword (BM25), graph (the knowledge "
+        "graph's entities and relations, for questions that link facts across documents) or fusion (all of them).",
+    )
     top_k: int = Field(5, ge=1, le=knowledge.MAX_TOP_K)
 
 

@@ -89,7 +89,8 @@ async def web_read(
 
 @mcp.tool()
 async def knowledge_base_search(kb: str, query: str, ctx: Context, strategy: str = "hybrid", top_k: int = 5) -> dict:
-    """Search a knowledge base; strategy "hybrid" (default), "dense" or "keyword". Returns
+    """Search a knowledge base; strategy "hybrid" (default), "dense", "keyword", "graph" (entities
+    and relations across documents, for multi-hop questions) or "fusion" (hybrid and graph). Returns
     {"kb", "query", "strategy", "context", "retrieval_results": [...], "reference": [...]}."""
     get_store, user = _caller(ctx)
     try:

@@ -41,14 +41,17 @@ async def knowledge_base_search(
         kb: the knowledge base name, e.g. "edu" (lowercase letters, digits, "_" and "-").
         top_k: how many passages to return, 1-50.
         strategy: "hybrid" (default, best in general: meaning and exact words combined),
-            "dense" (meaning only, good for paraphrased questions) or "keyword" (BM25 exact
-            word matching, good for rare names, codes and identifiers).
+            "dense" (meaning only, good for paraphrased questions), "keyword" (BM25 exact
+            word matching, good for rare names, codes and identifiers), "graph" (follows the
+            entities and relations of the knowledge base's graph: questions that link facts
+            from several documents, e.g. "Where was the founder of X born?") or "fusion"
+            (hybrid and graph together).
 
     Returns:
         {"kb", "query", "strategy", "context": the passages numbered [1], [2], ... each with its
         title and source, ready to quote, "retrieval_results": [{"index", "id", "content",
         "score" (higher is better; cosine similarity for dense, BM25 for keyword, reciprocal
-        rank fusion for hybrid), "source", "title", "position" (chunk number in its document),
+        rank fusion for hybrid, graph and fusion), "source", "title", "position" (chunk number in its document),
         "page" (PDF page or null), "section" (markdown heading path or null), "strategy",
         "rank", "ranks"}], "reference": [{"index", "id", "source", "title", "position", "page",
         "section"}]}. An empty result means nothing in the knowledge base matched.

@@ -280,6 +280,10 @@ async def test_knowledge_base_lifecycle_and_owner_rule(http_server, web):
         # shared: every user may search it; only the owner (or an administrator) may change it
         hits = await bob.post(f"/api/v1/kb/{name}/search", json={"query": "ZX-4471", "strategy": "keyword"})
         assert hits.status_code == 200 and hits.json()["retrieval_results"][0]["source"] == "lighthouse.txt"
+        for linked in ("graph", "fusion"):  # every strategy of the store, the knowledge graph's too
+            found = await bob.post(f"/api/v1/kb/{name}/search", json={"query": "lighthouse keeper", "strategy": linked})
+            assert found.status_code == 200 and found.json()["strategy"] == linked, found.text
+            assert found.json()["retrieval_results"][0]["source"] == "lighthouse.txt"
         strategy = await bob.post(f"/api/v1/kb/{name}/search", json={"query": "x", "strategy": "fuzzy"})
         assert strategy.status_code == 422 and "strategy" in strategy.json()["message"]
         forbidden = await bob.delete(f"/api/v1/kb/{name}")

@@ -79,7 +79,11 @@ def test_offline_extraction_finds_names_title_and_co_occurrences():
 @pytest.mark.parametrize(
     ("text", "title", "entity"),
     [
-        ("Teutberga\nTeutberga( died 875) was a queen of Lotharingia. She married Lothair II.", "Teutberga", "Teutberga"),
+        (
+            "Teutberga\nTeutberga( died 875) was a queen of Lotharingia. She married Lothair II.",
+            "Teutberga",
+            "Teutberga",
+        ),
         (
             "Lambert, Margrave of Tuscany\nLambert( died after 938) was the Margrave of Tuscany.",
             "Lambert, Margrave of Tuscany",
