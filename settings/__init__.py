@@ -340,6 +340,12 @@ class SettingsValues(BaseModel):
     )
 
     # Tools (tools/)
+    TOOL_ARGS_MAX_CHARS: int = Field(
+        20_000,
+        ge=100,
+        le=10_000_000,
+        description="Longest arguments of one tool call (as JSON); a longer call is answered with an error and not run.",
+    )
     CALCULATOR_MAX_CHARS: int = Field(1000, ge=1, le=1_000_000, description="Longest calculator expression.")
     CALCULATOR_MAX_DIGITS: int = Field(
         10000, ge=1, le=10_000_000, description="Largest exact calculator result in digits."
@@ -570,7 +576,7 @@ SECTIONS = {
     "POSTGRES_URI": "Postgres (store/postgres.py)",
     "AGENT_API_KEYS": "Authentication (server/auth.py)",
     "HTTP_MAX_BODY_BYTES": "HTTP routes (server/http.py)",
-    "CALCULATOR_MAX_CHARS": "Tools (tools/)",
+    "TOOL_ARGS_MAX_CHARS": "Tools (tools/)",
     "KB_INGEST_QUOTA_BYTES": "Knowledge bases (store/knowledge/)",
     "MEMORY_DEDUPE_THRESHOLD": "Long-term memory (store/memory/)",
 }

@@ -10,6 +10,7 @@ call becomes a `ToolMessage(status="error")` with a useful text; the agent goes 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
@@ -27,7 +28,8 @@ from graphs.runtime.deadline import RunDeadlineExceeded, bounded
 from graphs.runtime.events import emit, preview
 from graphs.runtime.retry import RetriesExhausted, call_with_retries
 from graphs.runtime.ui import deferred_state_writes
-from tools.errors import TransientToolError
+from settings import settings
+from tools.errors import ToolInputError, TransientToolError
 from tools.identity import check_thread_owner
 
 TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
@@ -78,8 +80,12 @@ async def _wrap(request: ToolCallRequest, execute: Callable[[ToolCallRequest], A
     step, timeout_s, retries, log = batch.step, batch.timeout_s, batch.retries, batch.log
     call = request.tool_call
     call_id, name = call["id"], call["name"]
-    emit("tool_call_started", step=step, tool_call_id=call_id, name=name, args=call["args"])
     started = time.perf_counter()
+    if (size := len(json.dumps(call["args"], default=str))) > (limit := settings().TOOL_ARGS_MAX_CHARS):
+        # bounded before anything else, the event included: a tool never reads what it cannot use
+        too_long = ToolInputError(f"the arguments are {size:,} characters long; at most {limit:,} are accepted")
+        return _failed(call, step, started, too_long, timeout_s, 0, log)
+    emit("tool_call_started", step=step, tool_call_id=call_id, name=name, args=call["args"])
     attempts = [0]
 
     async def attempt_call() -> Any:

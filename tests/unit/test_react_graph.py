@@ -165,6 +165,29 @@ async def test_bad_arguments_and_unknown_tool_are_answered_with_errors(model_slo
     assert len(kinds(events, "tool_call_failed")) == 2
 
 
+async def test_a_tool_call_with_oversized_arguments_is_answered_with_an_error_and_not_run(model_slot, monkeypatch):
+    monkeypatch.setenv("TOOL_ARGS_MAX_CHARS", "1000")
+    huge = "x" * 5000
+    state, events, _, _ = await run(
+        model_slot,
+        [
+            {
+                "tool_calls": [
+                    {"name": "slow_echo", "args": {"text": huge, "delay": 0}, "id": "big"},
+                    {"name": "slow_echo", "args": {"text": "small", "delay": 0}, "id": "ok"},
+                ]
+            },
+            "done",
+        ],
+    )
+    results = {m.tool_call_id: m for m in state["messages"] if isinstance(m, ToolMessage)}
+    assert results["big"].status == "error" and "at most 1,000 are accepted" in results["big"].content
+    assert results["ok"].content == "echo:small"
+    # never run, and its arguments never went out in an event
+    assert [e["tool_call_id"] for e in kinds(events, "tool_call_started")] == ["ok"]
+    assert kinds(events, "tool_call_failed")[0]["tool_call_id"] == "big"
+
+
 async def test_transient_tool_failure_is_retried_with_backoff(model_slot):
     state, events, _, _ = await run(
         model_slot,
