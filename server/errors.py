@@ -34,6 +34,8 @@ STATUS = {
     "JSON_TOO_DEEP": 400,
     "DATABASE_UNAVAILABLE": 503,
     "QUEUE_UNAVAILABLE": 503,
+    "INGEST_BUSY": 429,
+    "INGEST_FAILED": 503,
 }
 
 # Seconds a client is told to wait (Retry-After) while the database is unavailable.
