@@ -6,10 +6,11 @@ One `langgraph dev` on the project's langgraph.json (Postgres store and checkpoi
 `bench_ingest`, dropped afterwards; the scripted OpenAI-compatible model server of
 tests/openai_server.py, zero latency). User `reader` runs react turns one after the other (a new
 thread each, `runs.stream`, 2 model calls + 1 calculator call, their turns remembered as a user's
-are by default): first `--runs` of them on a quiet server, then as many while user `loader`
-uploads one `--size-kb` KB text document (at least `--runs`, until the upload is answered). It
-prints the reader's p50/p95 run latency quiet and during the ingest, their ratio (target <= 1.2),
-and the ingest's wall time and work (chunks, entities, CPU seconds).
+are by default): first `--runs` of them on a quiet server, then as many as fit while user
+`loader` uploads one `--size-kb` KB text document (until the upload is answered), then `--runs`
+more on the quiet server again. It prints the reader's p50/p95 run latency quiet (before and after
+together, so a change in the machine's other load shows in both) and during the ingest, their
+ratio (target <= 1.2), and the ingest's wall time and work (chunks, entities, CPU seconds).
 
 Modes: `worker` (default: the ingest in a low-priority worker process, KB_INGEST_WORKERS=1),
 `inline` (KB_INGEST_WORKERS=0: the ingest in the server process, as before worker processes);
@@ -89,8 +90,9 @@ def _summary(seconds: list[float]) -> dict:
 
 
 async def measure(url: str, model_server, size_kb: int, runs: int) -> dict:
-    """The reader's runs quiet and during the loader's upload (runs that started before the
-    upload was answered), and the upload's figures."""
+    """The reader's runs quiet (`runs` before the upload and `runs` after it, so a change in the
+    machine's other load shows in both) and during the loader's upload (runs that started
+    before the upload was answered), and the upload's figures."""
     from langgraph_sdk import get_client
 
     reader = get_client(url=url, headers={"Authorization": f"Bearer {KEYS['reader']}"})
@@ -99,7 +101,7 @@ async def measure(url: str, model_server, size_kb: int, runs: int) -> dict:
     ) as loader:
         for _ in range(3):  # warm-up: graph loading, embeddings model, connections
             await react_turn(reader, model_server)
-        quiet = [await react_turn(reader, model_server) for _ in range(runs)]
+        before = [await react_turn(reader, model_server) for _ in range(runs)]
         kb = f"load-{uuid.uuid4().hex[:6]}"
         (await loader.post("/api/v1/kb", json={"name": kb})).raise_for_status()
         data = document(size_kb)
@@ -113,10 +115,14 @@ async def measure(url: str, model_server, size_kb: int, runs: int) -> dict:
         while not upload.done():
             during.append(await react_turn(reader, model_server))
         answer = await upload
+        after = [await react_turn(reader, model_server) for _ in range(runs)]
     answer.raise_for_status()
     body = answer.json()
+    quiet = before + after
     return {
         "document_bytes": len(data),
+        "quiet_before": _summary(before),
+        "quiet_after": _summary(after),
         "quiet": _summary(quiet),
         "during": _summary(during),
         "ratio_p95": _summary(during)["p95_ms"] / _summary(quiet)["p95_ms"],
@@ -165,7 +171,8 @@ def render(mode: str, report: dict) -> str:
     return "\n".join(
         [
             f"ingest load ({mode}): one user's {report['document_bytes'] / 1024:.0f} KB upload vs another user's react runs",
-            f"  react quiet          p50 {q['p50_ms']:.0f} ms  p95 {q['p95_ms']:.0f} ms  ({q['runs']} runs)",
+            f"  react quiet          p50 {q['p50_ms']:.0f} ms  p95 {q['p95_ms']:.0f} ms  ({q['runs']} runs; p95 "
+            f"{report['quiet_before']['p95_ms']:.0f} ms before the ingest, {report['quiet_after']['p95_ms']:.0f} ms after)",
             f"  react during ingest  p50 {d['p50_ms']:.0f} ms  p95 {d['p95_ms']:.0f} ms  ({d['runs']} runs)",
             f"  ratio p95 {report['ratio_p95']:.2f}x (target <= 1.2), p50 {report['ratio_p50']:.2f}x",
             f"  ingest {i['wall_s']:.1f} s wall, {i.get('chunks', '?')} chunks, {i.get('entities', '?')} entities, "
@@ -178,7 +185,7 @@ def render(mode: str, report: dict) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size-kb", type=int, default=300)
-    parser.add_argument("--runs", type=int, default=30, help="react runs on the quiet server")
+    parser.add_argument("--runs", type=int, default=30, help="react runs on the quiet server, before and after")
     parser.add_argument("--modes", default="worker", help="comma-separated: worker, inline")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON too")
     args = parser.parse_args()
