@@ -24,6 +24,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -56,8 +57,9 @@ def resolved_config(workdir: Path) -> Path:
 
 
 @contextmanager
-def dev_server(env: dict[str, str], n_jobs: int = 64):
-    """`langgraph dev` on a free port in a temporary folder with `n_jobs` run slots; yields its URL."""
+def dev_server(env: dict[str, str], n_jobs: int = 64, config: Callable[[Path], Path] = resolved_config):
+    """`langgraph dev` on a free port in a temporary folder with `n_jobs` run slots, on the
+    configuration `config(folder)` writes there (default bench/langgraph.json); yields its URL."""
     with tempfile.TemporaryDirectory(prefix="bench-server-") as folder:
         workdir = Path(folder)
         port = free_port()
@@ -68,7 +70,7 @@ def dev_server(env: dict[str, str], n_jobs: int = 64):
                     str(LANGGRAPH),
                     "dev",
                     "--config",
-                    str(resolved_config(workdir)),
+                    str(config(workdir)),
                     "--port",
                     str(port),
                     "--no-browser",

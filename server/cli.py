@@ -43,7 +43,7 @@ async def cmd_ingest(store, args) -> dict:
     for target in args.targets:
         try:
             if _is_url(target):
-                documents.append(await ingest_url(store, args.kb, target))
+                documents += (await ingest_url(store, args.kb, target))["documents"]
             else:
                 result = await knowledge.ingest_path(store, args.kb, target)
                 documents.extend(result["documents"])

@@ -35,6 +35,8 @@ STATUS = {
     "UNSUPPORTED_CONTENT_ENCODING": 415,
     "DATABASE_UNAVAILABLE": 503,
     "QUEUE_UNAVAILABLE": 503,
+    "INGEST_BUSY": 429,
+    "INGEST_FAILED": 503,
 }
 
 # Seconds a client is told to wait (Retry-After) while the database is unavailable.

@@ -20,8 +20,8 @@ from langchain_core.messages import convert_to_messages
 from pydantic import BaseModel, Field
 
 from graphs.utilities.tasks import conversation_title, daily_tip, related_questions
+from server import ingest_jobs, utilities, web
 from server import kb as kb_service
-from server import utilities, web
 from server.api_checks import ApiChecksMiddleware
 from server.dev_persistence import DurableWritesMiddleware, durable_attempts
 from server.errors import ApiError, DatabaseUnavailableMiddleware, api_error_handler, validation_error_handler
@@ -71,6 +71,7 @@ async def lifespan(app: FastAPI):
         await _prepare_server_store()
     async with mcp.session_manager.run():
         yield
+    await ingest_jobs.RUNNER.close()
     loading.cancel()
     if fresh is not None:
         fresh.cancel()
@@ -117,7 +118,7 @@ ERRORS: dict[int | str, dict[str, Any]] = {
         (401, "Missing or invalid credentials"),
         (413, "PAYLOAD_TOO_LARGE: the body is over the route's limit"),
         (422, "VALIDATION_ERROR naming the field"),
-        (429, "QUOTA_EXCEEDED with details.retry_after"),
+        (429, "QUOTA_EXCEEDED or INGEST_BUSY with details.retry_after"),
         (503, "DATABASE_UNAVAILABLE with details.retry_after: Postgres cannot be reached"),
     )
 }
@@ -248,6 +249,10 @@ def _kb_errors():
         raise ApiError("SOURCE_NOT_FOUND", str(exc)) from None
     except QuotaExceeded as exc:
         raise web.quota_error(exc) from None
+    except ingest_jobs.IngestBusy as exc:
+        raise ApiError("INGEST_BUSY", str(exc), {"scope": exc.scope, "retry_after": exc.retry_after}) from None
+    except ingest_jobs.IngestFailed as exc:
+        raise ApiError("INGEST_FAILED", str(exc)) from None
     except ValueError as exc:
         raise ApiError("INVALID_REQUEST", str(exc)) from None
 
@@ -306,7 +311,10 @@ async def upload_documents(
     """Ingest uploaded files (multipart field `files`, one or more; optional field `date`: when
     they were written, so hybrid search can favour them for queries naming that time);
     re-uploading a file name replaces that document. All or none: an unsupported file, a file
-    too big or a request over the ingest quota is refused before any file is written."""
+    too big or a request over an ingest quota (bytes, or chunks: the work) is refused before any
+    file is written. The answer comes when the documents are in, with `work` (chunks embedded,
+    entities, CPU seconds); the work runs in a low-priority worker, one ingest per user at a time
+    (429 INGEST_BUSY while one is in progress, see `GET /api/v1/ingests`)."""
     store = await kb_service.server_store()
     with _kb_errors():
         await kb_service.writable_kb(store, _user(request), _kb_path(name))
@@ -318,38 +326,60 @@ async def upload_documents(
                     "UNSUPPORTED_FILE_TYPE", f"{filename}: upload .txt, .md, .html or .pdf files.", {"file": filename}
                 )
             uploads.append((filename, await upload.read(), upload.content_type))
-        documents = await kb_service.ingest_uploads(store, name, uploads, date=date, user=_user(request))
-        return {"kb": await knowledge.get_kb(store, name), "documents": documents}
+        result = await kb_service.ingest_uploads(store, name, uploads, date=date, user=_user(request))
+        return {"kb": await knowledge.get_kb(store, name), **result}
 
 
 @app.post("/api/v1/kb/{name}/urls", tags=["knowledge bases"], responses=ERRORS)
 async def ingest_urls(name: str, body: KBUrls, request: Request) -> dict:
-    """Fetch public URLs through the SSRF-safe reader and ingest them. Each URL counts as one web
-    read of the user's web quota and its bytes against the ingest quota. URLs that fail are
-    listed in `failed`; when all fail, 400 URL_NOT_ACCESSIBLE (429 QUOTA_EXCEEDED when a quota
-    stopped the first one)."""
+    """Fetch public URLs through the SSRF-safe reader and ingest them, as one ingest of the user
+    (429 INGEST_BUSY while they have one in progress). Each URL counts as one web read of the
+    user's web quota, its bytes against the ingest quota and its chunks against the work quota.
+    URLs that fail are listed in `failed`; when all fail, 400 URL_NOT_ACCESSIBLE (429
+    QUOTA_EXCEEDED when a quota stopped the first one)."""
     store = await kb_service.server_store()
     user = _user(request)
     with _kb_errors():
         await kb_service.writable_kb(store, user, _kb_path(name))
+        async with ingest_jobs.RUNNER.slot(user, name, body.urls) as slot:
+            documents, failed, work = await _ingest_each_url(store, name, body, user, slot)
+    if failed and not documents:
+        raise ApiError("URL_NOT_ACCESSIBLE", failed[0]["error"], {"failed": failed})
+    return {"kb": await knowledge.get_kb(store, name), "documents": documents, "failed": failed, "work": work}
+
+
+async def _ingest_each_url(
+    store: Any, name: str, body: KBUrls, user: Any, slot: ingest_jobs.Slot
+) -> tuple[list[dict], list[dict], dict]:
+    """The URLs of one request in turn: (documents, failed, work summed); QuotaExceeded when a
+    quota stops the first URL, later ones are listed as failed."""
     documents: list[dict] = []
     failed: list[dict] = []
+    work = {"chunks": 0, "entities": 0, "cpu_seconds": 0.0}
     for position, url in enumerate(body.urls):
         try:
             await charge(store, user, "web_read")
-            documents.append(await kb_service.ingest_url(store, name, url, date=body.date, user=user))
+            result = await kb_service.ingest_url(store, name, url, date=body.date, user=user, slot=slot)
         except QuotaExceeded as exc:
             if not documents and not failed:
-                raise web.quota_error(exc) from None
+                raise
             failed.extend(
                 {"url": left, "error": str(exc), "error_code": "QUOTA_EXCEEDED"} for left in body.urls[position:]
             )
             break
         except ValueError as exc:
             failed.append({"url": url, "error": str(exc)})
-    if failed and not documents:
-        raise ApiError("URL_NOT_ACCESSIBLE", failed[0]["error"], {"failed": failed})
-    return {"kb": await knowledge.get_kb(store, name), "documents": documents, "failed": failed}
+            continue
+        documents += result["documents"]
+        work = {key: work[key] + result["work"].get(key, 0) for key in work}
+    return documents, failed, work
+
+
+@app.get("/api/v1/ingests", tags=["knowledge bases"], responses=ERRORS)
+async def list_ingests(request: Request) -> dict:
+    """The caller's ingests in progress (administrators: everyone's, with `user`): `id`, `kb`,
+    `sources`, `state` ("waiting" for a worker or "running") and `started_at`."""
+    return {"items": ingest_jobs.RUNNER.in_progress(_user(request))}
 
 
 @app.get("/api/v1/kb/{name}/sources", tags=["knowledge bases"], responses=ERRORS)

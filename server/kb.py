@@ -19,6 +19,7 @@ from typing import Any
 
 from langgraph.store.base import BaseStore, PutOp
 
+from server import ingest_jobs
 from store import knowledge
 from store.backend import backend_for
 from store.knowledge.registry import refresh_stats
@@ -51,10 +52,21 @@ def _ingestible(media_type: str) -> bool:
     return knowledge.format_for(media_type=media_type) is not None or media_type.startswith("text/")
 
 
-async def ingest_url(store: BaseStore, kb: str, url: str, *, date: str | None = None, user: Any = None) -> dict:
+async def ingest_url(
+    store: BaseStore,
+    kb: str,
+    url: str,
+    *,
+    date: str | None = None,
+    user: Any = None,
+    slot: ingest_jobs.Slot | None = None,
+) -> dict:
     """Fetch a public URL with the SSRF-safe fetch of tools.net and ingest it (source: the final
     URL): HTML, markdown, plain text or PDF, at most URL_MAX_BYTES. ValueError with the reason
-    when it cannot; the fetched bytes are taken from `user`'s ingest quota first (QuotaExceeded)."""
+    when it cannot; the fetched bytes are taken from `user`'s ingest quota first and its chunks
+    from their work quota before anything is written (QuotaExceeded). With the `slot` of an HTTP
+    request, the work runs off the server (server/ingest_jobs.py). Returns {"documents": [the
+    document's result], "work"}."""
     from tools.errors import ToolError
     from tools.net import FetchErrorCode, safe_get
 
@@ -72,7 +84,22 @@ async def ingest_url(store: BaseStore, kb: str, url: str, *, date: str | None = 
     # HTML and PDF go in as bytes (trafilatura honours the page's declared encoding).
     data = fetched.content if fmt in ("html", "pdf") else fetched.text().encode()
     await charge_bytes(store, user, len(data))
-    return await knowledge.ingest_bytes(store, kb, data, fetched.url, fmt, date=date)
+    return await ingest_jobs.RUNNER.ingest(store, slot, kb, [(data, fetched.url, fmt)], date=date, user=user)
+
+
+def check_uploads(uploads: list[tuple[str, bytes, str | None]]) -> list[tuple[bytes, str, str]]:
+    """Uploaded files, `(file name, bytes, media type)` each, as `(bytes, source, format)` (txt,
+    md, html or pdf, by extension, else by media type; the source is the file name); ValueError
+    naming the file when a type is not supported or a file is too big."""
+    checked: list[tuple[bytes, str, str]] = []
+    for filename, data, media_type in uploads:
+        if len(data) > UPLOAD_MAX_BYTES:
+            raise ValueError(f"{filename} is larger than {UPLOAD_MAX_BYTES // (1024 * 1024)} MB.")
+        fmt = knowledge.format_for(filename) or knowledge.format_for(media_type=media_type)
+        if fmt is None:
+            raise ValueError(f"{filename}: unsupported file type; upload .txt, .md, .html or .pdf files.")
+        checked.append((data, filename, fmt))
+    return checked
 
 
 async def ingest_uploads(
@@ -82,22 +109,16 @@ async def ingest_uploads(
     *,
     date: str | None = None,
     user: Any = None,
-) -> list[dict]:
-    """Ingest uploaded files, `(file name, bytes, media type)` each (txt, md, html or pdf, by
-    extension, else by media type; the source is the file name), all or none: every file is
-    checked and the request's bytes taken from `user`'s ingest quota before the first is written.
-    ValueError naming the file when a type is not supported or a file is too big; QuotaExceeded
-    when the files do not fit in the quota."""
-    checked: list[tuple[str, bytes, str]] = []
-    for filename, data, media_type in uploads:
-        if len(data) > UPLOAD_MAX_BYTES:
-            raise ValueError(f"{filename} is larger than {UPLOAD_MAX_BYTES // (1024 * 1024)} MB.")
-        fmt = knowledge.format_for(filename) or knowledge.format_for(media_type=media_type)
-        if fmt is None:
-            raise ValueError(f"{filename}: unsupported file type; upload .txt, .md, .html or .pdf files.")
-        checked.append((filename, data, fmt))
-    await charge_bytes(store, user, sum(len(data) for _, data, _ in checked))
-    return [await knowledge.ingest_bytes(store, kb, data, name, fmt, date=date) for name, data, fmt in checked]
+) -> dict:
+    """Ingest uploaded files (`check_uploads`) all or none, as one ingest of `user`
+    (server/ingest_jobs.py: IngestBusy when they have one in progress): every file is checked,
+    the request's bytes taken from `user`'s ingest quota and, once the files are chunked, their
+    chunks from the work quota, before the first is written (QuotaExceeded). Returns
+    {"documents", "work"}."""
+    checked = check_uploads(uploads)
+    async with ingest_jobs.RUNNER.slot(user, kb, [source for _, source, _ in checked]) as slot:
+        await charge_bytes(store, user, sum(len(data) for data, _, _ in checked))
+        return await ingest_jobs.RUNNER.ingest(store, slot, kb, checked, date=date, user=user)
 
 
 def can_write(user: Any, entry: dict) -> bool:

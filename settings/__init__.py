@@ -412,6 +412,45 @@ class SettingsValues(BaseModel):
     KB_INGEST_QUOTA_WINDOW: float = Field(
         3600, ge=1, le=604800, description="Length of the ingest quota window in seconds."
     )
+    KB_INGEST_QUOTA_CHUNKS: int = Field(
+        2000,
+        ge=0,
+        le=100_000_000,
+        description="Chunks one user may have embedded per ingest window, the work an ingest causes (each chunk "
+        "is embedded and its entities extracted; unchanged documents cost none); a request that does not fit "
+        "is refused before anything is written. Administrators, the CLI and batch imports are not limited; "
+        "0 = unlimited.",
+    )
+    KB_INGEST_WORKERS: int = Field(
+        1,
+        ge=0,
+        le=64,
+        description="Ingests over HTTP that run at once on this server, each in a worker process at low CPU "
+        "priority (the others wait their turn); 0 = in the server process itself (still one at a time).",
+    )
+    KB_INGEST_QUEUE: int = Field(
+        8,
+        ge=0,
+        le=10_000,
+        description="Ingests over HTTP that may wait for a worker; beyond, a request is refused with 429 INGEST_BUSY.",
+    )
+    KB_INGEST_PER_USER: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="Ingests over HTTP one user may have running or waiting at once; another is refused with "
+        "429 INGEST_BUSY (administrators are not limited).",
+    )
+    KB_INGEST_THREADS: int = Field(
+        1, ge=1, le=64, description="Threads each ingest worker process may use for its math (BLAS, OpenMP)."
+    )
+    KB_INGEST_NICE: int = Field(
+        19,
+        ge=0,
+        le=19,
+        description="CPU niceness of the ingest worker processes (19: they only take CPU that runs and "
+        "requests leave).",
+    )
     KB_CHUNK_SIZE: int = Field(800, ge=50, le=100_000, description="Characters per chunk.")
     KB_CHUNK_OVERLAP: int = Field(
         120, ge=0, le=50_000, description="Characters shared by neighbouring chunks (less than the chunk size)."

@@ -2,8 +2,9 @@
 shared by the tools inside runs and the HTTP routes (server/http.py), which also count the URLs a
 knowledge-base ingest fetches as web reads; the model utility routes (`UTILITY_QUOTA_REQUESTS` per
 `UTILITY_QUOTA_WINDOW`); and the bytes of documents a user may ingest (`KB_INGEST_QUOTA_BYTES`
-per `KB_INGEST_QUOTA_WINDOW`, `charge_bytes`: a request that does not fit is refused and not
-counted).
+per `KB_INGEST_QUOTA_WINDOW`, `charge_bytes`) and the chunks an ingest embeds, its work
+(`KB_INGEST_QUOTA_CHUNKS` per the same window, `charge_chunks`): a request that does not fit is
+refused and not counted.
 
 Counters live in Postgres (store/sql.py `charge_quota`, table `web_quota`) when the store is the
 project's Postgres store, so every server process counts the same uses; on any other store (the
@@ -26,6 +27,7 @@ from tools.identity import acts_for_any_user
 
 KINDS = ("web_search", "web_read", "utility")
 INGEST_BYTES = "ingest_bytes"
+INGEST_CHUNKS = "ingest_chunks"
 
 
 class QuotaExceeded(ToolError):
@@ -92,6 +94,16 @@ async def charge(store: Any, user: Any, kind: str) -> None:
         raise QuotaExceeded(kind, limit, window, retry_after)
 
 
+async def _charge_budget(
+    store: Any, user_id: str, kind: str, amount: int, limit: int, window: float
+) -> tuple[bool, int, float]:
+    """Take `amount` of `kind` from `user_id`'s budget if it fits: (granted, used, seconds left)."""
+    sql = backend_for(store).sql if store is not None else None
+    if sql is not None:
+        return await sql.charge_budget(user_id, kind, window, amount, limit)
+    return _charge_locally(user_id, kind, window, amount, limit)
+
+
 async def charge_bytes(store: Any, user: Any, amount: int) -> None:
     """Take `amount` bytes from `user`'s ingest budget; QuotaExceeded (not counted) when they do
     not fit in what is left of the current window."""
@@ -100,11 +112,7 @@ async def charge_bytes(store: Any, user: Any, amount: int) -> None:
     user_id = limited_user(user)
     if user_id is None or limit == 0:
         return
-    sql = backend_for(store).sql if store is not None else None
-    if sql is not None:
-        granted, used, retry_after = await sql.charge_budget(user_id, INGEST_BYTES, window, amount, limit)
-    else:
-        granted, used, retry_after = _charge_locally(user_id, INGEST_BYTES, window, amount, limit)
+    granted, used, retry_after = await _charge_budget(store, user_id, INGEST_BYTES, amount, limit, window)
     if not granted:
         left = max(0, limit - used)
         budget = f"at most {limit:,} bytes of documents per {window:g} seconds for this user"
@@ -116,6 +124,31 @@ async def charge_bytes(store: Any, user: Any, amount: int) -> None:
                 f"{amount:,}. Try again in {max(1, math.ceil(retry_after))} seconds."
             )
         raise QuotaExceeded(INGEST_BYTES, limit, window, retry_after, message)
+
+
+async def charge_chunks(store: Any, user_id: str | None, amount: int) -> None:
+    """Take `amount` chunks (the work of an ingest: each is embedded and its entities extracted)
+    from the budget of the limited user `user_id` (`limited_user`; None: not limited);
+    QuotaExceeded (not counted) when they do not fit. `amount` 0 checks that some are left."""
+    config = settings()
+    limit, window = config.KB_INGEST_QUOTA_CHUNKS, config.KB_INGEST_QUOTA_WINDOW
+    if user_id is None or limit == 0:
+        return
+    granted, used, retry_after = await _charge_budget(store, user_id, INGEST_CHUNKS, amount, limit, window)
+    if granted and (amount > 0 or used < limit):
+        return
+    budget = f"at most {limit:,} chunks of documents embedded per {window:g} seconds for this user"
+    wait = f"Try again in {max(1, math.ceil(retry_after))} seconds."
+    if amount > limit:
+        message = f"Ingest work quota: {budget}, and these documents make {amount:,} chunks; split them or ingest them as an administrator."
+    elif amount == 0:
+        message = f"Ingest work quota exceeded: {budget}, and none are left in this window. {wait}"
+    else:
+        message = (
+            f"Ingest work quota exceeded: {budget}; {max(0, limit - used):,} left in this window and these "
+            f"documents make {amount:,}. {wait}"
+        )
+    raise QuotaExceeded(INGEST_CHUNKS, limit, window, retry_after, message)
 
 
 async def charge_run(runtime: Any, kind: str) -> None:

@@ -43,7 +43,7 @@ from store.knowledge.config import (
 from store.knowledge.extract import ModelExtractor, OfflineExtractor, entity_key, offline_extract
 from store.knowledge.graph import insert_triples
 from store.knowledge.graph_search import fusion_search, graph_search
-from store.knowledge.ingest import ingest_bytes, ingest_path, ingest_text, ingest_texts
+from store.knowledge.ingest import ingest_bytes, ingest_files, ingest_path, ingest_text, ingest_texts
 from store.knowledge.parse import (
     Chunk,
     PreparedDocument,
@@ -124,6 +124,7 @@ __all__ = [
     "html_to_markdown",
     "hybrid_search",
     "ingest_bytes",
+    "ingest_files",
     "ingest_path",
     "ingest_text",
     "ingest_texts",

@@ -7,8 +7,8 @@ import functools
 import hashlib
 import json
 import os
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import replace
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, cast
@@ -65,25 +65,33 @@ def _chunk_values(kb: str, document: PreparedDocument) -> list[dict]:
     )
 
 
-async def _write_documents(
-    store: BaseStore,
-    kb: str,
-    documents: list[PreparedDocument],
-    extractor: Extractor | None = None,
-    progress: Progress | None = None,
-    build_graph: bool = True,
-) -> list[dict]:
-    """Replace each document's chunks in `kb`, skipping unchanged ones; batched across documents
-    so the store embeds many chunks per call."""
-    namespace, docs = chunk_namespace(kb), document_namespace(kb)
+@dataclass
+class _Plan:
+    """The writes that replace documents' chunks (see `_plan_documents`)."""
+
+    results: list[dict] = field(default_factory=list)
+    pending: list[PutOp] = field(default_factory=list)
+    puts: list[PutOp] = field(default_factory=list)
+    stale: list[PutOp] = field(default_factory=list)
+    records: list[PutOp] = field(default_factory=list)
+
+    @property
+    def chunks(self) -> int:
+        """Chunks to embed (and extract entities from): the work writing the plan causes."""
+        return len(self.puts)
+
+
+async def _plan_documents(store: BaseStore, kb: str, documents: list[PreparedDocument]) -> _Plan:
+    """What replacing each document's chunks in `kb` writes, unchanged documents skipped."""
+    docs = document_namespace(kb)
     previous = cast(list[Item | None], await store.abatch([GetOp(docs, document_key(d.source)) for d in documents]))
-    results, pending, puts, stale, records = [], [], [], [], []
+    plan = _Plan()
     for document, before in zip(documents, previous, strict=False):
         values = _chunk_values(kb, document)
         fingerprint = _fingerprint(values)
         result = {"source": document.source, "title": document.title, "format": document.format, "chunks": len(values)}
         if before is not None and before.value.get("fingerprint") == fingerprint:
-            results.append({**result, "status": "unchanged", "removed": 0})
+            plan.results.append({**result, "status": "unchanged", "removed": 0})
             continue
         old_count = before.value["chunks"] if before is not None else 0
         key = document_key(document.source)
@@ -94,23 +102,43 @@ async def _write_documents(
             "ingested_at": now_stamp(),
         }
         # Recorded first with the larger count, so an interrupted write still knows every position to clean up.
-        pending.append(
+        plan.pending.append(
             PutOp(docs, key, {**record, "chunks": max(old_count, len(values)), "fingerprint": None}, index=False)
         )
-        records.append(PutOp(docs, key, record, index=False))
-        puts += [PutOp(namespace, chunk_id(kb, document.source, v["position"]), v, index=["content"]) for v in values]
-        removed = [PutOp(namespace, chunk_id(kb, document.source, p), None) for p in range(len(values), old_count)]
-        stale += removed
+        plan.records.append(PutOp(docs, key, record, index=False))
+        plan.puts += [
+            PutOp(chunk_namespace(kb), chunk_id(kb, document.source, v["position"]), v, index=["content"])
+            for v in values
+        ]
+        removed = [
+            PutOp(chunk_namespace(kb), chunk_id(kb, document.source, p), None) for p in range(len(values), old_count)
+        ]
+        plan.stale += removed
         status = "empty" if not values else ("updated" if before is not None else "created")
-        results.append({**result, "status": status, "removed": len(removed)})
-    for batch in (pending, *(puts[i : i + PUT_BATCH] for i in range(0, len(puts), PUT_BATCH))):
+        plan.results.append({**result, "status": status, "removed": len(removed)})
+    return plan
+
+
+async def _write_plan(
+    store: BaseStore,
+    kb: str,
+    documents: list[PreparedDocument],
+    plan: _Plan,
+    extractor: Extractor | None = None,
+    progress: Progress | None = None,
+    build_graph: bool = True,
+) -> int:
+    """Write `plan`, batched so the store embeds many chunks per call; returns the number of
+    entities the written chunks mention."""
+    puts = plan.puts
+    for batch in (plan.pending, *(puts[i : i + PUT_BATCH] for i in range(0, len(puts), PUT_BATCH))):
         if batch:
             await store.abatch(batch)
     # full text next to the chunk rows, before the records mark them done
     await backend_for(store).index_kb_chunks(kb, [(op.key, op.value["content"]) for op in puts if op.value is not None])
     # the graph of the written chunks, then without the stale ones (see store/knowledge/graph.py)
     titles = {chunk_id(kb, d.source, c.position): d.title or d.source for d in documents for c in d.chunks}
-    await graph.index_chunks(
+    entities = await graph.index_chunks(
         store,
         kb,
         [ChunkText(op.key, titles.get(op.key), op.value["content"]) for op in puts if op.value is not None]
@@ -119,13 +147,28 @@ async def _write_documents(
         extractor,
         progress,
     )
-    if stale:
-        await store.abatch(stale)
-        await backend_for(store).unindex_kb_chunks(kb, [op.key for op in stale])
-        await graph.unindex_chunks(store, kb, [op.key for op in stale])
-    if records:
-        await store.abatch(records)
-    return results
+    if plan.stale:
+        await store.abatch(plan.stale)
+        await backend_for(store).unindex_kb_chunks(kb, [op.key for op in plan.stale])
+        await graph.unindex_chunks(store, kb, [op.key for op in plan.stale])
+    if plan.records:
+        await store.abatch(plan.records)
+    return entities
+
+
+async def _write_documents(
+    store: BaseStore,
+    kb: str,
+    documents: list[PreparedDocument],
+    extractor: Extractor | None = None,
+    progress: Progress | None = None,
+    build_graph: bool = True,
+) -> list[dict]:
+    """Replace each document's chunks in `kb`, skipping unchanged ones; batched across documents
+    so the store embeds many chunks per call."""
+    plan = await _plan_documents(store, kb, documents)
+    await _write_plan(store, kb, documents, plan, extractor, progress, build_graph)
+    return plan.results
 
 
 async def _write_prepared(
@@ -308,6 +351,42 @@ async def ingest_bytes(
     )
     await refresh_stats(store, kb)
     return result
+
+
+async def ingest_files(
+    store: BaseStore,
+    kb: str,
+    files: Sequence[tuple[bytes, str, str]],
+    *,
+    date: str | datetime | None = None,
+    before_write: Callable[[int], Awaitable[None]] | None = None,
+) -> dict:
+    """Ingest documents given as `(bytes, source, format)` all or none: every one is prepared
+    (parsed and chunked) first, then `before_write(chunks)` is awaited with the number of chunks
+    that will be embedded (unchanged documents make none) and may raise to write nothing, then
+    all are written. Sources must be distinct. Returns {"documents": [per-document results as
+    ingest_text], "work": {"chunks", "entities"}}: the chunks embedded and the entities they
+    mention."""
+    checked = [(data, _check_source(source), _check_format(format)) for data, source, format in files]
+    sources = [source for _, source, _ in checked]
+    duplicated = sorted({s for s in sources if sources.count(s) > 1})
+    if duplicated:
+        raise ValueError(f"Each source may appear once per call; repeated: {', '.join(duplicated)}.")
+    checked_date = _check_date(date)
+    await get_kb(store, kb)
+    chunking = _chunking(None, None)
+    documents = [
+        await asyncio.to_thread(
+            _dated(functools.partial(prepare_bytes, data, source, None, fmt, chunking), checked_date)
+        )
+        for data, source, fmt in checked
+    ]
+    plan = await _plan_documents(store, kb, documents)
+    if before_write is not None:
+        await before_write(plan.chunks)
+    entities = await _write_plan(store, kb, documents, plan)
+    await refresh_stats(store, kb)
+    return {"documents": plan.results, "work": {"chunks": plan.chunks, "entities": entities}}
 
 
 def _files_under(root: Path) -> tuple[list[Path], list[Path]]:

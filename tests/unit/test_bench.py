@@ -42,6 +42,16 @@ def test_server_config_serves_react_and_echo_from_absolute_paths(tmp_path):
     assert Path(config["dependencies"][0]) == Path(server.ROOT)
 
 
+def test_ingest_load_serves_the_project_config_and_uploads_the_asked_size(tmp_path):
+    from bench import ingest_load
+
+    config = json.loads(ingest_load.project_config(tmp_path).read_text())
+    assert {"react", "router"} <= set(config["graphs"]) and config["http"]["app"].startswith("/")
+    assert Path(config["store"]["path"].partition(":")[0]).is_file()  # the Postgres store: ingest in a worker
+    text = ingest_load.document(300).decode()
+    assert 300 * 1024 <= len(text) < 301 * 1024 and "(Record 2.)" in text
+
+
 def test_summary_lists_each_figure_with_its_baseline_and_failures():
     row = {"median_ms": 10.0, "p95_ms": 12.0, "turns": 5}
     report = {
