@@ -17,12 +17,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from langgraph.store.base import BaseStore, PutOp
+from langgraph.store.base import BaseStore
 
 from server import ingest_jobs
 from store import knowledge
-from store.backend import backend_for
-from store.knowledge.registry import refresh_stats
 from tools.identity import acts_for_any_user, kb_reader
 from tools.quota import charge_bytes
 
@@ -165,17 +163,11 @@ async def list_sources(store: BaseStore, kb: str, *, reader: str | None = None) 
 
 
 async def delete_source(store: BaseStore, kb: str, source: str) -> dict:
-    """Delete one document (its chunks, full text and record) from a knowledge base.
-    Returns {"kb", "source", "chunks"}; SourceUnknown when there is no such document."""
+    """Delete one document (its chunks, their place in the knowledge graph, its full text and
+    record) from a knowledge base. Returns {"kb", "source", "chunks"}; SourceUnknown when there is
+    no such document."""
     await knowledge.get_kb(store, kb)
-    key = knowledge.document_key(source)
-    record = await store.aget(knowledge.document_namespace(kb), key)
-    if record is None:
+    count = await knowledge.delete_document(store, kb, source)
+    if count is None:
         raise SourceUnknown(f"Knowledge base {kb!r} has no document {source!r}.")
-    count = int(record.value.get("chunks") or 0)
-    chunk_keys = [knowledge.chunk_id(kb, source, position) for position in range(count)]
-    await store.abatch([PutOp(knowledge.chunk_namespace(kb), chunk_key, None) for chunk_key in chunk_keys])
-    await backend_for(store).unindex_kb_chunks(kb, chunk_keys)
-    await store.adelete(knowledge.document_namespace(kb), key)
-    await refresh_stats(store, kb)
     return {"kb": kb, "source": source, "chunks": count}

@@ -43,7 +43,14 @@ from store.knowledge.config import (
 from store.knowledge.extract import ModelExtractor, OfflineExtractor, entity_key, offline_extract
 from store.knowledge.graph import insert_triples
 from store.knowledge.graph_search import fusion_search, graph_search
-from store.knowledge.ingest import ingest_bytes, ingest_files, ingest_path, ingest_text, ingest_texts
+from store.knowledge.ingest import (
+    delete_document,
+    ingest_bytes,
+    ingest_files,
+    ingest_path,
+    ingest_text,
+    ingest_texts,
+)
 from store.knowledge.parse import (
     Chunk,
     PreparedDocument,
@@ -112,6 +119,7 @@ __all__ = [
     "chunk_text",
     "common_names",
     "create_kb",
+    "delete_document",
     "delete_kb",
     "dense_search",
     "document_key",

@@ -456,3 +456,21 @@ async def ingest_path(
     )
     await refresh_stats(store, kb)
     return {"kb": kb, "documents": documents, "skipped": [str(p) for p in skipped], "failed": failed}
+
+
+async def delete_document(store: BaseStore, kb: str, source: str) -> int | None:
+    """Delete one document of `kb`: its chunks with their text index and what the knowledge graph
+    knows only from them (entities, relations, links), then its record. Returns how many chunks it
+    had; None when `kb` has no such document. Every path that deletes a document comes here."""
+    docs, key = document_namespace(kb), document_key(source)
+    record = await store.aget(docs, key)
+    if record is None:
+        return None
+    count = int(record.value.get("chunks") or 0)
+    keys = [chunk_id(kb, source, position) for position in range(count)]
+    await store.abatch([PutOp(chunk_namespace(kb), chunk_key, None) for chunk_key in keys])
+    await backend_for(store).unindex_kb_chunks(kb, keys)
+    await graph.unindex_chunks(store, kb, keys)
+    await store.adelete(docs, key)
+    await refresh_stats(store, kb)
+    return count

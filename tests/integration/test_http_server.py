@@ -371,3 +371,26 @@ async def test_tools_over_mcp_with_a_real_client(http_server):
     with pytest.raises(Exception) as refused:
         await asyncio.wait_for(anonymous.get_tools(), 30)
     assert "401" in repr(refused.value) or "Unauthorized" in repr(refused.value)
+
+
+async def test_a_document_deleted_through_the_api_leaves_the_knowledge_graph(http_server, pg_uri):
+    """Its entities, relations and links go with it: graph search no longer walks to it."""
+    name = f"kb-{key()}"
+    company = b"Prajor Dynamics is a maker of precision sensors. Prajor Dynamics was founded by Edda Delkel."
+    founder = b"Edda Delkel was born in Morvenholm. Edda Delkel studied at the Ostvel Institute."
+    question = {"query": "Where was the founder of Prajor Dynamics born?", "strategy": "graph"}
+    async with api(http_server, "alice") as alice:
+        assert (await alice.post("/api/v1/kb", json={"name": name})).status_code == 201
+        files = [("files", ("company.txt", company, "text/plain")), ("files", ("founder.txt", founder, "text/plain"))]
+        assert (await alice.post(f"/api/v1/kb/{name}/documents", files=files)).status_code == 200
+        before = (await alice.post(f"/api/v1/kb/{name}/search", json=question)).json()["retrieval_results"]
+        assert "founder.txt" in [r["source"] for r in before]
+        entities = "SELECT e.name FROM it_http.kb_graph_entities e WHERE e.kb = %s ORDER BY e.name"
+        assert "Morvenholm" in [row[0] for row in sql(pg_uri, entities, (name,))]
+        removed = await alice.delete(f"/api/v1/kb/{name}/sources", params={"source": "founder.txt"})
+        assert removed.status_code == 200, removed.text
+        after = (await alice.post(f"/api/v1/kb/{name}/search", json=question)).json()["retrieval_results"]
+        assert "founder.txt" not in [r["source"] for r in after]
+        names = [row[0] for row in sql(pg_uri, entities, (name,))]
+        assert "Morvenholm" not in names and "Ostvel Institute" not in names and "Prajor Dynamics" in names
+        assert (await alice.delete(f"/api/v1/kb/{name}")).status_code == 200
