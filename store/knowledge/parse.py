@@ -117,7 +117,12 @@ def prepare_text(text: str | bytes, source: str, title: str | None, format: str,
             raise TypeError(f"{format} text must be str: give bytes to prepare_bytes")
         if format == "markdown":
             title = title or markdown_title(text)
-        title = title or heading_title(text)  # a text that opens with a heading line is titled by it
+        if not title and (heading := heading_title(text)):
+            # A text that opens with a heading line is titled by it, as a title given with it would
+            # be (plain text: the line is the title, not a passage; markdown keeps its structure).
+            title = heading
+            if format == "text":
+                text = text.strip().split("\n", 1)[1]
         chunks = chunk_text(text, format, **chunking)
     else:
         raise ValueError(f"Unknown format {format!r}: use one of {', '.join(TEXT_FORMATS)} (or ingest_bytes for pdf).")

@@ -99,6 +99,7 @@ def test_a_document_opening_with_a_heading_line_is_titled_by_it_and_never_merges
     assert first == title
     document = prepare_text(text, "doc:1", None, "text", {"chunk_size": 800, "chunk_overlap": 120})
     assert document.title == title
+    assert "\n" not in document.chunks[0].content.split(".")[0]  # the heading is the title, not text
     extraction = offline_extract(ChunkText("k", document.title, document.chunks[0].content))
     assert extraction.entities[0] == entity
     assert not [e for e in extraction.entities if e.count(title.split(",")[0]) > 1]
