@@ -34,6 +34,7 @@ STATUS = {
     "JSON_TOO_DEEP": 400,
     "DATABASE_UNAVAILABLE": 503,
     "QUEUE_UNAVAILABLE": 503,
+    "UI_NOT_FOUND": 404,
 }
 
 # Seconds a client is told to wait (Retry-After) while the database is unavailable.
