@@ -217,3 +217,15 @@ def test_the_bundle_location_is_where_the_langgraph_server_writes_it(tmp_path):
     assert schemas == root / "schemas.json" and public == root / "public"
     # The client fills in the first `{{shadowRootId}}` of the HTML only: the cards never write it.
     assert "{{shadowRootId}}" not in (ROOT / "ui" / "components.tsx").read_text()
+
+
+def test_a_researcher_counts_its_sources_as_the_report_numbers_them():
+    """The researcher card's "sources found" and the research card's count agree: the same page
+    found twice (another letter case, a final slash) is one source in both."""
+    from graphs.deep_research.citations import number_sources
+    from graphs.deep_research.researcher import _finish
+
+    hits = [{"url": "https://Pumps.example/history/", "title": "Wind pumps"}, {"url": "https://pumps.example/history"}]
+    state = {"researcher_id": "r1.1", "round": 1, "question": "How old are wind pumps?", "hits": hits, "pages": []}
+    [entry] = _finish(state, "success", None)["research_log"]
+    assert entry["sources_found"] == len(number_sources(hits)) == 1
