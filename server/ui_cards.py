@@ -9,6 +9,9 @@ text instead (`<script>...bundle...</script>` and the same render call), and the
 `<style>`: nothing more is fetched, whatever address the page has. agent-chat-ui inserts the HTML
 with `createContextualFragment`, which runs inline scripts like external ones.
 
+agent-chat-ui asks for the cards of its assistant id: an assistant's id (a UUID) is read as its
+graph's (assistants are shared, `server.auth`), so a client set to an assistant shows the cards too.
+
 The bundle files are read where the server's UI bundler writes them (`langgraph_api.js.ui`, the
 one reach-in, checked by tests/unit/test_ui_cards.py) on every request, so a rebuilt bundle is
 served at once. Errors are in the routes' shape: 404 UI_NOT_FOUND for a graph without cards (or
@@ -27,6 +30,7 @@ from pydantic import BaseModel, Field
 from server.errors import ApiError
 
 _CLOSING_TAG = re.compile(r"</(script|style)", re.IGNORECASE)
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
 
 class CardRequest(BaseModel):
@@ -48,11 +52,15 @@ def _inline(text: str) -> str:
     return _CLOSING_TAG.sub(lambda m: "<\\/" + m.group(1), text)
 
 
+def _schemas(root: Path) -> dict:
+    schemas_file = root / "schemas.json"
+    return json.loads(schemas_file.read_text()) if schemas_file.exists() else {}
+
+
 def card_html(root: Path, graph_id: str, name: str) -> str:
     """The HTML that renders card `name` of `graph_id`'s bundle in the client's shadow root
     (`{{shadowRootId}}` is filled in by the client). ApiError UI_NOT_FOUND when there is none."""
-    schemas_file = root / "schemas.json"
-    schemas = json.loads(schemas_file.read_text()) if schemas_file.exists() else {}
+    schemas = _schemas(root)
     if graph_id not in schemas:
         raise ApiError(
             "UI_NOT_FOUND",
@@ -81,7 +89,21 @@ def card_html(root: Path, graph_id: str, name: str) -> str:
     return "\n".join([*styles, *scripts, render])
 
 
+async def assistant_graph(assistant_id: str) -> str | None:
+    """The graph id of assistant `assistant_id`, or None when there is no such assistant."""
+    from tools.server_api import server_client
+
+    try:
+        assistant = await server_client().assistants.get(assistant_id)
+    except Exception:  # not found (or not readable): the card request answers 404
+        return None
+    return str(assistant.get("graph_id") or "") or None
+
+
 async def ui_card(graph_id: str, body: CardRequest) -> Response:
     """`POST /ui/{graph_id}`: the HTML of one generative-UI card, scripts inline (see the module
-    docstring); server/http.py adds the route."""
-    return Response(card_html(ui_dir(), graph_id, body.name), media_type="text/html")
+    docstring); `graph_id` may be an assistant's id. server/http.py adds the route."""
+    root = ui_dir()
+    if graph_id not in _schemas(root) and _UUID.fullmatch(graph_id):
+        graph_id = await assistant_graph(graph_id) or graph_id
+    return Response(card_html(root, graph_id, body.name), media_type="text/html")

@@ -132,3 +132,16 @@ async def test_a_card_comes_with_its_script_so_the_chat_ui_fetches_nothing_from_
         assert (
             await httpx.AsyncClient(base_url=dev_server.url).post("/ui/react", json={"name": "x"})
         ).status_code == 401
+
+
+async def test_a_client_set_to_an_assistant_gets_its_graphs_cards(dev_server):
+    """agent-chat-ui asks for the cards of its assistant id: an assistant's cards are its graph's."""
+    _write_bundle(dev_server.workdir)
+    assistant = await dev_server.client("alice").assistants.create(graph_id="react", name="cards via an assistant")
+    headers = {"x-api-key": API_KEYS["alice"]}
+    async with httpx.AsyncClient(base_url=dev_server.url, headers=headers, timeout=30) as http:
+        answer = await http.post(f"/ui/{assistant['assistant_id']}", json={"name": "plan_step"})
+        assert answer.status_code == 200, answer.text
+        assert answer.text.endswith('<script>__LGUI_react.render("plan_step", "{{shadowRootId}}")</script>')
+        unknown = await http.post("/ui/00000000-0000-4000-8000-000000000000", json={"name": "plan_step"})
+        assert unknown.status_code == 404 and unknown.json()["error"] == "UI_NOT_FOUND"
