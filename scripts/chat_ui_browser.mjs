@@ -1,7 +1,7 @@
 // Drives agent-chat-ui in headless Chromium (puppeteer-core with the system browser, nothing
 // downloaded) through one scenario per graph; run by scripts/chat_ui_test.py, which starts the
 // servers and passes a JSON config as argv[2]:
-// {clientDir, uiUrl, apiUrl, chromium, outDir, scenarios: [{name, assistant, message, steps}]}
+// {clientDir, uiUrl, apiUrl, chromium, outDir, scenarios: [{name, assistant, message, steps, passthrough?}]}
 // A step: {waitText}, {click: "button text"}, {fill: {label, find, replace} | {label, text}},
 // {send: "a chat message"}, {waitCard: "CSS selector inside a generative-UI card"},
 // {shot: "name"} (a screenshot <outDir>/<name>.png taken while the run still goes on; fails if it is over),
@@ -171,7 +171,10 @@ try {
     page.on("response", (r) => {
       if (r.status() >= 400 || r.url().includes("/ui/")) logs.push(`response: ${r.status()} ${r.request().method()} ${r.url()}`);
     });
-    const url = `${config.uiUrl}/?apiUrl=${encodeURIComponent(config.apiUrl)}&assistantId=${encodeURIComponent(scenario.assistant)}&chatHistoryOpen=false`;
+    // `passthrough`: the client reaches the server through its own API passthrough (/api/*, with
+    // LANGGRAPH_API_URL set on the client's server), as its production setup does.
+    const apiUrl = scenario.passthrough ? `${config.uiUrl}/api` : config.apiUrl;
+    const url = `${config.uiUrl}/?apiUrl=${encodeURIComponent(apiUrl)}&assistantId=${encodeURIComponent(scenario.assistant)}&chatHistoryOpen=false`;
     const started = Date.now();
     let error = null;
     try {

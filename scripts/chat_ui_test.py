@@ -19,7 +19,8 @@
    plan and step cards; `plan_live` also takes `plan_live_midrun.png` while a slow step runs,
    its step cards already showing), deep_research (the clarifying question answered in the form, research
    progress card); and the approval scenarios of `hitl_scenarios` (a readable plan edited 17*23 ->
-   19*19, "Mark as Resolved" on a plan and on a question, answers below their cards). Exit
+   19*19, "Mark as Resolved" on a plan and on a question, answers below their cards, the cards
+   through the client's API passthrough). Exit
    status 0 when every scenario reached its end state.
 """
 
@@ -347,6 +348,16 @@ def hitl_scenarios() -> list[tuple[dict, list]]:
             [multiply, {"content": "The edited plan computed 361.", "delay_per_token": slow}],
         ),
         (
+            {  # the client's production setup: the server reached through its /api passthrough
+                "name": "router_passthrough",
+                "assistant": "router",
+                "passthrough": True,
+                "message": "uiRouterP What does fault code ZX-4480 mean?",
+                "steps": [{"waitText": "tank float switch is stuck"}, {"waitCard": '[data-ui="citations"] li'}],
+            },
+            [{"content": "Fault ZX-4480 means the tank float switch is stuck [1].", "delay_per_token": slow}],
+        ),
+        (
             {  # "Mark as Resolved" ends the pause: the form goes, the thread answers the next message
                 "name": "plan_resolved",
                 "assistant": "plan_execute",
@@ -429,7 +440,12 @@ def main(argv: list[str] | None = None) -> int:
                 env,
                 api_log,
             ) as api,
-            process(["npx", "next", "start", "-p", str(ui_port)], args.client_dir, env, ui_log) as ui,
+            process(
+                ["npx", "next", "start", "-p", str(ui_port)],
+                args.client_dir,
+                {**env, "LANGGRAPH_API_URL": f"http://127.0.0.1:{api_port}"},  # its API passthrough's target
+                ui_log,
+            ) as ui,
         ):
             api_url, ui_url = f"http://127.0.0.1:{api_port}", f"http://127.0.0.1:{ui_port}"
             wait_ui_bundle(api, api_log)

@@ -103,6 +103,10 @@ async def assistant_graph(assistant_id: str) -> str | None:
 async def ui_card(graph_id: str, body: CardRequest) -> Response:
     """`POST /ui/{graph_id}`: the HTML of one generative-UI card, scripts inline (see the module
     docstring); `graph_id` may be an assistant's id. server/http.py adds the route."""
+    from tools.server_api import server_kind
+
+    if server_kind() == "aegra":  # no UI bundler there (and no langgraph_api settings to read)
+        raise ApiError("UI_NOT_FOUND", "This server builds no chat-client cards.", {"graph_id": graph_id})
     root = ui_dir()
     if graph_id not in _schemas(root) and _UUID.fullmatch(graph_id):
         graph_id = await assistant_graph(graph_id) or graph_id
