@@ -755,3 +755,18 @@ async def test_feedback_goes_to_langsmith_when_configured(model_slot, demo_store
     assert sent == [("run-l", {"key": "user_score", "score": 1, "comment": None})]
     assert state["feedback_log"][0]["sink"] == "langsmith" and state["feedback_log"][0]["feedback_id"] == "fb-1"
     assert await demo_store.aget(feedback_sink.feedback_namespace("anonymous"), "run-l") is None
+
+
+async def test_a_sub_agents_request_dismissed_on_the_router_ends_the_pause(model_slot, demo_store):
+    """ "Mark as Resolved" on a router thread (the server makes it the `ignore` decision): the
+    sub-agent ends its turn without running the plan and the router thread is no longer paused."""
+    model_slot["model"] = model = ScriptedChatModel(responses=[_one_step_plan("6*7")])
+    graph = router.builder.compile(checkpointer=InMemorySaver(), store=demo_store)
+    context = RouterContext(model="scripted:test", remember=False, approve_plan=True, route="plan_execute")
+    config = {"configurable": {"thread_id": "dismissed"}}
+    await graph.ainvoke({"messages": [HumanMessage("compute 6*7")]}, config, context=context)
+    assert (await graph.aget_state(config)).next == ("await_reply",)
+    await graph.ainvoke(Command(resume={"decisions": [{"type": "ignore"}]}), config, context=context)
+    snapshot = await graph.aget_state(config)
+    assert snapshot.next == () and snapshot.values["pending"] is None
+    assert "set aside" in snapshot.values["messages"][-1].content and model.remaining == 0
