@@ -24,11 +24,15 @@ import json
 import re
 from pathlib import Path
 
+from fastapi import Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from server.errors import ApiError
 
+MAX_BODY = 4_096
+"""Bytes of a card request read at most (`{"name": ...}`)."""
 _CLOSING_TAG = re.compile(r"</(script|style)", re.IGNORECASE)
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
@@ -100,9 +104,26 @@ async def assistant_graph(assistant_id: str) -> str | None:
     return str(assistant.get("graph_id") or "") or None
 
 
-async def ui_card(graph_id: str, body: CardRequest) -> Response:
+async def _card_request(request: Request) -> CardRequest:
+    """The body as JSON whatever its content type: agent-chat-ui's API passthrough forwards it
+    without one (langgraph-nextjs-api-passthrough sends only the `x-*` headers)."""
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_BODY:
+            raise ApiError(
+                "PAYLOAD_TOO_LARGE", f"A card request is at most {MAX_BODY:,} bytes.", {"limit_bytes": MAX_BODY}
+            )
+    try:
+        return CardRequest.model_validate_json(body or b"{}")
+    except ValidationError as exc:
+        raise RequestValidationError(exc.errors()) from None
+
+
+async def ui_card(graph_id: str, request: Request) -> Response:
     """`POST /ui/{graph_id}`: the HTML of one generative-UI card, scripts inline (see the module
     docstring); `graph_id` may be an assistant's id. server/http.py adds the route."""
+    body = await _card_request(request)
     from tools.server_api import server_kind
 
     if server_kind() == "aegra":  # no UI bundler there (and no langgraph_api settings to read)

@@ -129,6 +129,11 @@ async def test_a_card_comes_with_its_script_so_the_chat_ui_fetches_nothing_from_
         assert missing.status_code == 404 and missing.json()["error"] == "UI_NOT_FOUND"
         unnamed = await http.post("/ui/react", json={})
         assert unnamed.status_code == 422 and unnamed.json()["error"] == "VALIDATION_ERROR"
+        # agent-chat-ui's API passthrough forwards the body with no content type.
+        bare = await http.post("/ui/react", content=b'{"name": "plan_step"}', headers={"content-type": ""})
+        assert bare.status_code == 200 and bare.text == answer.text
+        big = await http.post("/ui/react", json={"name": "x" * 5000})
+        assert big.status_code == 413 and big.json()["error"] == "PAYLOAD_TOO_LARGE"
         assert (
             await httpx.AsyncClient(base_url=dev_server.url).post("/ui/react", json={"name": "x"})
         ).status_code == 401
