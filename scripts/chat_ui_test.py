@@ -54,8 +54,6 @@ FONT_CALL = """const inter = Inter({
 });
 """
 FONT_OFFLINE = 'const inter = { className: "font-sans" }; // system font: no download at build time\n'
-API_PORT = 52024
-"""The test server's preferred port."""
 
 
 def run(cmd: list[str], cwd: Path, env: dict | None = None) -> None:
@@ -398,7 +396,7 @@ def main(argv: list[str] | None = None) -> int:
     if not Path(args.chromium).exists():
         sys.exit("no Chromium: apt-get install -y chromium (or pass --chromium PATH)")
     args.out.mkdir(parents=True, exist_ok=True)
-    api_port = free_port(API_PORT)
+    api_port = free_port()  # any free port: the client is told it (?apiUrl=, LANGGRAPH_API_URL)
     build_client(args.client_dir, args.client_src, args.rebuild)
 
     python = str(ROOT / ".venv" / "bin" / "python")
