@@ -1,10 +1,16 @@
 // Drives agent-chat-ui in headless Chromium (puppeteer-core with the system browser, nothing
 // downloaded) through one scenario per graph; run by scripts/chat_ui_test.py, which starts the
 // servers and passes a JSON config as argv[2]:
-// {clientDir, uiUrl, apiUrl, chromium, outDir, scenarios: [{name, assistant, message, steps}]}
+// {clientDir, uiUrl, apiUrl, chromium, outDir, scenarios: [{name, assistant, message, steps, passthrough?}]}
 // A step: {waitText}, {click: "button text"}, {fill: {label, find, replace} | {label, text}},
 // {send: "a chat message"}, {waitCard: "CSS selector inside a generative-UI card"},
-// {shot: "name"} (a screenshot <outDir>/<name>.png taken while the run still goes on; fails if it is over). Each scenario ends with a full-page screenshot <outDir>/<name>.png.
+// {shot: "name"} (a screenshot <outDir>/<name>.png taken while the run still goes on; fails if it is over),
+// {still: "name"} (a screenshot at any time), {cardText: "text inside a card"},
+// {fieldHas: {label, text}} (the form field under a label holds the text, as it is),
+// {visible: "button text"} (a button shown now, nothing toggled), {gone: "button text"} (the
+// button disappears: e.g. the paused run's form), {below: "answer text"} (at the end, the answer
+// sits below every card, as it streamed), {noCard: "CSS selector"} (no card has it, at the end).
+// Each scenario ends with a full-page screenshot <outDir>/<name>.png.
 import { createRequire } from "node:module";
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -27,6 +33,72 @@ async function waitCard(page, selector) {
     { timeout: TIMEOUT, polling: 500 },
     selector,
   );
+}
+
+async function cardText(page, text) {
+  await page.waitForFunction(
+    (t) => [...document.querySelectorAll('[id^="child-shadow"]')].some((d) => d.shadowRoot?.textContent.includes(t)),
+    { timeout: TIMEOUT, polling: 500 },
+    text,
+  );
+}
+
+async function fieldHas(page, { label, text }) {
+  await page.waitForFunction(
+    (l, t) =>
+      [...document.querySelectorAll("p")]
+        .filter((p) => p.innerText.trim() === l)
+        .some((p) => (p.parentElement.querySelector("textarea")?.value ?? "").includes(t)),
+    { timeout: TIMEOUT },
+    label,
+    text,
+  );
+}
+
+async function visible(page, text) {
+  await page.waitForFunction(
+    (t) =>
+      [...document.querySelectorAll("button")].some((b) => {
+        const r = b.getBoundingClientRect();
+        return b.innerText.trim() === t && r.width > 0 && r.height > 0 && !b.disabled;
+      }),
+    { timeout: TIMEOUT },
+    text,
+  );
+}
+
+async function gone(page, text) {
+  await page.waitForFunction((t) => ![...document.querySelectorAll("button")].some((b) => b.innerText.trim() === t), {
+    timeout: 60_000,
+  }, text);
+}
+
+// The answer's top edge below the bottom edge of every card: the text did not jump above them.
+async function below(page, text) {
+  await waitText(page, text);
+  await runOver(page);
+  await new Promise((resolve) => setTimeout(resolve, 2000)); // the thread's final state has arrived
+  const where = await page.evaluate((t) => {
+    const cards = [...document.querySelectorAll('[id^="child-shadow"]')].map((d) => d.getBoundingClientRect().bottom);
+    const blocks = [...document.querySelectorAll("p, li, div")].filter(
+      (e) => e.children.length === 0 && e.innerText?.includes(t),
+    );
+    return { cards, answer: blocks.length ? blocks[blocks.length - 1].getBoundingClientRect().top : null };
+  }, text);
+  if (!where.cards.length) throw new Error("below: no cards on the page");
+  if (where.answer === null) throw new Error(`below: "${text}" not found`);
+  if (where.answer < Math.max(...where.cards)) {
+    throw new Error(`below: the answer (top ${where.answer}) is above a card (bottom ${Math.max(...where.cards)})`);
+  }
+}
+
+async function noCard(page, selector) {
+  await runOver(page);
+  const found = await page.evaluate(
+    (sel) => [...document.querySelectorAll('[id^="child-shadow"]')].filter((d) => d.shadowRoot?.querySelector(sel)).length,
+    selector,
+  );
+  if (found) throw new Error(`noCard: ${found} card(s) match ${selector}`);
 }
 
 async function runOver(page) {
@@ -99,7 +171,10 @@ try {
     page.on("response", (r) => {
       if (r.status() >= 400 || r.url().includes("/ui/")) logs.push(`response: ${r.status()} ${r.request().method()} ${r.url()}`);
     });
-    const url = `${config.uiUrl}/?apiUrl=${encodeURIComponent(config.apiUrl)}&assistantId=${encodeURIComponent(scenario.assistant)}&chatHistoryOpen=false`;
+    // `passthrough`: the client reaches the server through its own API passthrough (/api/*, with
+    // LANGGRAPH_API_URL set on the client's server), as its production setup does.
+    const apiUrl = scenario.passthrough ? `${config.uiUrl}/api` : config.apiUrl;
+    const url = `${config.uiUrl}/?apiUrl=${encodeURIComponent(apiUrl)}&assistantId=${encodeURIComponent(scenario.assistant)}&chatHistoryOpen=false`;
     const started = Date.now();
     let error = null;
     try {
@@ -111,6 +186,13 @@ try {
         if (step.fill) await fill(page, step.fill);
         if (step.click) await clickButton(page, step.click);
         if (step.send) await send(page, step.send);
+        if (step.cardText) await cardText(page, step.cardText);
+        if (step.fieldHas) await fieldHas(page, step.fieldHas);
+        if (step.visible) await visible(page, step.visible);
+        if (step.gone) await gone(page, step.gone);
+        if (step.below) await below(page, step.below);
+        if (step.noCard) await noCard(page, step.noCard);
+        if (step.still) await page.screenshot({ path: path.join(config.outDir, `${step.still}.png`), fullPage: true });
         if (step.shot) {
           const running = await page.evaluate(() =>
             [...document.querySelectorAll("button")].some((b) => b.innerText.trim() === "Cancel"),

@@ -5,19 +5,23 @@
 1. Builds agent-chat-ui from its public repository (cloned into `--client-dir`, default
    `~/.cache/agent-engine/agent-chat-ui`, outside this repository) with `npm install` and
    `next build`; its `next/font/google` font (downloaded at build time) is replaced by the system
-   font so the build needs only the npm registry, and a rewrite serves `/ui/*` (the cards' scripts,
-   which the LangGraph server names by path) from the LangGraph server. `puppeteer-core` is installed beside it; the
-   browser is Debian's `chromium` (`apt-get install -y chromium`), nothing is downloaded.
+   font so the build needs only the npm registry; its `next.config.mjs` stays as published (no
+   `/ui/*` pass-through: the server sends the cards with their scripts, server/ui_cards.py).
+   `puppeteer-core` is installed beside it; the browser is Debian's `chromium`
+   (`apt-get install -y chromium`), nothing is downloaded.
 2. Starts the scripted OpenAI-compatible model (tests/openai_server.py), the embedded Postgres
    (schema `chat_ui_test`) with tests/data/kb ingested, `langgraph dev` on this repository (its
    `ui` entry bundles ui/components.tsx) and the client (`next start`).
 3. Drives one scenario per graph (scripts/chat_ui_browser.mjs) and writes a screenshot of each end
    state to `--out` (default `.data/chat-ui-test/`): react (streamed answer, tool card and tool
-   progress), router (retrieval answer, route / progress / citations cards with the sources),
+   call shown once: no card of ours beside the client's), router (retrieval answer, route / progress / citations cards with the sources),
    plan_execute (Approve, Edit with a changed plan, Reject, and "approve" typed as a message;
    plan and step cards; `plan_live` also takes `plan_live_midrun.png` while a slow step runs,
    its step cards already showing), deep_research (the clarifying question answered in the form, research
-   progress card). Exit status 0 when every scenario reached its end state.
+   progress card); and the approval scenarios of `hitl_scenarios` (a readable plan edited 17*23 ->
+   19*19, "Mark as Resolved" on a plan and on a question, answers below their cards, the cards
+   through the client's API passthrough). Exit
+   status 0 when every scenario reached its end state.
 """
 
 from __future__ import annotations
@@ -50,20 +54,6 @@ FONT_CALL = """const inter = Inter({
 });
 """
 FONT_OFFLINE = 'const inter = { className: "font-sans" }; // system font: no download at build time\n'
-API_PORT = 52024
-"""The test server's preferred port: the client's `/ui` rewrite (fixed at build time) points there."""
-NEXT_CONFIG = """/** @type {import('next').NextConfig} */
-// The LangGraph server answers POST /ui/<graph> with <script src="/ui/<graph>/entrypoint.js">, a
-// path on the page's own origin: serve /ui/* from the LangGraph server.
-const nextConfig = {
-  experimental: { serverActions: { bodySizeLimit: "10mb" } },
-  async rewrites() {
-    return [{ source: "/ui/:path*", destination: "%s/ui/:path*" }];
-  },
-};
-
-export default nextConfig;
-"""
 
 
 def run(cmd: list[str], cwd: Path, env: dict | None = None) -> None:
@@ -71,9 +61,9 @@ def run(cmd: list[str], cwd: Path, env: dict | None = None) -> None:
     subprocess.run(cmd, cwd=cwd, env=env, check=True)
 
 
-def build_client(client_dir: Path, source: str, rebuild: bool, api_url: str) -> None:
-    """Clone, patch the font out and `/ui` through to `api_url`, install and build agent-chat-ui
-    (skipped when already built so)."""
+def build_client(client_dir: Path, source: str, rebuild: bool) -> None:
+    """Clone, patch the font out, install and build agent-chat-ui with its own settings (skipped
+    when already built so)."""
     if not (client_dir / ".git").exists():
         client_dir.parent.mkdir(parents=True, exist_ok=True)
         run(["git", "clone", "--depth", "1", source, str(client_dir)], cwd=client_dir.parent)
@@ -81,9 +71,9 @@ def build_client(client_dir: Path, source: str, rebuild: bool, api_url: str) -> 
     text = layout.read_text()
     if FONT_IMPORT in text:
         layout.write_text(text.replace(FONT_IMPORT, "").replace(FONT_CALL, FONT_OFFLINE))
-    next_config = NEXT_CONFIG % api_url
-    if (client_dir / "next.config.mjs").read_text() != next_config:
-        (client_dir / "next.config.mjs").write_text(next_config)
+    changed = subprocess.run(["git", "diff", "--quiet", "--", "next.config.mjs"], cwd=client_dir).returncode
+    if changed:  # an earlier version of this script added a `/ui/*` rewrite: back to the stock file
+        run(["git", "checkout", "--", "next.config.mjs"], cwd=client_dir)
         rebuild = True
     if not (client_dir / "node_modules" / "next").exists():
         run(["npm", "install", "--no-audit", "--no-fund"], cwd=client_dir)
@@ -177,7 +167,8 @@ def scenarios() -> list[tuple[dict, list]]:
                 "name": "react",
                 "assistant": "react",
                 "message": "uiReact What is 17% of 2340?",
-                "steps": [{"waitText": "17% of 2340 is 397.8."}, {"waitCard": '[data-ui="tool_progress"]'}],
+                # One card per tool call: the client's own; the graph adds none for it.
+                "steps": [{"waitText": "17% of 2340 is 397.8."}, {"noCard": '[data-ui="tool_progress"]'}],
             },
             [
                 {"tool_calls": [{"name": "calculator", "args": {"expression": "0.17*2340"}, "id": "call1"}]},
@@ -284,6 +275,115 @@ def scenarios() -> list[tuple[dict, list]]:
     ]
 
 
+def hitl_scenarios() -> list[tuple[dict, list]]:
+    """Questions to the user: the plan approval read and edited, "Mark as Resolved", and answers
+    that stay below their cards when the run ends."""
+    slow = 0.02
+    multiply = {
+        "content": "",
+        "tool_calls": [
+            {
+                "name": "Plan",
+                "args": {
+                    "steps": [
+                        {
+                            "id": "a",
+                            "description": "Multiply 17 by 23",
+                            "tool": "calculator",
+                            "args": {"expression": "17*23"},
+                            "depends_on": [],
+                        }
+                    ]
+                },
+            }
+        ],
+    }
+    ask = {
+        "tool_calls": [
+            {
+                "name": "ClarifyDecision",
+                "id": "c1",
+                "args": {"need_clarification": True, "question": "Which climate will the devices be used in?"},
+            }
+        ]
+    }
+    research = {
+        "tool_calls": [
+            {
+                "name": "ResearchPlan",
+                "id": "p1",
+                "args": {
+                    "brief": "Low-tech water devices.",
+                    "sub_questions": [{"question": "How old are wind pumps?", "queries": ["wind pump history"]}],
+                },
+            }
+        ]
+    }
+    return [
+        (
+            {  # readable: title, numbered steps with 17*23 as written, the buttons shown; edited
+                "name": "plan_edit_text",
+                "assistant": "plan_execute",
+                "message": "uiPlanX What is 17*23?",
+                "steps": [
+                    {"waitText": "Review the plan"},
+                    {
+                        "fieldHas": {
+                            "label": "Steps",
+                            "text": '1. [a] Multiply 17 by 23\n   tool: calculator {"expression": "17*23"}',
+                        }
+                    },
+                    {"visible": "Approve"},
+                    {"visible": "Submit rejection"},
+                    {"still": "plan_edit_text_review"},
+                    {"fill": {"label": "Steps", "find": "17*23", "replace": "19*19"}},
+                    {"click": "Submit"},
+                    {"waitText": "The edited plan computed 361."},
+                    {"cardText": 'calculator {"expression":"19*19"}'},
+                    {"below": "The edited plan computed 361."},
+                ],
+            },
+            [multiply, {"content": "The edited plan computed 361.", "delay_per_token": slow}],
+        ),
+        (
+            {  # the client's production setup: the server reached through its /api passthrough
+                "name": "router_passthrough",
+                "assistant": "router",
+                "passthrough": True,
+                "message": "uiRouterP What does fault code ZX-4480 mean?",
+                "steps": [{"waitText": "tank float switch is stuck"}, {"waitCard": '[data-ui="citations"] li'}],
+            },
+            [{"content": "Fault ZX-4480 means the tank float switch is stuck [1].", "delay_per_token": slow}],
+        ),
+        (
+            {  # "Mark as Resolved" ends the pause: the form goes, the thread answers the next message
+                "name": "plan_resolved",
+                "assistant": "plan_execute",
+                "message": "uiPlanM What is 17*23?",
+                "steps": [
+                    {"click": "Mark as Resolved"},
+                    {"waitText": "The plan was set aside"},
+                    {"gone": "Mark as Resolved"},
+                ],
+            },
+            [multiply],
+        ),
+        (
+            {
+                "name": "research_resolved",
+                "assistant": "deep_research",
+                "message": "uiResearchM Research low-tech water devices",
+                "steps": [
+                    {"click": "Mark as Resolved"},
+                    {"waitText": "How old are wind pumps?"},
+                    {"gone": "Mark as Resolved"},
+                ],
+            },
+            [ask, research],
+        ),
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / ".data" / "chat-ui-test")
@@ -296,15 +396,15 @@ def main(argv: list[str] | None = None) -> int:
     if not Path(args.chromium).exists():
         sys.exit("no Chromium: apt-get install -y chromium (or pass --chromium PATH)")
     args.out.mkdir(parents=True, exist_ok=True)
-    api_port = free_port(API_PORT)
-    build_client(args.client_dir, args.client_src, args.rebuild, f"http://127.0.0.1:{api_port}")
+    api_port = free_port()  # any free port: the client is told it (?apiUrl=, LANGGRAPH_API_URL)
+    build_client(args.client_dir, args.client_src, args.rebuild)
 
     python = str(ROOT / ".venv" / "bin" / "python")
     (ROOT / ".langgraph_api" / "ui" / "schemas.json").unlink(missing_ok=True)  # rebuilt by the server
     uri = subprocess.run(
         [python, "-m", "store.postgres", "start"], cwd=ROOT, check=True, capture_output=True, text=True
     ).stdout.strip()
-    plan_list = scenarios()
+    plan_list = scenarios() + hitl_scenarios()
     with spawn_openai_server() as model:
         for scenario, answers in plan_list:
             model.script(scenario["message"].split()[0], answers)
@@ -338,7 +438,12 @@ def main(argv: list[str] | None = None) -> int:
                 env,
                 api_log,
             ) as api,
-            process(["npx", "next", "start", "-p", str(ui_port)], args.client_dir, env, ui_log) as ui,
+            process(
+                ["npx", "next", "start", "-p", str(ui_port)],
+                args.client_dir,
+                {**env, "LANGGRAPH_API_URL": f"http://127.0.0.1:{api_port}"},  # its API passthrough's target
+                ui_log,
+            ) as ui,
         ):
             api_url, ui_url = f"http://127.0.0.1:{api_port}", f"http://127.0.0.1:{ui_port}"
             wait_ui_bundle(api, api_log)

@@ -37,6 +37,7 @@ STATUS = {
     "QUEUE_UNAVAILABLE": 503,
     "INGEST_BUSY": 429,
     "INGEST_FAILED": 503,
+    "UI_NOT_FOUND": 404,
 }
 
 # Seconds a client is told to wait (Retry-After) while the database is unavailable.

@@ -28,7 +28,9 @@ from server.errors import ApiError, DatabaseUnavailableMiddleware, api_error_han
 from server.limits import BodyLimitMiddleware
 from server.logs import quiet_duplicate_run_errors
 from server.mcp_tools import mcp
+from server.resolve import ResolveMiddleware
 from server.route_auth import protect_routes
+from server.ui_cards import ui_card
 from settings.redact import install_log_redaction
 from store import knowledge
 from store.embeddings import preload_embeddings
@@ -110,6 +112,10 @@ app.add_middleware(DurableWritesMiddleware)
 app.add_middleware(ApiChecksMiddleware)
 # Postgres down: 503 DATABASE_UNAVAILABLE on every route of the server, the LangGraph ones too.
 app.add_middleware(DatabaseUnavailableMiddleware)
+# agent-chat-ui's "Mark as Resolved" ends a paused run's question (server/resolve.py).
+app.add_middleware(ResolveMiddleware)
+# The chat-client cards with their scripts inline: no /ui/* pass-through needed (server/ui_cards.py).
+app.add_api_route("/ui/{graph_id}", ui_card, methods=["POST"], include_in_schema=False)
 
 ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"description": description}

@@ -35,6 +35,19 @@ const STATUS_ICON: Record<string, string> = {
   dropped: "–",
 };
 const icon = (status?: string) => STATUS_ICON[status ?? ""] ?? "•";
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
+const code: React.CSSProperties = { fontFamily: "ui-monospace, monospace", fontSize: 12 };
+
+// The call a step makes, as it runs: an edited plan's arguments show here, not only the description.
+function ToolCall({ tool, args }: { tool?: string; args?: Props }) {
+  if (!tool) return null;
+  return (
+    <span style={muted}>
+      {" "}
+      · <span style={code} data-ui-call>{`${tool} ${JSON.stringify(args ?? {})}`}</span>
+    </span>
+  );
+}
 
 function RouteDecision(props: Props) {
   return (
@@ -98,7 +111,7 @@ function Plan(props: Props) {
         {steps.map((s) => (
           <li key={s.id}>
             {s.description}
-            {s.tool ? <span style={muted}> · {s.tool}</span> : null}
+            <ToolCall tool={s.tool} args={s.args} />
           </li>
         ))}
       </ol>
@@ -110,6 +123,7 @@ function PlanStep(props: Props) {
   return (
     <div style={box} data-ui="plan_step" data-status={props.status}>
       {icon(props.status)} <b>{props.step_id}</b> {props.description ?? ""}
+      <ToolCall tool={props.tool} args={props.args} />
       <span style={muted}> · {props.status}</span>
       {props.result_preview ? <div style={muted}>{String(props.result_preview).slice(0, 200)}</div> : null}
       {props.error || props.reason ? <div style={{ color: "#b91c1c" }}>{props.error || props.reason}</div> : null}
@@ -137,7 +151,7 @@ function ResearchProgress(props: Props) {
         {" "}
         · {props.stage}
         {props.round ? `, round ${props.round}` : ""}
-        {props.sources_total != null ? `, ${props.sources_total} sources` : ""}
+        {props.sources_total != null ? `, report from ${plural(props.sources_total, "source")}` : ""}
       </span>
       {questions.length ? (
         <ul style={{ margin: "4px 0 0 18px", padding: 0 }}>
@@ -157,7 +171,7 @@ function Researcher(props: Props) {
       {props.sources_found != null ? (
         <span style={muted}>
           {" "}
-          · {props.sources_found} sources found, {props.sources_read ?? 0} read
+          · {plural(props.sources_found, "source")} found, {props.sources_read ?? 0} read
         </span>
       ) : (
         <span style={muted}> · searching…</span>

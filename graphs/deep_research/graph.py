@@ -127,6 +127,8 @@ async def clarify(state: State, runtime: Runtime[ResearchContext], config: Runna
                 answer = _answer_text(state["reply"])
             except hitl.ReplyError:
                 answer = ""
+            if answer is None:  # dismissed: research the request as it is
+                return {"clarification": "", "reply": None}
             if answer:
                 return {"clarification": "", "reply": None, "messages": [AIMessage(pending), HumanMessage(answer)]}
             return {"clarification": pending, "reply": None}  # asked again by ask_user
@@ -145,11 +147,14 @@ async def clarify(state: State, runtime: Runtime[ResearchContext], config: Runna
     return {"clarification": question, "reply": None}
 
 
-def _answer_text(value: Any) -> str:
+def _answer_text(value: Any) -> str | None:
     """The answer in a resume value: the standard `{"decisions": [{"type": "respond", "message"}]}`
-    (or an `edit` of the `answer` field, what agent-chat-ui's form sends), `{"answer": ...}`, or text."""
+    (or an `edit` of the `answer` field, what agent-chat-ui's form sends), `{"answer": ...}`, or text;
+    None when the question was dismissed (`ignore`: the research goes on without an answer)."""
     decision = hitl.decision(value)
     if decision is not None:
+        if decision.type == "ignore":
+            return None
         if decision.type == "respond":
             return decision.message
         if decision.type == "edit":
@@ -174,7 +179,8 @@ def _question_request(question: str, error: str | None = None) -> dict:
 
 def ask_user(state: State) -> dict:
     """Interrupt with the question; resume with the answer (`{"decisions": [{"type": "respond",
-    "message": "..."}]}`, text, or `{"answer": "..."}`). An empty or unreadable answer asks again."""
+    "message": "..."}]}`, text, or `{"answer": "..."}`). An empty or unreadable answer asks again;
+    `{"decisions": [{"type": "ignore"}]}` goes on without one."""
     question = state["clarification"]
     error: str | None = None
     while True:
@@ -184,6 +190,8 @@ def ask_user(state: State) -> dict:
             answer, error = "", str(exc)
         else:
             error = "The answer was empty."
+        if answer is None:
+            return {"clarification": ""}
         if answer:
             break
     return {"messages": [AIMessage(question), HumanMessage(answer)], "clarification": ""}

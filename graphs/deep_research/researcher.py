@@ -20,6 +20,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
 from graphs.deep_research.budget import approx_tokens, fit_to_budget, invoke_fitted
+from graphs.deep_research.citations import normalize_url
 from graphs.deep_research.context import ResearchContext
 from graphs.deep_research.prompts import COMPRESS_PROMPT
 from graphs.deep_research.state import ResearcherInput, ResearcherState
@@ -196,7 +197,11 @@ def _sources(state: ResearcherState) -> list[dict]:
 
 
 def _finish(state: ResearcherState, status: str, error: str | None) -> dict:
-    found = len(state.get("hits", [])) + sum(1 for s in state.get("pages", []) if s["kind"] == "kb")
+    # Distinct by URL, as the report numbers its sources (citations.number_sources).
+    found = len(
+        {normalize_url(hit["url"]) for hit in state.get("hits", [])}
+        | {normalize_url(s["url"]) for s in state.get("pages", []) if s["kind"] == "kb"}
+    )
     read_count = sum(1 for s in state.get("pages", []) if s["kind"] == "page")
     emit(
         "researcher_finished",

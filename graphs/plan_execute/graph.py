@@ -31,8 +31,10 @@ from graphs.plan_execute.plan import (
     ready_steps,
     validate_steps,
 )
+from graphs.plan_execute.plan_text import looks_like_plan_text, parse_plan_text, plan_text
 from graphs.plan_execute.prompts import (
     ANSWER_FALLBACK_MESSAGE,
+    PLAN_DISMISSED_MESSAGE,
     PLAN_FAILED_MESSAGE,
     PLAN_REJECTED_MESSAGE,
     PLAN_RETRY_PROMPT,
@@ -187,31 +189,55 @@ async def planner(state: State, runtime: Runtime[PlanExecuteContext], config: Ru
     return start_progress(state, update)  # the steps' cards show under it while they run
 
 
+PLAN_ACTION = "Review the plan"
+"""The approval request's action name: the title agent-chat-ui and Agent Inbox show above it."""
+
+
 def _approval_request(task: str, plan: list[dict], error: str | None) -> dict:
     """The approval interrupt: the standard HITL request (Approve / Edit / Reject in agent-chat-ui),
-    with `task`, `plan`, `error` and `resume` beside it for SDK clients."""
-    lines = "\n".join(
-        f"{n}. {s['description']}" + (f" ({s['tool']})" if s.get("tool") else "") for n, s in enumerate(plan, 1)
-    )
-    description = f"Plan for: {task}\n\n{lines}" + (f"\n\nThe last answer could not be used: {error}" if error else "")
+    with `task`, `plan`, `error` and `resume` beside it for SDK clients.
+
+    The form's one field, `steps`, is the plan as numbered text (plan_text.py): a chat client
+    shows it as it is, in an editable text box beside the buttons, and sends the edited text back.
+    The description, which clients render as markdown, is escaped so that `17*23` stays `17*23`.
+    """
+    count = f"{len(plan)} step{'s' if len(plan) != 1 else ''}"
+    description = f"Plan for: {task}\n\n{count}; approve it, edit the steps, or reject it."
+    if error:
+        description += f"\n\nThe last answer could not be used: {error}"
     return hitl.request(
-        "run_plan",
-        {"steps": plan},
-        description,
+        PLAN_ACTION,
+        {"steps": plan_text(plan)},
+        hitl.markdown_text(description),
         ["approve", "edit", "reject", "respond"],
         task=task,
         plan=plan,
         error=error,
         resume=(
-            "{'decisions': [{'type': 'approve'} | {'type': 'edit', 'edited_action': {'name': 'run_plan', "
-            "'args': {'steps': [...]}}} | {'type': 'reject', 'message': '...'} | {'type': 'respond', "
-            "'message': 'changes to make'}]} (or {'action': 'approve' | 'edit' | 'reject', 'plan': [...]})"
+            "{'decisions': [{'type': 'approve'} | {'type': 'edit', 'edited_action': {'name': '"
+            + PLAN_ACTION
+            + "', 'args': {'steps': <numbered text, or a list of steps>}}} | {'type': 'reject', 'message': "
+            "'...'} | {'type': 'respond', 'message': 'changes to make'} | {'type': 'ignore'}]} "
+            "(or {'action': 'approve' | 'edit' | 'reject', 'plan': [...]})"
         ),
     )
 
 
+def _edited_steps(steps: object, names: set[str], context: PlanExecuteContext) -> list[dict]:
+    """An edited plan, checked: numbered text (the approval form's), a list of steps, or its JSON."""
+    if looks_like_plan_text(steps):
+        assert isinstance(steps, str)
+        raw: object = parse_plan_text(steps)
+    else:
+        try:
+            raw = hitl.json_arg(steps, "steps")
+        except hitl.ReplyError as exc:
+            raise PlanError(str(exc)) from None
+    return parse_plan(raw, names, context.max_plan_steps)
+
+
 def _review(answer: object, names: set[str], context: PlanExecuteContext) -> tuple[str, list[dict] | None, str]:
-    """Read a client's answer: (approve | edit | reject | feedback, edited steps, message).
+    """Read a client's answer: (approve | edit | reject | ignore | feedback, edited steps, message).
 
     Takes the standard `{"decisions": [...]}`, the older `{"action": ..., "plan": [...]}` and text
     ("approve", "yes", "no", or changes wanted: feedback, planned again). PlanError when unusable.
@@ -220,10 +246,10 @@ def _review(answer: object, names: set[str], context: PlanExecuteContext) -> tup
         decision = hitl.decision(answer)
         if decision is not None:
             if decision.type == "edit":
-                steps = hitl.json_arg((decision.args or {}).get("steps"), "steps")
+                steps = (decision.args or {}).get("steps")
                 if steps is None:
                     raise PlanError("an edit needs the new plan in edited_action.args.steps")
-                return "edit", parse_plan(steps, names, context.max_plan_steps), ""
+                return "edit", _edited_steps(steps, names, context), ""
             if decision.type == "respond":
                 if not decision.message:
                     raise PlanError("a 'respond' decision needs a message: the changes to make to the plan")
@@ -248,12 +274,7 @@ def _review(answer: object, names: set[str], context: PlanExecuteContext) -> tup
         return answer["action"], None, ""
     if "plan" not in answer:
         raise PlanError("an edit needs the new plan under 'plan'")
-    steps = answer["plan"]
-    try:
-        steps = hitl.json_arg(steps, "plan")
-    except hitl.ReplyError as exc:
-        raise PlanError(str(exc)) from None
-    return "edit", parse_plan(steps, names, context.max_plan_steps), ""
+    return "edit", _edited_steps(answer["plan"], names, context), ""
 
 
 def _chat_reply(state: State) -> HumanMessage | None:
@@ -310,9 +331,13 @@ async def approve(state: State, runtime: Runtime[PlanExecuteContext]) -> dict:
     if action == "feedback":
         emit("plan_reviewed", action=action, steps=plan)
         return update
-    if action == "reject":
+    if action in ("reject", "ignore"):
         emit("plan_reviewed", action=action, steps=plan)
-        text = PLAN_REJECTED_MESSAGE + (f" ({message})" if message else "")
+        text = (
+            PLAN_DISMISSED_MESSAGE
+            if action == "ignore"
+            else PLAN_REJECTED_MESSAGE + (f" ({message})" if message else "")
+        )
         return update | {
             "status": "rejected",
             "final_answer": text,

@@ -92,6 +92,7 @@ PLAN_FAILED_MESSAGE = """I could not make a valid plan for this request after {a
 nothing was run. The last problem: {error}"""
 
 PLAN_REJECTED_MESSAGE = "The plan was rejected, so nothing was run."
+PLAN_DISMISSED_MESSAGE = "The plan was set aside without being run (the request was marked as resolved)."
 
 ANSWER_FALLBACK_MESSAGE = """I could not write a full answer ({reason}). Here is what the steps found:
 {results}"""

@@ -149,7 +149,14 @@ async def run_step(payload: StepInput, runtime: Runtime[PlanExecuteContext], con
     step = payload["step"] | {"args": resolve_references(payload["step"]["args"], results)}
     payload = StepInput(step=step, task=payload["task"], dependencies=payload["dependencies"], wave=payload["wave"])
     wave = payload["wave"]
-    emit("plan_step_started", step_id=step["id"], description=step["description"], tool=step["tool"], wave=wave)
+    emit(
+        "plan_step_started",
+        step_id=step["id"],
+        description=step["description"],
+        tool=step["tool"],
+        args=step["args"],
+        wave=wave,
+    )
     started = time.perf_counter()
     entry = log_entry(step, wave)
     attempts = 1

@@ -51,7 +51,7 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "plan_invalid": ("stage", "attempt", "error"),
     "plan_failed": ("error", "attempts"),
     "plan_reviewed": ("action", "steps"),
-    "plan_step_started": ("step_id", "description", "tool", "wave"),
+    "plan_step_started": ("step_id", "description", "tool", "args", "wave"),
     "plan_step_recovered": ("step_id", "recovery", "attempts", "error"),
     "plan_step_completed": ("step_id", "status", "duration_ms", "attempts", "result_preview"),
     "plan_step_failed": ("step_id", "error", "attempts", "duration_ms"),

@@ -8,6 +8,8 @@ render as buttons and forms:
      "review_configs": [{"action_name", "allowed_decisions": [...]}]}
 
 and is resumed with `{"decisions": [{"type": "approve" | "edit" | "reject" | "respond", ...}]}`.
+`{"type": "ignore"}` (Agent Inbox's "Ignore", and what the server makes of agent-chat-ui's "Mark as
+Resolved": server/resolve.py) dismisses the request: the graph ends the pause without acting.
 The graph's own fields (`plan`, `question`, `error`, ...) sit beside those two keys, so older
 clients that read them keep working. `decision()` turns any resume value into one `Decision`
 (older shapes included); `reply_kind()` reads a plain chat message sent while a run is paused.
@@ -19,7 +21,7 @@ import json
 import re
 from typing import Any, Literal, NamedTuple
 
-DecisionType = Literal["approve", "edit", "reject", "respond"]
+DecisionType = Literal["approve", "edit", "reject", "respond", "ignore"]
 
 
 class ReplyError(ValueError):
@@ -60,8 +62,8 @@ def decision(answer: Any) -> Decision | None:
         raise ReplyError("'decisions' must be a list with one decision, e.g. [{'type': 'approve'}]")
     first = decisions[0]
     kind = first.get("type")
-    if kind == "approve":
-        return Decision("approve")
+    if kind in ("approve", "ignore"):
+        return Decision(kind)
     if kind == "edit":
         action = first.get("edited_action")
         if not isinstance(action, dict) or not isinstance(action.get("args"), dict):
@@ -70,7 +72,19 @@ def decision(answer: Any) -> Decision | None:
     if kind in ("reject", "respond"):
         message = first.get("message")
         return Decision(kind, message=message.strip() if isinstance(message, str) else "")
-    raise ReplyError(f"unknown decision type {kind!r}: use 'approve', 'edit', 'reject' or 'respond'")
+    raise ReplyError(f"unknown decision type {kind!r}: use 'approve', 'edit', 'reject', 'respond' or 'ignore'")
+
+
+IGNORE = {"decisions": [{"type": "ignore"}]}
+"""The resume value that dismisses a request."""
+
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>#|~])")
+
+
+def markdown_text(text: str) -> str:
+    """`text` escaped for a client that renders a request's `description` as markdown
+    (agent-chat-ui, Agent Inbox): `17*23` keeps its asterisk, `<b>` stays text."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
 
 
 def json_arg(value: Any, name: str) -> Any:

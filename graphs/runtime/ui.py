@@ -7,11 +7,18 @@ One UI message per card: its id is fixed by the run and the card's key, and late
 it in place (`merge`), so a step's card goes from started to completed. docs/events.md lists
 which UI message each event becomes.
 
-agent-chat-ui shows a card only under the AI message its `metadata.message_id` names. A card is
-linked when pushed to the run's progress message (`progress_message_id`): an empty AI message that
-plan_execute and deep_research add to `messages` before their long phase (`start_progress`), so
-steps and researchers show while the run goes on. At the end of the turn `link_to_answer` moves
-the cards under the answer and removes the progress message: the thread keeps only the chat.
+agent-chat-ui shows a card only under the AI message its `metadata.message_id` names, below that
+message's text. A card is linked when pushed to the run's progress message
+(`progress_message_id`): an empty AI message that plan_execute and deep_research add to
+`messages` before their long phase (`start_progress`), so steps and researchers show while the
+run goes on, above the answer that follows. At the end of the turn `link_to_answer` leaves them
+there (moving them under the answer would put the answer above them: the text would jump), links
+the turn's other cards (those pushed while no progress message was shown) under the answer, and
+removes the progress messages no card is linked to. Models never see progress messages
+(`chat_messages`).
+
+Tool calls have no card of their own: a chat client shows react's tool calls from its messages,
+and a plan step's call is its step's card (one card per tool call).
 """
 
 from __future__ import annotations
@@ -43,16 +50,6 @@ def _plan_step(status: str) -> Callable[[dict], tuple[str, Props]]:
     return build
 
 
-def _tool(status: str) -> Callable[[dict], tuple[str, Props]]:
-    def build(event: dict) -> tuple[str, Props]:
-        return event["tool_call_id"], {
-            "status": status,
-            **_pick(event, "name", "args", "duration_ms", "result_preview", "error", "attempt", "attempts"),
-        }
-
-    return build
-
-
 # event kind -> (UI component name, builder of (card key, props))
 UI_MESSAGES: dict[str, tuple[str, Callable[[dict], tuple[str, Props] | None]]] = {
     "route_decided": (
@@ -76,10 +73,6 @@ UI_MESSAGES: dict[str, tuple[str, Callable[[dict], tuple[str, Props] | None]]] =
     ),
     "plan_step_failed": ("plan_step", _plan_step("failed")),
     "plan_step_skipped": ("plan_step", lambda e: (e["step_id"], _pick(e, "step_id", "status", "reason"))),
-    "tool_call_started": ("tool_progress", _tool("running")),
-    "tool_call_retrying": ("tool_progress", _tool("retrying")),
-    "tool_call_finished": ("tool_progress", _tool("done")),
-    "tool_call_failed": ("tool_progress", _tool("failed")),
     "research_plan": (
         "research_progress",
         lambda e: ("research", {"sub_questions": e["sub_questions"], "stage": "planned"}),
@@ -134,10 +127,18 @@ def chat_messages(messages: list[AnyMessage]) -> list[AnyMessage]:
     return [m for m in messages if not is_progress(m)]
 
 
-def _unanswered(message: Mapping[str, Any]) -> bool:
-    """A card of the turn not yet under its answer (unlinked, or linked to a progress message)."""
+def _shown_progress(messages: list[AnyMessage]) -> set[str]:
+    """Ids of the progress messages in `messages`."""
+    return {m.id for m in messages if is_progress(m) and m.id}
+
+
+def _unanswered(message: Mapping[str, Any], shown: set[str]) -> bool:
+    """A card of the turn not yet placed: unlinked, or linked to a progress message that is not
+    in the thread (pushed while none was shown, or before an approval pause)."""
     linked = str(message.get("metadata", {}).get("message_id") or "")
-    return message.get("type") == "ui" and (not linked or linked.startswith(PROGRESS_ID_PREFIX))
+    return message.get("type") == "ui" and (
+        not linked or (linked.startswith(PROGRESS_ID_PREFIX) and linked not in shown)
+    )
 
 
 def _linked(message: Mapping[str, Any], message_id: str) -> dict:
@@ -152,9 +153,10 @@ def start_progress(state: Mapping[str, Any], update: dict | None = None, *, repl
     update = dict(update or {})
     progress_id = progress_message_id()
     update["messages"] = [*update.get("messages", []), AIMessage("", id=progress_id)]
+    shown = _shown_progress(state.get("messages") or [])
     moved: list[dict] = []
     for m in state.get("ui") or []:
-        if not _unanswered(m) or m.get("metadata", {}).get("message_id") == progress_id:
+        if not _unanswered(m, shown) or m.get("metadata", {}).get("message_id") == progress_id:
             continue
         moved.append({"type": "remove-ui", "id": m["id"]} if m.get("name") in replaced else _linked(m, progress_id))
     if moved:
@@ -228,18 +230,22 @@ def _write_state(config: RunnableConfig, message: UIMessage) -> None:
 
 
 def link_to_answer(state: Mapping[str, Any], config: RunnableConfig) -> dict:
-    """At the end of a turn: move the UI messages not yet under an answer (this turn's, from every
-    run of it: a plan made before an approval pause too) under the turn's answer (the last AI
-    message), and remove the turn's progress messages (`start_progress`)."""
+    """At the end of a turn: link the UI messages not yet placed (this turn's, from every run of
+    it: a plan made before an approval pause too) under the turn's answer (the last AI message);
+    cards under a progress message in the thread stay there, above the answer, and the progress
+    messages without a card are removed (`start_progress`)."""
     messages = state.get("messages") or []
     answer = messages[-1] if messages and isinstance(messages[-1], AIMessage) else None
     if answer is None or not answer.id or is_progress(answer):
         return {}
+    shown = _shown_progress(messages)
     update: dict = {}
-    linked = [_linked(m, answer.id) for m in state.get("ui") or [] if _unanswered(m)]
+    cards = [m for m in state.get("ui") or [] if m.get("type") == "ui"]
+    linked = [_linked(m, answer.id) for m in cards if _unanswered(m, shown)]
     if linked:
         update["ui"] = linked
-    progress = [RemoveMessage(id=m.id) for m in messages if is_progress(m) and m.id]
+    with_cards = {str(m.get("metadata", {}).get("message_id")) for m in cards}
+    progress = [RemoveMessage(id=m) for m in sorted(shown - with_cards)]
     if progress:
         update["messages"] = progress
     return update

@@ -153,9 +153,10 @@ async def test_clarify_resume_parallel_research_and_validated_report(research_se
     messages = final["messages"]
     assert [m["content"] for m in messages[1:3]] == ["For which climate?", "A hot, dry one"]
     assert messages[-1]["type"] == "ai" and messages[-1]["content"] == report
-    # At the end the cards are under the report and the progress message is gone.
-    assert not [m for m in messages if m["id"].startswith("progress-")]
-    assert {m["metadata"]["message_id"] for m in final["ui"]} == {messages[-1]["id"]}
+    # At the end the cards stay under the progress message, just above the report: the report
+    # does not jump above them when the run ends.
+    assert messages[-2]["id"] == progress[0] and messages[-2]["content"] == ""
+    assert {m["metadata"]["message_id"] for m in final["ui"]} == {progress[0]}
     assert final["plan"] == ["What about the kettle?", "What about the pump?"] and len(final["notes"]) == 2
     # The plan model saw the user's answer.
     plan_request = [r for r in openai_server.requests() if k in str(r.get("messages"))][1]

@@ -63,7 +63,7 @@ async def test_streams_step_events_step_tokens_and_the_answer(dev_server, openai
     planned = [d[0] for event, d in messages if d[1].get("langgraph_node") in ("planner", "replanner")]
     assert [(m["content"], m["id"].startswith("progress-")) for m in planned] == [("", True)]
     state = (await client.threads.get_state(thread["thread_id"]))["values"]
-    assert [m["type"] for m in state["messages"]] == ["human", "ai"]
+    assert [m["type"] for m in state["messages"]] == ["human", "ai", "ai"] and progress_ids(state)
     assert state["status"] == "completed" and state["final_answer"].endswith("1066.")
     assert [e["step_id"] for e in state["execution_log"]] == ["a", "b", "c"]
     # Structured output asked an OpenAI-compatible server for JSON-schema output (the scripted
@@ -95,9 +95,12 @@ async def test_plan_approval_interrupt_and_resume_with_an_edited_plan(dev_server
     )
     assert final["status"] == "completed" and final["messages"][-1]["content"] == "It is 81."
     assert [e["step_id"] for e in final["execution_log"]] == ["e"] and "81" in final["execution_log"][0]["result"]
-    # One plan card: the reviewed plan replaced the one shown before the pause; all under the answer.
+    # One plan card: the reviewed plan replaced the one shown before the pause; all under the
+    # progress message, above the answer.
     assert [m["props"]["status"] for m in final["ui"] if m["name"] == "plan"] == ["edit"]
-    assert {m["metadata"]["message_id"] for m in final["ui"]} == {final["messages"][-1]["id"]}
+    assert (
+        {m["metadata"]["message_id"] for m in final["ui"]} == set(progress_ids(final)) == {final["messages"][-2]["id"]}
+    )
 
 
 async def test_cancelled_mid_execution_leaves_the_thread_usable(dev_server, openai_server):
@@ -145,10 +148,8 @@ async def test_plan_approval_in_the_standard_hitl_shape_answered_with_decisions_
     await client.runs.wait(tid, "plan_execute", input=user(f"{k} compute"), context=context)
     state = await client.threads.get_state(tid)
     value = state["tasks"][0]["interrupts"][0]["value"]
-    assert (
-        value["action_requests"][0]["name"] == "run_plan"
-        and value["action_requests"][0]["args"]["steps"][0]["id"] == "a"
-    )
+    assert value["action_requests"][0]["name"] == "Review the plan" and value["plan"][0]["id"] == "a"
+    assert value["action_requests"][0]["args"]["steps"] == '1. [a] 6*7\n   tool: calculator {"expression": "6*7"}'
     assert value["review_configs"][0]["allowed_decisions"] == ["approve", "edit", "reject", "respond"]
     # A bad edit is refused with a clear error; the request stays answerable.
     bad = {"type": "edit", "edited_action": {"name": "run_plan", "args": {"steps": '[{"id": "e", "tool": "nope"}]'}}}
@@ -223,12 +224,13 @@ async def test_step_cards_show_under_a_progress_message_while_the_run_goes_on(de
     assert {e["metadata"]["message_id"] for e in ui_events} == {progress}
     streamed = [(e["name"], e["props"].get("step_id"), e["props"].get("status")) for e in ui_events]
     assert streamed.index(("plan_step", "b", "running")) < streamed.index(("plan_step", "b", "completed"))
-    # At the end: the chat only, every card under the answer.
+    # At the end the cards stay under the progress message, above the answer: nothing moves (the
+    # answer streamed below them and stays there).
     final = (await client.threads.get_state(thread["thread_id"]))["values"]
-    assert [m["type"] for m in final["messages"]] == ["human", "ai"] and not progress_ids(final)
+    assert [m["type"] for m in final["messages"]] == ["human", "ai", "ai"] and progress_ids(final) == [progress]
     answer = final["messages"][-1]
-    assert answer["content"] == "Both steps are done."
-    assert {m["metadata"]["message_id"] for m in final["ui"]} == {answer["id"]}
+    assert answer["content"] == "Both steps are done." and final["messages"][1]["id"] == progress
+    assert {m["metadata"]["message_id"] for m in final["ui"]} == {progress}
     steps = {m["props"]["step_id"]: m["props"]["status"] for m in final["ui"] if m["name"] == "plan_step"}
     assert steps == {"a": "completed", "b": "completed"}
 
@@ -263,6 +265,7 @@ async def test_a_run_cancelled_mid_stream_leaves_the_thread_answering(dev_server
     state = await client.threads.get_state(tid)
     assert state["next"] == [] and (await client.threads.get(tid))["status"] == "idle"
     messages = state["values"]["messages"]
-    assert [m["type"] for m in messages] == ["human", "human", "ai"] and not progress_ids(state["values"])
-    ai_ids = {m["id"] for m in messages if m["type"] == "ai"}
+    chat = [m["type"] for m in messages if not m["id"].startswith("progress-")]
+    assert chat == ["human", "human", "ai"]
+    ai_ids = {m["id"] for m in messages if m["type"] == "ai"}  # each run's progress message too
     assert {m["metadata"]["message_id"] for m in state["values"]["ui"]} <= ai_ids

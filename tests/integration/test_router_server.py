@@ -350,7 +350,7 @@ async def test_a_chat_message_answers_a_sub_agents_plan_approval_on_the_router_t
     await alice.runs.wait(thread, "router", input=user(f"{k} compute 6*7"), context=context)
     state = await alice.threads.get_state(thread)
     value = state["tasks"][0]["interrupts"][0]["value"]
-    assert state["next"] == ["await_reply"] and value["action_requests"][0]["name"] == "run_plan"
+    assert state["next"] == ["await_reply"] and value["action_requests"][0]["name"] == "Review the plan"
     final = await alice.runs.wait(thread, "router", input=user("yes"), context=context)
     assert final["messages"][-1]["content"] == "It is 42." and final["pending"] is None
     assert final["messages"][1]["additional_kwargs"]["plan_review"] == "approve"
@@ -427,6 +427,8 @@ async def test_a_sub_agents_step_cards_name_its_progress_message_on_the_router_s
             card_links.append(part.data["metadata"]["message_id"])
     assert len(set(progress_ids)) == 1 and card_links and set(card_links) == set(progress_ids)
     final = (await alice.threads.get_state(thread))["values"]
-    assert [m["type"] for m in final["messages"]] == ["human", "ai"]
+    # The cards stay under the progress message, above the answer (no jump when the run ends).
+    assert [m["id"] for m in final["messages"][1:2]] == progress_ids[:1]
+    assert [m["type"] for m in final["messages"]] == ["human", "ai", "ai"]
     assert final["messages"][-1]["content"] == "It is 42."
-    assert {m["metadata"]["message_id"] for m in final["ui"]} == {final["messages"][-1]["id"]}
+    assert {m["metadata"]["message_id"] for m in final["ui"]} == set(progress_ids)

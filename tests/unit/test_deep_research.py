@@ -21,6 +21,7 @@ from graphs.deep_research.context import ResearchContext, research_context_field
 from graphs.deep_research.graph import builder
 from graphs.deep_research.researcher import search_providers, search_unreachable, search_with_fallback
 from graphs.runtime.models import ModelCallError, register_model_provider
+from graphs.runtime.ui import is_progress
 from store import knowledge
 from tests.fakes import ScriptedChatModel
 from tests.web_servers import LoopbackServer, RecordedRequest, Reply
@@ -634,7 +635,8 @@ async def test_a_follow_up_turn_starts_a_fresh_research(engine, models):
     ]
     assert {s["url"] for s in state["sources"]} == {engine.url("/doc/clock-tides")}
     assert len(state["research_log"]) == 1 and "kettle" not in state["report"]
-    assert sum(isinstance(m, AIMessage) for m in state["messages"]) == 2
+    # Two answers; each turn's progress message stays above its answer with the turn's cards.
+    assert sum(isinstance(m, AIMessage) and not is_progress(m) for m in state["messages"]) == 2
 
 
 async def test_researchers_also_search_the_knowledge_bases(engine, models, store):

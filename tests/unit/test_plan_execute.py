@@ -181,7 +181,8 @@ async def test_independent_steps_run_concurrently_and_a_dependent_step_sees_thei
     assert run.model.calls[0].tool_names == ["Plan"] and run.model.calls[1].tool_names == ["Replan"]
     assert "meet" in run.model.calls[0].messages[0].text
     # The answer is the last AI message, streamed as tokens; planning tokens never reach the stream.
-    assert [m.type for m in state["messages"]] == ["human", "ai"]
+    # The progress message, with the steps' cards, stays above the answer: nothing moves at the end.
+    assert [(m.type, is_progress(m)) for m in state["messages"]] == [("human", False), ("ai", True), ("ai", False)]
     assert state["messages"][-1].content == state["final_answer"] == "Final: both met and were combined."
     assert state["status"] == "completed"
     # The planner's only message is the empty progress message (the steps' cards show under it).
@@ -433,10 +434,11 @@ async def test_approval_is_a_standard_hitl_request_answered_with_decisions(model
     await run.ask()
     payload = (await run.graph.aget_state(run.config)).tasks[0].interrupts[0].value
     [request] = payload["action_requests"]
-    assert request["name"] == "run_plan" and request["args"]["steps"][0]["id"] == "a"
-    assert "1. add (calculator)" in request["description"]
+    assert request["name"] == "Review the plan"
+    assert request["args"] == {"steps": '1. [a] add\n   tool: calculator {"expression": "2+2"}'}
+    assert payload["plan"][0]["id"] == "a" and "1 step;" in request["description"]
     assert payload["review_configs"] == [
-        {"action_name": "run_plan", "allowed_decisions": ["approve", "edit", "reject", "respond"]}
+        {"action_name": "Review the plan", "allowed_decisions": ["approve", "edit", "reject", "respond"]}
     ]
     # agent-chat-ui sends edited fields back as text: a JSON string is parsed; bad JSON is refused
     # and the same request is asked again, with the error.
@@ -758,14 +760,17 @@ async def test_progress_also_streams_as_generative_ui_messages(model_slot):
     assert by_name["plan"][0]["steps"][0]["id"] == "a"
     [step_card] = by_name["plan_step"]
     assert step_card["step_id"] == "a" and step_card["status"] == "completed" and "4" in step_card["result_preview"]
-    [tool_card] = by_name["tool_progress"]
-    assert tool_card["name"] == "calculator" and tool_card["status"] == "done"
-    # The thread keeps the cards (a chat client renders `values.ui`), attached to the turn's answer.
+    # The step's card shows the call it makes; the call has no second card of its own.
+    assert step_card["tool"] == "calculator" and step_card["args"] == {"expression": "2+2"}
+    assert "tool_progress" not in by_name
+    # The thread keeps the cards (a chat client renders `values.ui`) under the progress message,
+    # which stays above the answer: the answer does not jump above them when the run ends.
     state = (await run.graph.aget_state(run.config)).values
-    answer_id = state["messages"][-1].id
+    progress, answer = state["messages"][-2:]
+    assert is_progress(progress) and answer.content == "4"
     kept = {m["name"]: m for m in state["ui"]}
     assert kept["plan_step"]["props"]["status"] == "completed" and kept["plan"]["props"]["steps"][0]["id"] == "a"
-    assert all(m["metadata"]["message_id"] == answer_id for m in state["ui"])
+    assert all(m["metadata"]["message_id"] == progress.id for m in state["ui"])
 
 
 def test_a_plan_over_the_limit_is_refused_on_its_length_before_its_steps_are_read():

@@ -361,9 +361,9 @@ async def test_a_run_cancelled_during_its_tools_commits_no_call_without_its_resu
     final = await graph.ainvoke(None, config, context=context)
     assert [type(m).__name__ for m in final["messages"]] == ["HumanMessage", "AIMessage", "ToolMessage", "AIMessage"]
     assert final["messages"][2].content == "echo:x" and final["pending_tool_calls"] is None
-    # the tool's card reaches the thread with the node's update (none was left by the stopped run)
-    [card] = [m for m in final["ui"] if m["name"] == "tool_progress"]
-    assert card["props"]["status"] == "done" and card["metadata"]["message_id"] == final["messages"][-1].id
+    # One card per tool call: a chat client shows the call and its result from `messages`; the
+    # graph adds no card of its own for it.
+    assert not [m for m in final.get("ui") or [] if m["name"] == "tool_progress"]
 
 
 async def test_the_recursion_limit_commits_no_call_without_its_result_and_a_new_message_goes_on(model_slot):

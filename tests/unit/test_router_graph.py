@@ -20,6 +20,7 @@ from graphs.router.context import RouterContext
 from graphs.router.intent import is_multi_hop
 from graphs.router.workers import KnowledgeWorker, register_worker_type
 from graphs.runtime.models import ModelConfigError
+from graphs.runtime.ui import is_progress
 from store import knowledge, memory
 from store.embeddings import get_embeddings
 from tests.fakes import ScriptedChatModel
@@ -349,7 +350,8 @@ async def test_plan_cue_hands_the_conversation_to_plan_execute(model_slot, demo_
     assert decision(events)["route"] == "plan_execute"
     assert kinds(events, "plan_created") and kinds(events, "plan_step_completed")[0]["step_id"] == "a"
     assert state["messages"][-1].content == "The result is 42."
-    assert [m.type for m in state["messages"]] == ["human", "ai"]
+    # The sub-agent's progress message stays above its answer, with the plan's cards under it.
+    assert [(m.type, is_progress(m)) for m in state["messages"]] == [("human", False), ("ai", True), ("ai", False)]
     assert any(ns and ns[0].startswith("plan_execute:") for ns, _ in chunks)
     assert "plan" in state and state["plan"] == []  # the router's plan (retrieval specs) is not the sub-agent's
 
@@ -381,10 +383,11 @@ async def test_a_sub_agents_interrupt_surfaces_on_the_router_thread_and_resumes(
     paused = await graph.aget_state(config)
     assert paused.next == ("await_reply",)
     assert paused.tasks[0].interrupts[0].value["plan"][0]["tool"] == "calculator"
-    assert paused.tasks[0].interrupts[0].value["action_requests"][0]["name"] == "run_plan"
+    assert paused.tasks[0].interrupts[0].value["action_requests"][0]["name"] == "Review the plan"
     await graph.ainvoke(Command(resume={"action": "approve"}), config, context=context)
     state = (await graph.aget_state(config)).values
-    assert [(m.type, m.content) for m in state["messages"]] == [("human", "compute 6*7"), ("ai", "The result is 42.")]
+    chat = [(m.type, m.content) for m in state["messages"] if not is_progress(m)]
+    assert chat == [("human", "compute 6*7"), ("ai", "The result is 42.")]
     assert model.remaining == 0
 
 
@@ -403,7 +406,7 @@ async def test_a_sub_agents_request_is_answered_with_decisions_or_a_chat_message
     await graph.ainvoke(Command(resume={"decisions": [bad]}), config, context=context)
     paused = await graph.aget_state(config)
     assert paused.next == ("await_reply",)
-    assert "'steps' is not valid JSON" in paused.tasks[0].interrupts[0].value["error"]  # still answerable
+    assert "line 1 is not a step" in paused.tasks[0].interrupts[0].value["error"]  # still answerable
     await graph.ainvoke(Command(resume={"decisions": [{"type": "approve"}]}), config, context=context)
     state = (await graph.aget_state(config)).values
     assert state["messages"][-1].content == "The result is 42." and state["pending"] is None
@@ -752,3 +755,18 @@ async def test_feedback_goes_to_langsmith_when_configured(model_slot, demo_store
     assert sent == [("run-l", {"key": "user_score", "score": 1, "comment": None})]
     assert state["feedback_log"][0]["sink"] == "langsmith" and state["feedback_log"][0]["feedback_id"] == "fb-1"
     assert await demo_store.aget(feedback_sink.feedback_namespace("anonymous"), "run-l") is None
+
+
+async def test_a_sub_agents_request_dismissed_on_the_router_ends_the_pause(model_slot, demo_store):
+    """ "Mark as Resolved" on a router thread (the server makes it the `ignore` decision): the
+    sub-agent ends its turn without running the plan and the router thread is no longer paused."""
+    model_slot["model"] = model = ScriptedChatModel(responses=[_one_step_plan("6*7")])
+    graph = router.builder.compile(checkpointer=InMemorySaver(), store=demo_store)
+    context = RouterContext(model="scripted:test", remember=False, approve_plan=True, route="plan_execute")
+    config = {"configurable": {"thread_id": "dismissed"}}
+    await graph.ainvoke({"messages": [HumanMessage("compute 6*7")]}, config, context=context)
+    assert (await graph.aget_state(config)).next == ("await_reply",)
+    await graph.ainvoke(Command(resume={"decisions": [{"type": "ignore"}]}), config, context=context)
+    snapshot = await graph.aget_state(config)
+    assert snapshot.next == () and snapshot.values["pending"] is None
+    assert "set aside" in snapshot.values["messages"][-1].content and model.remaining == 0
