@@ -430,3 +430,25 @@ async def test_a_sub_agents_step_cards_name_its_progress_message_on_the_router_s
     assert [m["type"] for m in final["messages"]] == ["human", "ai"]
     assert final["messages"][-1]["content"] == "It is 42."
     assert {m["metadata"]["message_id"] for m in final["ui"]} == {final["messages"][-1]["id"]}
+
+
+async def test_sources_name_documents_without_the_servers_file_paths(dev_server, openai_server, kb):
+    """The KB was ingested by the CLI from a folder on the server: chat users (the answer text,
+    the citations card, the stream's events) and the answer model see each document by its title
+    and file name, never by the server's path to it."""
+    alice = dev_server.client("alice")
+    k = key()
+    folder = str(KB_DATA.resolve())
+    # No citation: the answer gets the list of the sources it was written from attached.
+    openai_server.script(k, [{"content": "Fault ZX-4480 means the tank float switch is stuck."}])
+    thread = (await alice.threads.create())["thread_id"]
+    _, parts = await stream(alice, thread, user(f"{k} What does fault code ZX-4480 mean?"), context={"kb": kb})
+    assert folder not in str(parts)
+    state = (await alice.threads.get_state(thread))["values"]
+    answer = state["messages"][-1]["content"]
+    assert "Sources:\n[1] Greenhouse Irrigation Guide (greenhouse.md" in answer and folder not in answer
+    assert folder not in str(state)
+    [card] = [m for m in state["ui"] if m["name"] == "citations"]
+    assert card["props"]["sources"][0]["source"] == "greenhouse.md"
+    request = [r for r in openai_server.requests() if k in str(r.get("messages"))][-1]
+    assert "greenhouse.md" in str(request["messages"]) and folder not in str(request["messages"])
