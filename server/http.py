@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 from graphs.utilities.tasks import conversation_title, daily_tip, related_questions
 from server import kb as kb_service
 from server import utilities, web
+from server.disconnect import CancelOnDisconnectMiddleware
 from server.errors import ApiError, DatabaseUnavailableMiddleware, api_error_handler, validation_error_handler
 from server.limits import BodyLimitMiddleware
 from server.logs import quiet_duplicate_run_errors
@@ -100,6 +101,8 @@ app.add_exception_handler(RequestValidationError, validation_error_handler)
 app.add_middleware(BodyLimitMiddleware)
 # Postgres down: 503 DATABASE_UNAVAILABLE on every route of the server, the LangGraph ones too.
 app.add_middleware(DatabaseUnavailableMiddleware)
+# A streamed or awaited run is cancelled when its client goes away (HTTP_STREAM_ON_DISCONNECT).
+app.add_middleware(CancelOnDisconnectMiddleware)
 
 ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"description": description}
