@@ -4,7 +4,8 @@
 // {clientDir, uiUrl, apiUrl, chromium, outDir, scenarios: [{name, assistant, message, steps}]}
 // A step: {waitText}, {click: "button text"}, {fill: {label, find, replace} | {label, text}},
 // {send: "a chat message"}, {waitCard: "CSS selector inside a generative-UI card"},
-// {shot: "name"} (a screenshot <outDir>/<name>.png taken while the run still goes on; fails if it is over). Each scenario ends with a full-page screenshot <outDir>/<name>.png.
+// {shot: "name"} (a screenshot <outDir>/<name>.png taken while the run still goes on; fails if it is over,
+// unless the step says running: false), {reload: true}, {absentText: "text"}. Each scenario ends with a full-page screenshot <outDir>/<name>.png.
 import { createRequire } from "node:module";
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -76,6 +77,20 @@ async function fill(page, { label, find, replace, text }) {
   await page.waitForFunction((el, value) => el.value === value, { timeout: 10_000 }, handle, next);
 }
 
+// Steps of the Stop and failed-run scenarios: {reload: true} reloads the page (the thread's id is
+// in its URL) and waits for it to settle; {absentText: "..."} fails if the text is on the page
+// once it has settled (a few seconds after the last step).
+async function reloadOrAbsent(page, step) {
+  if (step.reload) {
+    await page.reload({ waitUntil: "networkidle2", timeout: TIMEOUT });
+  }
+  if (step.absentText) {
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    const present = await page.evaluate((t) => document.body.innerText.includes(t), step.absentText);
+    if (present) throw new Error(`"${step.absentText}" is on the page`);
+  }
+}
+
 async function send(page, message) {
   const input = 'textarea[placeholder="Type your message..."]';
   await page.waitForSelector(input, { timeout: TIMEOUT });
@@ -111,12 +126,13 @@ try {
         if (step.fill) await fill(page, step.fill);
         if (step.click) await clickButton(page, step.click);
         if (step.send) await send(page, step.send);
+        if (step.reload || step.absentText) await reloadOrAbsent(page, step);
         if (step.shot) {
           const running = await page.evaluate(() =>
             [...document.querySelectorAll("button")].some((b) => b.innerText.trim() === "Cancel"),
           );
           await page.screenshot({ path: path.join(config.outDir, `${step.shot}.png`), fullPage: true });
-          if (!running) throw new Error(`${step.shot}: the run was already over`);
+          if (!running && step.running !== false) throw new Error(`${step.shot}: the run was already over`);
         }
       }
       // The run is over when the input's Cancel button is gone: the end state, cards attached.
