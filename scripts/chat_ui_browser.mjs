@@ -10,6 +10,7 @@
 // {visible: "button text"} (a button shown now, nothing toggled), {gone: "button text"} (the
 // button disappears: e.g. the paused run's form), {below: "answer text"} (at the end, the answer
 // sits below every card, as it streamed), {noCard: "CSS selector"} (no card has it, at the end).
+// {shot: ..., running: false} (a screenshot whether or not the run goes on), {reload: true}, {absentText: "text"}.
 // Each scenario ends with a full-page screenshot <outDir>/<name>.png.
 import { createRequire } from "node:module";
 import * as fs from "node:fs";
@@ -148,6 +149,20 @@ async function fill(page, { label, find, replace, text }) {
   await page.waitForFunction((el, value) => el.value === value, { timeout: 10_000 }, handle, next);
 }
 
+// Steps of the Stop and failed-run scenarios: {reload: true} reloads the page (the thread's id is
+// in its URL) and waits for it to settle; {absentText: "..."} fails if the text is on the page
+// once it has settled (a few seconds after the last step).
+async function reloadOrAbsent(page, step) {
+  if (step.reload) {
+    await page.reload({ waitUntil: "networkidle2", timeout: TIMEOUT });
+  }
+  if (step.absentText) {
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    const present = await page.evaluate((t) => document.body.innerText.includes(t), step.absentText);
+    if (present) throw new Error(`"${step.absentText}" is on the page`);
+  }
+}
+
 async function send(page, message) {
   const input = 'textarea[placeholder="Type your message..."]';
   await page.waitForSelector(input, { timeout: TIMEOUT });
@@ -193,12 +208,13 @@ try {
         if (step.below) await below(page, step.below);
         if (step.noCard) await noCard(page, step.noCard);
         if (step.still) await page.screenshot({ path: path.join(config.outDir, `${step.still}.png`), fullPage: true });
+        if (step.reload || step.absentText) await reloadOrAbsent(page, step);
         if (step.shot) {
           const running = await page.evaluate(() =>
             [...document.querySelectorAll("button")].some((b) => b.innerText.trim() === "Cancel"),
           );
           await page.screenshot({ path: path.join(config.outDir, `${step.shot}.png`), fullPage: true });
-          if (!running) throw new Error(`${step.shot}: the run was already over`);
+          if (!running && step.running !== false) throw new Error(`${step.shot}: the run was already over`);
         }
       }
       // The run is over when the input's Cancel button is gone: the end state, cards attached.

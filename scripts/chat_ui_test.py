@@ -20,8 +20,9 @@
    its step cards already showing), deep_research (the clarifying question answered in the form, research
    progress card); and the approval scenarios of `hitl_scenarios` (a readable plan edited 17*23 ->
    19*19, "Mark as Resolved" on a plan and on a question, answers below their cards, the cards
-   through the client's API passthrough). Exit
-   status 0 when every scenario reached its end state.
+   through the client's API passthrough).; Stop and a failed model call in react
+   (`stop`, `model_error`: see `stop_and_failure_scenarios`). Exit status 0 when every scenario
+   reached its end state.
 """
 
 from __future__ import annotations
@@ -384,6 +385,62 @@ def hitl_scenarios() -> list[tuple[dict, list]]:
     ]
 
 
+SLOW_ANSWER = (
+    "Once upon a time, a keeper lived by the sea. "
+    + "Each night he climbed the stairs to light the lamp. " * 40
+    + "SLOW-ANSWER-END"
+)
+
+
+def stop_and_failure_scenarios() -> list[tuple[dict, list]]:
+    """Stop and a failed model call, in react (issue 38 items 9 and 10).
+
+    `stop`: Stop mid-answer, then a new message: its answer comes at once (the stopped run was
+    cancelled on the server, not queued in front of it), and after a reload the thread holds no
+    rest of the stopped answer. `model_error`: the model call fails; the explanation stays in the
+    thread (after the error toast and after a reload) and the next message is answered.
+    """
+    return [
+        (
+            {
+                "name": "stop",
+                "assistant": "react",
+                "message": "uiStop Tell me a long story about the lighthouse keeper.",
+                "steps": [
+                    {"waitText": "Once upon a time, a keeper lived by the sea."},
+                    {"shot": "stop_streaming"},
+                    {"click": "Cancel"},
+                    {"send": "Are you there?"},
+                    {"waitText": "Here I am after the stop."},
+                    {"reload": True},
+                    {"waitText": "Here I am after the stop."},
+                    {"absentText": "SLOW-ANSWER-END"},
+                ],
+            },
+            [{"content": SLOW_ANSWER, "delay_per_token": 0.1}, {"content": "Here I am after the stop."}],
+        ),
+        (
+            {
+                "name": "model_error",
+                "assistant": "react",
+                "message": "uiFail Which bicycle tyre pressure do you suggest?",
+                "steps": [
+                    {"waitText": "Sorry, I could not finish answering this"},
+                    {"shot": "model_error_explained", "running": False},
+                    {"reload": True},
+                    {"waitText": "the model refused uiFail"},
+                    {"send": "Are you there?"},
+                    {"waitText": "Back after the failure."},
+                ],
+            },
+            [
+                {"error": {"status": 400, "message": "the model refused uiFail: the prompt was rejected"}},
+                {"content": "Back after the failure."},
+            ],
+        ),
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / ".data" / "chat-ui-test")
@@ -404,7 +461,7 @@ def main(argv: list[str] | None = None) -> int:
     uri = subprocess.run(
         [python, "-m", "store.postgres", "start"], cwd=ROOT, check=True, capture_output=True, text=True
     ).stdout.strip()
-    plan_list = scenarios() + hitl_scenarios()
+    plan_list = scenarios() + hitl_scenarios() + stop_and_failure_scenarios()
     with spawn_openai_server() as model:
         for scenario, answers in plan_list:
             model.script(scenario["message"].split()[0], answers)

@@ -1,4 +1,4 @@
-"""Requests to the LangGraph server's own routes, checked before anything is written.
+"""Requests to the LangGraph server's own routes, completed and checked before anything is written.
 
 The LangGraph server creates a run first and reads its context when the run starts, so a bad
 context ends a run that already wrote the user's message to the thread; a missing field of a
@@ -13,6 +13,10 @@ middleware refuses such requests with a 4xx in the routes' error shape
   `schedule`;
 - `/store/items/search` needs `namespace_prefix`, `/ui/{graph}` a component `name`;
 - a compressed body (`Content-Encoding` other than identity) on any route: 415.
+
+Run requests are completed first, in the same pass over the body: agent-chat-ui's "Mark as
+Resolved" becomes the resume that dismisses the question (server/resolve.py), and a streamed or
+awaited run asks to be cancelled when its client leaves (server/disconnect.py).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from graphs.deep_research.context import ResearchContext
@@ -27,8 +32,13 @@ from graphs.plan_execute.context import PlanExecuteContext
 from graphs.router.context import RouterContext
 from graphs.runtime.context import Context
 from graphs.runtime.state import check_input_messages
+from server.disconnect import RUN_ROUTE as DISCONNECT_ROUTE
+from server.disconnect import cancelling_body
 from server.errors import ApiError, error_response
 from server.limits import replay
+from server.resolve import RUN_PATH as RESOLVE_PATH
+from server.resolve import resolved
+from settings import settings
 
 CONTEXTS: dict[str, type[Context]] = {
     "router": RouterContext,
@@ -120,12 +130,25 @@ def check_request(path: str, payload: Any) -> None:
         _require_string(payload, "name", "the name of the UI component to load")
 
 
+def _rewrites(path: str) -> list[Callable[[bytes], bytes | None]]:
+    """What completes a run request on `path` before it is checked: "Mark as Resolved" made the
+    resume that dismisses a question (server/resolve.py), and a streamed or awaited run cancelled
+    when its client leaves (server/disconnect.py, `HTTP_STREAM_ON_DISCONNECT`)."""
+    rewrites: list[Callable[[bytes], bytes | None]] = []
+    if RESOLVE_PATH.match(path):
+        rewrites.append(resolved)
+    if DISCONNECT_ROUTE.search(path) and settings().HTTP_STREAM_ON_DISCONNECT == "cancel":
+        rewrites.append(cancelling_body)
+    return rewrites
+
+
 def _checked(path: str) -> bool:
     return bool(RUNS.match(path) or CRONS.match(path) or STORE_SEARCH.match(path) or UI.match(path))
 
 
 class ApiChecksMiddleware:
-    """ASGI middleware applying `check_request` to POST bodies and refusing compressed bodies."""
+    """ASGI middleware: POST bodies of the routes above completed (`_rewrites`) and checked
+    (`check_request`), read once; compressed bodies refused."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
@@ -156,8 +179,16 @@ class ApiChecksMiddleware:
             chunks.append(message.get("body", b""))
             if not message.get("more_body", False):
                 break
+        if messages[-1]["type"] != "http.request":  # the client left while sending: nothing to check
+            await self.app(scope, replay(messages, receive), send)
+            return
+        body = b"".join(chunks)
+        rewritten = False
+        for rewrite in _rewrites(scope["path"]):
+            if (changed := rewrite(body)) is not None:
+                body, rewritten = changed, True
         try:
-            payload = json.loads(b"".join(chunks) or b"null")
+            payload = json.loads(body or b"null")
         except (ValueError, UnicodeDecodeError):
             payload = None  # not JSON: the server's own validation answers
         try:
@@ -165,4 +196,8 @@ class ApiChecksMiddleware:
         except ApiError as error:
             await error_response(error)(scope, replay(messages, receive), send)
             return
+        if rewritten:
+            kept = [(k, v) for k, v in scope.get("headers", []) if k.lower() != b"content-length"]
+            scope = {**scope, "headers": [*kept, (b"content-length", str(len(body)).encode())]}
+            messages = [{"type": "http.request", "body": body, "more_body": False}]
         await self.app(scope, replay(messages, receive), send)

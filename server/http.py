@@ -28,7 +28,6 @@ from server.errors import ApiError, DatabaseUnavailableMiddleware, api_error_han
 from server.limits import BodyLimitMiddleware
 from server.logs import quiet_duplicate_run_errors
 from server.mcp_tools import mcp
-from server.resolve import ResolveMiddleware
 from server.route_auth import protect_routes
 from server.ui_cards import ui_card
 from settings.redact import install_log_redaction
@@ -107,13 +106,12 @@ app.add_exception_handler(RequestValidationError, validation_error_handler)
 app.add_middleware(BodyLimitMiddleware)
 # `langgraph dev`: thread, run and assistant records on disk when written (server/dev_persistence.py).
 app.add_middleware(DurableWritesMiddleware)
-# The LangGraph server's own routes: bad runs, crons, store searches and compressed bodies refused
-# with a 4xx before anything is written (server/api_checks.py).
+# The LangGraph server's own routes: runs completed ("Mark as Resolved", cancelled when the client
+# leaves) and checked, bad crons, store searches and compressed bodies refused with a 4xx before
+# anything is written (server/api_checks.py).
 app.add_middleware(ApiChecksMiddleware)
 # Postgres down: 503 DATABASE_UNAVAILABLE on every route of the server, the LangGraph ones too.
 app.add_middleware(DatabaseUnavailableMiddleware)
-# agent-chat-ui's "Mark as Resolved" ends a paused run's question (server/resolve.py).
-app.add_middleware(ResolveMiddleware)
 # The chat-client cards with their scripts inline: no /ui/* pass-through needed (server/ui_cards.py).
 app.add_api_route("/ui/{graph_id}", ui_card, methods=["POST"], include_in_schema=False)
 

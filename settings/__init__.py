@@ -328,6 +328,15 @@ class SettingsValues(BaseModel):
         le=10_000_000_000,
         description="Largest body of a document upload (`POST /api/v1/kb/{name}/documents`, all files together).",
     )
+    HTTP_STREAM_ON_DISCONNECT: str = Field(
+        "cancel",
+        pattern="^(cancel|client)$",
+        description="What happens to a run streamed or awaited on the LangGraph routes (`/threads/{id}/runs/stream`, "
+        "`/runs/wait`, ...) when its client goes away (a chat client's Stop button, a closed tab): `cancel` (default) "
+        "cancels it (server/disconnect.py), whatever the request's `on_disconnect` says; `client` leaves it to the "
+        "request's `on_disconnect` (the server's default: the run goes on). A background run (`runs.create`) is "
+        "never cancelled by a client leaving.",
+    )
     UTILITY_QUOTA_REQUESTS: int = Field(
         30,
         ge=0,

@@ -44,6 +44,7 @@ from graphs.deep_research.researcher import research, search_unreachable
 from graphs.deep_research.state import InputState, ResearcherInput, State, SubQuestion
 from graphs.runtime import hitl
 from graphs.runtime.events import emit
+from graphs.runtime.failures import explain_failures
 from graphs.runtime.memory_schedule import finish_turn
 from graphs.runtime.models import load_chat_model
 from graphs.runtime.readable import summarize_errors
@@ -460,4 +461,4 @@ builder.add_edge("researcher", "supervise")
 builder.add_edge("write_report", "finish_turn")
 builder.add_edge("finish_turn", END)
 
-graph = builder.compile(name="deep_research")
+graph = explain_failures(builder).compile(name="deep_research")

@@ -46,6 +46,7 @@ from graphs.plan_execute.state import InputState, State
 from graphs.plan_execute.steps import log_entry, run_step
 from graphs.runtime import hitl
 from graphs.runtime.events import emit
+from graphs.runtime.failures import explain_failures
 from graphs.runtime.memory_schedule import finish_turn
 from graphs.runtime.models import ModelCallError, ainvoke_with_retries, load_chat_model
 from graphs.runtime.readable import readable
@@ -531,4 +532,4 @@ builder.add_conditional_edges("replanner", dispatch, ["run_step", "synthesizer"]
 builder.add_edge("synthesizer", "finish_turn")
 builder.add_edge("finish_turn", END)
 
-graph = builder.compile(name="plan_execute")
+graph = explain_failures(builder).compile(name="plan_execute")

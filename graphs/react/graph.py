@@ -22,6 +22,7 @@ from graphs.react.state import InputState, State
 from graphs.runtime.context import Context
 from graphs.runtime.deadline import RunDeadlineExceeded
 from graphs.runtime.events import emit
+from graphs.runtime.failures import explain_failures
 from graphs.runtime.history import needs_summary, summarize
 from graphs.runtime.memory_recall import recall_note
 from graphs.runtime.memory_schedule import remember_turn
@@ -202,4 +203,4 @@ builder.add_edge(START, "call_model")
 builder.add_conditional_edges("call_model", route_after_model, ["tools", END])
 builder.add_edge("tools", "call_model")
 
-graph = builder.compile(name="react")
+graph = explain_failures(builder).compile(name="react")

@@ -58,6 +58,7 @@ from graphs.router.protocol import GENERAL_KB, RouteDecision, worker_name_for
 from graphs.router.state import InputState, State
 from graphs.router.workers import MULTI_HOP_AGENTS, get_worker
 from graphs.runtime.events import emit
+from graphs.runtime.failures import explain_failures
 from graphs.runtime.memory_schedule import remember_turn
 from graphs.runtime.models import ModelConfigError, ainvoke_with_retries, load_chat_model
 from graphs.runtime.structured import StructuredOutputError, ainvoke_structured
@@ -614,4 +615,4 @@ for _name in SUBAGENTS:
 builder.add_conditional_edges("await_reply", after_reply, list(SUBAGENTS))
 builder.add_edge("finish_turn", END)
 
-graph = builder.compile(name="router")
+graph = explain_failures(builder).compile(name="router")

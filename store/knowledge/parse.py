@@ -6,7 +6,7 @@ import io
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath, PureWindowsPath
 
 from store.knowledge.config import FORMAT_BY_EXTENSION, FORMAT_BY_MEDIA_TYPE, TEXT_FORMATS
 from store.sentences import heading_title
@@ -93,6 +93,26 @@ def title_from_source(source: str) -> str:
     """A title made from the source's last path segment, without its extension."""
     tail = source.rstrip("/").rsplit("/", 1)[-1] or source
     return Path(tail).stem or tail
+
+
+def shown_source(source: str) -> str:
+    """How a document's source is shown to the people and models a search answers: a web URL as
+    it is, a file path on the server (absolute, `~/`, `file://` or a Windows path) by its file
+    name only, so that no server path reaches a chat user; any other name (an upload's file name,
+    a caller's own name) as it is. The stored source, the document's key, is unchanged."""
+    text = source.strip()
+    if text.startswith(("http://", "https://")):
+        return text
+    if text.startswith("file://"):
+        text = text[len("file://") :] or "/"
+    if text.startswith(("/", "~")):
+        return PurePosixPath(text).name or text
+    if _WINDOWS_PATH.match(text):
+        return PureWindowsPath(text).name or text
+    return text
+
+
+_WINDOWS_PATH = re.compile(r"^(?:[A-Za-z]:[\\/]|\\\\)")
 
 
 @dataclass(frozen=True)

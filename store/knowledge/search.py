@@ -24,6 +24,7 @@ from store.knowledge.config import (
     KnowledgeConfig,
     knowledge_config,
 )
+from store.knowledge.parse import shown_source
 from store.knowledge.registry import chunk_namespace, get_kb
 from store.names import capitalised_words, without_names
 
@@ -94,7 +95,7 @@ def _candidate_depth(top_k: int) -> int:
 
 
 def _locator(value: dict) -> str:
-    parts = [value["source"]]
+    parts = [shown_source(value["source"])]
     if value.get("page"):
         parts.append(f"page {value['page']}")
     if value.get("section"):
@@ -110,7 +111,7 @@ def _result(kb: str, query: str, strategy: str, hits: list[tuple[Hit, dict[str, 
         common = {
             "index": index,
             "id": hit.id,
-            "source": value["source"],
+            "source": shown_source(value["source"]),
             "title": value.get("title"),
             "position": value.get("position"),
             "page": value.get("page"),
@@ -128,7 +129,7 @@ def _result(kb: str, query: str, strategy: str, hits: list[tuple[Hit, dict[str, 
             }
         )
         reference.append(common)
-        passages.append(f"[{index}] {value.get('title') or value['source']} ({_locator(value)})\n{value['content']}")
+        passages.append(f"[{index}] {value.get('title') or common['source']} ({_locator(value)})\n{value['content']}")
     return {
         "kb": kb,
         "query": query,

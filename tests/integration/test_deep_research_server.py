@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import uuid
 
 import pytest
 
-from tests.integration.conftest import DevServer, key, server_env, user
+from tests.integration.conftest import KB_DATA, DevServer, cli, key, server_env, user
 from tests.unit.test_deep_research import CORPUS, SearchEngine, most_at_once
 from tests.web_servers import LoopbackServer
 
@@ -227,3 +230,38 @@ async def test_the_question_answered_with_a_respond_decision_then_by_a_chat_mess
         assert state["next"] == [] and state["values"]["clarification"] == ""
         texts = [(m["type"], m["content"]) for m in state["values"]["messages"][:3]]
         assert texts[1:] == [("ai", "Which climate?"), ("human", "A hot one")]
+
+
+async def test_knowledge_base_sources_are_named_without_the_servers_file_paths(
+    research_server, openai_server, engine, pg_uri
+):
+    """A KB ingested by the CLI from a folder on the server: the report's Sources list, the
+    state's sources and the stream name its documents `kb://<kb>/<file name>`, never by the
+    server's path to them."""
+    kb = f"kb_{uuid.uuid4().hex[:8]}"
+    env = {**os.environ, "POSTGRES_URI": pg_uri, "POSTGRES_SCHEMA": "it_deep_research"}
+    ingested = cli("ingest", kb, str(KB_DATA), "--description", "greenhouse guide", env=env)
+    assert ingested.returncode == 0, ingested.stderr
+    folder = str(KB_DATA.resolve())
+    k = key()
+    notes = "- Fault ZX-4480 means the tank float switch is stuck [1]"
+    report = "# Greenhouse faults\n\nFault ZX-4480 means the float switch is stuck [1][2][3]."
+    openai_server.script(k, [plan_call(k, "greenhouse fault ZX-4480"), notes, report])
+    client = research_server.client(None)
+    thread = (await client.threads.create())["thread_id"]
+    parts = await collect(
+        client.runs.stream(
+            thread,
+            "deep_research",
+            input=user(f"{k} what does fault ZX-4480 mean"),
+            context={"knowledge_bases": [kb], "max_research_rounds": 1},
+            stream_mode=["custom", "updates", "messages-tuple"],
+        )
+    )
+    assert folder not in json.dumps(parts)
+    final = (await client.threads.get_state(thread))["values"]
+    assert folder not in json.dumps(final)
+    assert f"kb://{kb}/greenhouse.md" in {s["url"] for s in final["sources"]}
+    assert f"kb://{kb}/greenhouse.md" in final["report"]
+    compress = [r for r in openai_server.requests() if k in str(r.get("messages"))][1]
+    assert "float switch" in str(compress["messages"]) and folder not in str(compress["messages"])

@@ -250,37 +250,6 @@ async def test_a_users_router_run_never_reads_another_users_memories(dev_server,
     assert secret in str(alice_result["content"])  # the same lookup finds it for its owner
 
 
-@pytest.mark.not_on_aegra(
-    "Aegra cancels a streamed run when its client disconnects (on_disconnect defaults to 'cancel' "
-    "there, 'continue' on langgraph_api): pass on_disconnect='continue' to keep it running"
-)
-async def test_messages_land_when_the_client_disconnects_mid_stream(dev_server, openai_server, kb):
-    alice = dev_server.client("alice")
-    k = key()
-    answer = "The tank float switch is stuck, lift the float and check the cable before restarting [1]."
-    openai_server.script(k, [{"content": answer, "delay_per_token": 0.05}])
-    thread = await alice.threads.create()
-    run_id, seen = None, ""
-    async for part in alice.runs.stream(
-        thread["thread_id"],
-        "router",
-        input=user(f"{k} What does fault code ZX-4480 mean?"),
-        context={"kb": kb},
-        stream_mode=["messages-tuple"],
-    ):
-        if part.event == "metadata":
-            run_id = part.data["run_id"]
-        elif part.event == "messages" and part.data[1].get("langgraph_node") == "answer":
-            seen += part.data[0].get("content") or ""
-            if len(seen) > 10:
-                break  # the client goes away mid-answer
-    assert run_id and 10 < len(seen) < len(answer)
-    await alice.runs.join(thread["thread_id"], run_id)
-    messages = (await alice.threads.get_state(thread["thread_id"]))["values"]["messages"]
-    assert [m["type"] for m in messages] == ["human", "ai"] and messages[-1]["content"] == answer
-    assert (await alice.runs.get(thread["thread_id"], run_id))["status"] == "success"
-
-
 async def test_feedback_names_only_runs_of_its_own_thread(dev_server, openai_server):
     """The thread's state is the user's to write: bob copies alice's run id into his thread's
     `answered_runs`, but feedback is checked against the server's own run records."""
@@ -432,3 +401,25 @@ async def test_a_sub_agents_step_cards_name_its_progress_message_on_the_router_s
     assert [m["type"] for m in final["messages"]] == ["human", "ai", "ai"]
     assert final["messages"][-1]["content"] == "It is 42."
     assert {m["metadata"]["message_id"] for m in final["ui"]} == set(progress_ids)
+
+
+async def test_sources_name_documents_without_the_servers_file_paths(dev_server, openai_server, kb):
+    """The KB was ingested by the CLI from a folder on the server: chat users (the answer text,
+    the citations card, the stream's events) and the answer model see each document by its title
+    and file name, never by the server's path to it."""
+    alice = dev_server.client("alice")
+    k = key()
+    folder = str(KB_DATA.resolve())
+    # No citation: the answer gets the list of the sources it was written from attached.
+    openai_server.script(k, [{"content": "Fault ZX-4480 means the tank float switch is stuck."}])
+    thread = (await alice.threads.create())["thread_id"]
+    _, parts = await stream(alice, thread, user(f"{k} What does fault code ZX-4480 mean?"), context={"kb": kb})
+    assert folder not in str(parts)
+    state = (await alice.threads.get_state(thread))["values"]
+    answer = state["messages"][-1]["content"]
+    assert "Sources:\n[1] Greenhouse Irrigation Guide (greenhouse.md" in answer and folder not in answer
+    assert folder not in str(state)
+    [card] = [m for m in state["ui"] if m["name"] == "citations"]
+    assert card["props"]["sources"][0]["source"] == "greenhouse.md"
+    request = [r for r in openai_server.requests() if k in str(r.get("messages"))][-1]
+    assert "greenhouse.md" in str(request["messages"]) and folder not in str(request["messages"])

@@ -752,3 +752,15 @@ async def test_kb_neighbours_are_a_documents_chunks_and_the_documents_dated_next
         chunks[("a-note", 0)]: [chunks[("b-note", 0)], chunks[("c-note", 0)]],  # by date, not by name
         chunks[("manual", 0)]: [chunks[("manual", 1)]],  # undated: its own document only
     }
+
+
+def test_shown_source_names_a_server_file_by_its_file_name_only():
+    from store.knowledge.parse import shown_source
+
+    assert shown_source("/srv/data/hr/leave policy.md") == "leave policy.md"
+    assert shown_source("file:///srv/data/a.pdf") == "a.pdf"
+    assert shown_source("~/notes/b.txt") == "b.txt"
+    assert shown_source("C:\\Users\\ops\\kb\\c.html") == "c.html"
+    assert shown_source("https://example.org/x/y.md") == "https://example.org/x/y.md"
+    assert shown_source("manuals/pump care.md") == "manuals/pump care.md"  # a caller's own name
+    assert shown_source(shown_source("/srv/a.md")) == "a.md"
