@@ -5,6 +5,7 @@ against embedding it.
     python -m bench.embed_bench                       # ours vs sentence-transformers skipped (noted)
     python -m bench.embed_bench --st-venv /tmp/st-venv
     BENCH_ST_VENV=/tmp/st-venv python -m bench.embed_bench --rounds 2
+    python -m bench.embed_bench --st-venv /tmp/st-venv --only embedder --threads 1  # per thread
 
 The texts: this package's own documentation (README.md, docs/*.md, about 250 KB of English), cut
 into WINDOWS windows of 800 characters for the embedder, and ingested as documents (default
@@ -74,9 +75,11 @@ def chat_turns(count: int = CHAT_TURNS) -> list[str]:
 class Worker:
     """An embedder in its own process (bench/embed_worker.py)."""
 
-    def __init__(self, python: str, kind: str, model_dir: Path, texts_path: Path, env: dict[str, str]) -> None:
+    def __init__(
+        self, python: str, kind: str, model_dir: Path, texts_path: Path, env: dict[str, str], threads: int | None = None
+    ) -> None:
         self.process = subprocess.Popen(
-            [python, str(WORKER), kind, str(model_dir), str(texts_path)],
+            [python, str(WORKER), kind, str(model_dir), str(texts_path), *([str(threads)] if threads else [])],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -112,8 +115,9 @@ class Worker:
         self.process.wait(timeout=30)
 
 
-def embedder_figures(st_python: str | None, rounds: int) -> dict:
-    """Seconds per round for each embedder over the same windows, alternating; ratios to ours."""
+def embedder_figures(st_python: str | None, rounds: int, threads: int | None = None) -> dict:
+    """Seconds per round for each embedder over the same windows, alternating; ratios to ours.
+    `threads` sizes every embedder alike (default: each its own default, the machine's CPUs)."""
     from store.minilm import bundled_model_dir
 
     texts = windows()
@@ -129,6 +133,7 @@ def embedder_figures(st_python: str | None, rounds: int) -> dict:
         "texts": len(texts),
         "characters": sum(len(t) for t in texts),
         "openblas_variables": forced,
+        "threads": threads,
         "contestants": {},
     }
     with tempfile.TemporaryDirectory() as tmp:
@@ -138,7 +143,7 @@ def embedder_figures(st_python: str | None, rounds: int) -> dict:
         try:
             for name, (python, env) in contestants.items():
                 kind = "sentence-transformers" if name == "sentence-transformers" else "ours"
-                workers[name] = Worker(python, kind, model_dir, texts_path, env)
+                workers[name] = Worker(python, kind, model_dir, texts_path, env, threads)
             seconds: dict[str, list[float]] = {name: [] for name in workers}
             for _ in range(rounds):
                 for name, worker in workers.items():  # one at a time: each has the machine alone
@@ -256,13 +261,15 @@ async def store_figures() -> dict:
     return figures
 
 
-def run(st_python: str | None, rounds: int, parts: tuple[str, ...] = ("embedder", "store")) -> dict:
+def run(
+    st_python: str | None, rounds: int, parts: tuple[str, ...] = ("embedder", "store"), threads: int | None = None
+) -> dict:
     """Every figure of this benchmark (`parts`: embedder, store)."""
     previous = os.environ.get("POSTGRES_SCHEMA")
     report: dict = {"sentence_transformers": st_python}
     try:
         if "embedder" in parts:
-            report["embedder"] = embedder_figures(st_python, rounds)
+            report["embedder"] = embedder_figures(st_python, rounds, threads)
         if "store" in parts:
             report.update(asyncio.run(store_figures()))
     finally:
@@ -280,6 +287,8 @@ def rows(report: dict) -> list[tuple[str, str, str, float | None]]:
         contestants = embedder["contestants"]
         ours = contestants["ours"]
         label = f"embed {embedder['texts']} windows of {WINDOW_CHARS} chars"
+        if embedder.get("threads"):
+            label += f", both on {embedder['threads']} thread{'s' if embedder['threads'] > 1 else ''}"
         if "sentence-transformers" in contestants:
             st = contestants["sentence-transformers"]
             out.append(
@@ -375,6 +384,9 @@ def main(argv: list[str] | None = None, out: Callable[[str], None] = print) -> i
     )
     parser.add_argument("--rounds", type=int, default=1, help="alternating rounds per embedder (default 1)")
     parser.add_argument("--only", choices=("embedder", "store"), help="one part only")
+    parser.add_argument(
+        "--threads", type=int, help="embedder: run both on this many threads (default: each its own default)"
+    )
     parser.add_argument("--json", type=Path, help="also write the report as JSON here")
     parser.add_argument(
         "--results", type=Path, default=ROOT / "bench" / "results.md", help="Markdown file whose section to update"
@@ -383,7 +395,7 @@ def main(argv: list[str] | None = None, out: Callable[[str], None] = print) -> i
     args = parser.parse_args(argv)
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     parts = (args.only,) if args.only else ("embedder", "store")
-    report = run(st_python_from(args.st_venv), max(1, args.rounds), parts)
+    report = run(st_python_from(args.st_venv), max(1, args.rounds), parts, args.threads)
     section = render(report, started_at)
     out(section)
     if args.json:
