@@ -14,7 +14,7 @@ How it stays as fast as sentence-transformers on torch (`python -m bench.embed_b
   block in row blocks whose 1536-wide activations stay in the CPU cache, element-wise steps in
   place.
 - Threads sized to the machine: the packed texts are cut into chunks of about CHUNK_TOKENS
-  tokens, computed by `threads` worker threads (default: the CPUs this process may run on), each
+  tokens (fewer texts: one chunk per worker), computed by `threads` worker threads (default: the CPUs this process may run on), each
   chunk on one thread. numpy releases the GIL in its kernels, so the workers run in parallel.
   Loading the model sets this process's BLAS to one thread: OpenBLAS's own threads spin while they
   wait, which on a busy machine (a server's event loop, other runs) slows every product several
@@ -222,7 +222,9 @@ class MiniLM:
         encodings = self._tokenizer.encode_batch(list(texts))
         ids = [np.asarray(e.ids, dtype=np.int64) for e in encodings]
         out = np.empty((len(ids), self.dims), dtype=np.float32)
-        groups = chunks_of([len(i) for i in ids], chunk_tokens)
+        lengths = [len(i) for i in ids]
+        # Few tokens (a chat turn and its sentences): smaller chunks, so that every worker gets some.
+        groups = chunks_of(lengths, min(chunk_tokens, -(-sum(lengths) // self.threads)))
         if len(groups) == 1:  # one chunk: no hand-over to a worker
             results = [self._forward([ids[i] for i in groups[0]])]
         else:

@@ -70,6 +70,31 @@ def test_texts_are_computed_on_the_workers_sized_to_the_machine(monkeypatch):
     assert "thread" in blas_description()
 
 
+def test_a_chat_turns_few_texts_are_shared_among_the_workers(monkeypatch):
+    model = MiniLM(threads=2)
+    seen: list[str] = []
+    forward = model._forward
+
+    def recording(sequences):
+        seen.append(threading.current_thread().name)
+        return forward(sequences)
+
+    monkeypatch.setattr(model, "_forward", recording)
+    turn = [
+        "We moved to Lisbon in May.",
+        "The kids started school there.",
+        "We moved to Lisbon in May. The kids started school there.",
+    ]
+    vectors = model.encode(turn)
+    assert len(seen) >= 2 and all(name.startswith("minilm") for name in seen), seen
+    assert np.allclose(
+        vectors, np.stack([forward([np.asarray(model._tokenizer.encode(t).ids)])[0] for t in turn]), atol=1e-5
+    )
+    seen.clear()
+    model.encode(["one query"])  # one text: computed where it is asked, no hand-over
+    assert seen == [threading.current_thread().name]
+
+
 def test_the_embeddings_threads_setting_sizes_the_local_model(monkeypatch):
     from store.embeddings import LocalMiniLMEmbeddings
 
