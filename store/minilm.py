@@ -71,9 +71,8 @@ def machine_threads() -> int:
 
 def blas_description() -> str:
     """numpy's BLAS and the kernel it runs, e.g. "openblas 0.3.31 SkylakeX, 1 thread". An
-    environment's OPENBLAS_CORETYPE forces the kernel: an older CPU's (Prescott, Nehalem) computes
-    the same vectors about three times slower than the AVX2 and AVX-512 ones (Haswell, Zen,
-    SkylakeX)."""
+    environment's OPENBLAS_CORETYPE forces the kernel: on an AVX-512 machine `Haswell` computes the
+    same vectors 1.14x slower, an old CPU's (`Prescott`) 2.2x (docs/knowledge.md)."""
     from threadpoolctl import threadpool_info
 
     found = [i for i in threadpool_info() if i.get("user_api") == "blas"]
