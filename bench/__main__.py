@@ -1,7 +1,7 @@
 """`python -m bench`: every benchmark in one run, each figure next to its baseline measured in the
 same run, written with the machine's description to bench/results.json and bench/results.md.
 
-    python -m bench                         # default sizes, about 3 minutes
+    python -m bench                         # default sizes, about 5 minutes
     python -m bench --full                  # bigger: 600 turns, N=1,10,50, memory 1k/10k + 5 seeds
     python -m bench --only overhead,server  # a subset (overhead, persistence, server, memory, kb,
                                             # plan_fanout, research_fanout, embed)
