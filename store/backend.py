@@ -3,7 +3,7 @@
 chosen once per store by `backend_for`.
 
 - `SQLBackend`: the store `store.postgres.store()` builds carries one (`PostgresStore.backend`),
-  the statements of store/sql.py on its pool, with the text search configuration it was opened
+  the statements of store/sql/ on its pool, with the text search configuration it was opened
   with. A LangGraph Postgres store the server built itself (Aegra's) gets one too, on the
   package's own pool beside that store's table (`store.postgres.server_store_backend`), so the
   package's tables (full text, quotas, the knowledge graph) are in Postgres on every server.
@@ -59,7 +59,7 @@ def haystack(value: dict) -> str:
 class InProcessBackend:
     """The backend of stores without SQL: scans and in-process BM25."""
 
-    sql: StoreSQL | None = None  # the SQL adapter (store/sql.py) of a backend that has one
+    sql: StoreSQL | None = None  # the SQL adapter (store/sql/) of a backend that has one
 
     def __init__(self, store: BaseStore, scan_limit: int = 5000) -> None:
         self.store = store
@@ -196,7 +196,7 @@ class InProcessBackend:
 
 
 class SQLBackend(InProcessBackend):
-    """The backend of the Postgres store: store/sql.py's statements (`sql`) on its pool."""
+    """The backend of the Postgres store: store/sql/'s statements (`sql`) on its pool."""
 
     def __init__(self, store: BaseStore, sql: StoreSQL, text_search_config: str) -> None:
         super().__init__(store)

@@ -150,7 +150,7 @@ def _is_connection_failure(exc: BaseException) -> bool:
 class DatabasePool(AsyncConnectionPool[ACT]):
     """A psycopg pool whose connection failures are `DatabaseUnavailable`, answered quickly.
 
-    Every database access of the server (LangGraph's saver and store, store/sql.py) takes its
+    Every database access of the server (LangGraph's saver and store, store/sql/) takes its
     connection here. A failure to get one, or a connection lost mid-statement, raises
     `DatabaseUnavailable`. A request that waits more than `_QUICK_WAIT_S` for a connection
     tries one direct connection to Postgres: if that fails, Postgres is down and the request
@@ -357,7 +357,7 @@ async def _connect_once(uri: str):
 class PostgresSaver(AsyncPostgresSaver):
     """`AsyncPostgresSaver` plus `adelete_for_runs`, which the LangGraph server calls for
     `runs.cancel(action="rollback")` and `multitask_strategy="rollback"`; its SQL is the
-    adapter's (`store/sql.py`), on the pool this saver was given."""
+    adapter's (`store/sql/`), on the pool this saver was given."""
 
     def __init__(self, pool: AsyncConnectionPool[AsyncConnection[DictRow]], **kwargs) -> None:
         super().__init__(conn=pool, **kwargs)
@@ -369,7 +369,7 @@ class PostgresSaver(AsyncPostgresSaver):
 
 
 class PostgresStore(AsyncPostgresStore):
-    """`AsyncPostgresStore` plus `sql`, the project's SQL adapter (`store/sql.py`) on the same
+    """`AsyncPostgresStore` plus `sql`, the project's SQL adapter (`store/sql/`) on the same
     pool, and `backend` (store/backend.py), through which memories and knowledge bases use it;
     `text_search_config`: the knowledge bases' full text (KB_TEXT_SEARCH_CONFIG)."""
 
@@ -457,7 +457,7 @@ async def store() -> AsyncIterator[PostgresStore]:
     configured here from `EMBEDDINGS_MODEL`; opening fails (StoreIndexMismatch) when the index
     was built with another dimension or another model (`check_index_dims`, `check_index_model`).
     The SQL adapter checks the library's tables; the project's own tables are brought to their
-    current version by the versioned migrations (store/migrations.py) of store/sql.py and of the
+    current version by the versioned migrations (store/migrations.py) of store/sql/ and of the
     knowledge graph (store/knowledge/graph.py). Expired items are deleted when the store opens and then every
     `STORE_TTL_SWEEP_MINUTES` by a background task, stopped on exit (see `store_ttl_config`).
     """
@@ -508,7 +508,7 @@ class ServerStorePool(DatabasePool["AsyncConnection[DictRow]"]):
     `store` table (over the store's own connection), opens on POSTGRES_URI (else the store's
     database) with that schema first on the `search_path`, checks it reaches that very table
     (StoreLocationError otherwise), and brings the package's tables there to their current
-    version (store/sql.py `migrations`, the knowledge graph's; versioned, under an advisory lock:
+    version (store/sql/schema.py `migrations`, the knowledge graph's; versioned, under an advisory lock:
     replicas starting together apply each step once; a store that had rows before gets their
     full text and speakers filled in)."""
 
@@ -565,7 +565,7 @@ class ServerStorePool(DatabasePool["AsyncConnection[DictRow]"]):
 def server_store_backend(server_store: AsyncPostgresStore) -> SQLBackend:
     """The package's SQL backend for a server's own Postgres store (one per store, on a
     `ServerStorePool` of its own): the store's items stay in the server's store, the package's
-    statements (store/sql.py: full text, listings, quotas; the knowledge graph) run on the
+    statements (store/sql/: full text, listings, quotas; the knowledge graph) run on the
     package's pool against the same table. `store.backend.backend_for` picks it."""
     if server_store not in _SERVER_BACKENDS:
         text_search_config = knowledge_config().text_search_config

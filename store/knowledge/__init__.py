@@ -16,7 +16,7 @@ the old version had beyond n, so a source's chunks are replaced, never duplicate
 whose chunks are unchanged is skipped (nothing re-embedded).
 
 Keyword search is BM25, through the store's backend (store/backend.py). On the Postgres store it
-runs in SQL (store/sql.py) over the project's own table `kb_fulltext` (one tsvector per chunk,
+runs in SQL (store/sql/) over the project's own table `kb_fulltext` (one tsvector per chunk,
 GIN-indexed, written on ingest and delete); on other stores (InMemoryStore in unit tests and
 evals) store/bm25.py ranks in process.
 
