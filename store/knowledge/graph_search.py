@@ -26,11 +26,12 @@ from typing import cast
 import numpy as np
 from langgraph.store.base import BaseStore, GetOp, Item
 
+from store.backend import backend_for
 from store.embeddings import get_embeddings
 from store.fusion import reciprocal_rank_fusion
+from store.graph_part import GraphData
 from store.knowledge.config import COMMON_NAME_SHARE, MAX_TOP_K
 from store.knowledge.extract import STOP_WORDS, SUBJECT_RELATION, entity_key, query_phrases
-from store.knowledge.graph import GraphData, backend_for
 from store.knowledge.registry import chunk_namespace, get_kb
 from store.knowledge.search import (
     Hit,
@@ -140,7 +141,7 @@ def _walkable(data: GraphData) -> _Walkable:
 
 
 async def _graph(store: BaseStore, kb: str) -> _Walkable:
-    backend = backend_for(store)
+    backend = backend_for(store).graph
     cached = _CACHE.setdefault(store, {}).get(kb)
     if cached is not None and cached.generation == await backend.generation(kb):
         return cached

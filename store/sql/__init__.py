@@ -24,7 +24,8 @@ store opens).
 
 Statements by owner: `base` (the library's tables checked at start-up, items, where a store's
 table is, BM25 shared by both full texts), `schema` (the migrations), `memory`, `knowledge`,
-`quotas` and `checkpoints`. `StoreSQL` is all of them
+`quotas`, `checkpoints`, and `graph` (the knowledge graph's tables, `PostgresGraph`, the backend's
+graph part on Postgres). `StoreSQL` is all of them
 on one pool. The benchmarks' bulk load lives in bench/bench_sql.py, outside the product.
 """
 
