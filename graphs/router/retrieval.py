@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections import OrderedDict
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -26,37 +25,30 @@ from graphs.router.state import State
 from graphs.router.workers import get_worker
 from graphs.runtime.events import emit
 from store import knowledge
+from store.lru import LRU
 from tools.identity import run_kb_reader
 
 
 class BatchProgress:
     """How many workers of each fan-out batch have finished, for the live `progress` events.
 
-    A bounded LRU cache: at most `limit` batches (the oldest forgotten first; a batch lives from
-    its fan-out to its merge, and `merge_evidence` forgets it); a batch forgotten early (more
-    than `limit` questions in flight in one process) only makes its count restart at 1."""
+    A bounded LRU cache (store/lru.py): at most `limit` batches, the least recently counted
+    forgotten first. A batch lives from its fan-out to its merge (`merge_evidence` forgets it);
+    one forgotten early (more than `limit` questions in flight in one process) only makes its
+    count restart at 1."""
 
     def __init__(self, limit: int = 1024) -> None:
-        self.limit = limit
-        self._done: OrderedDict[str, int] = OrderedDict()
+        self._done: LRU[str, int] = LRU(limit)
 
     def start(self, batch: str) -> None:
-        self._done[batch] = 0
-        self._trim()
+        self._done.put(batch, 0)
 
     def finished(self, batch: str) -> int:
         """Count one more finished worker of `batch`; return the count."""
-        self._done[batch] = self._done.get(batch, 0) + 1
-        self._done.move_to_end(batch)
-        self._trim()
-        return self._done[batch]
+        return self._done.put(batch, (self._done.get(batch) or 0) + 1)
 
     def forget(self, batch: str) -> None:
-        self._done.pop(batch, None)
-
-    def _trim(self) -> None:
-        while len(self._done) > self.limit:
-            self._done.popitem(last=False)
+        self._done.pop(batch)
 
 
 _PROGRESS = BatchProgress()
