@@ -12,9 +12,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
+
+from store.lru import LRU
 
 USER_CHUNK = ""  # chunk_key of relations a user inserted (no chunk holds them)
+WALKS_CACHED = 32  # knowledge bases whose walk structures a graph part keeps
+
+
+def walks_cache() -> LRU[str, Any]:
+    """The cache of a graph part's walk structures (store/knowledge/graph_search.py): by knowledge
+    base, each valid for the graph generation it was built from; a bounded LRU of
+    `WALKS_CACHED` knowledge bases (one rebuilt when asked for again after being forgotten)."""
+    return LRU(WALKS_CACHED)
 
 
 @dataclass
@@ -39,7 +49,9 @@ class GraphData:
 
 class GraphPart(Protocol):
     """A knowledge base's graph in a store: entities, mentions, relations, a generation number
-    bumped on every change, and the cache of model extractions."""
+    bumped on every change, and the cache of model extractions. `walks`: see `walks_cache`."""
+
+    walks: LRU[str, Any]
 
     async def write(self, kb: str, chunks: Sequence[ChunkGraph]) -> list[str]:
         """Replace the chunks' mentions and relations; return the keys of entities without an embedding."""
@@ -85,6 +97,7 @@ class MemoryGraph:
     def __init__(self) -> None:
         self.kbs: dict[str, _MemoryKB] = {}
         self.cache: dict[str, dict] = {}
+        self.walks = walks_cache()
 
     def _kb(self, kb: str) -> _MemoryKB:
         return self.kbs.setdefault(kb, _MemoryKB())

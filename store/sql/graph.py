@@ -11,7 +11,7 @@ from typing import Any
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
-from store.graph_part import USER_CHUNK, ChunkGraph, GraphData
+from store.graph_part import USER_CHUNK, ChunkGraph, GraphData, walks_cache
 from store.migrations import migrate
 
 COMPONENT = "kb_graph"
@@ -55,6 +55,7 @@ class PostgresGraph:
     def __init__(self, pool: AsyncConnectionPool[Any]) -> None:
         self.pool = pool
         self.migrated = False  # the tables were brought to the current version through this part
+        self.walks = walks_cache()
 
     async def _ready(self) -> None:
         if not self.migrated:
