@@ -163,3 +163,85 @@ def test_the_checks_see_a_circle_a_lazy_import_and_a_layer_crossing(tmp_path, mo
     assert ["store.a", "store.b"] in circles(edges)
     assert ["server.api", "store.c"] in circles(edges)
     assert "server.api" in edges["store.c"] and "server" in edges["store.c"]
+
+
+# Module-level state of graphs/ and store/ that is not a cache, and why it may stay.
+MODULE_STATE = {
+    "graphs/router/workers.py:_TYPES": "the registry of worker types (`register_worker_type`)",
+    "graphs/runtime/models.py:_PROVIDERS": "the registry of chat-model providers (`register_provider`)",
+    "graphs/runtime/memory_schedule.py:_local_tasks": "the memory extractions running in this process, "
+    "one per thread, each removed when it ends",
+    "graphs/runtime/tool_runner.py:_BATCH": "a ContextVar: per task, not shared",
+    "graphs/runtime/ui.py:_DEFERRED": "a ContextVar: per task, not shared",
+    "store/server_store.py:_PREPARING": "a ContextVar: per task, not shared",
+    "store/backend.py:_IN_PROCESS": "each store's in-process backend, weakly keyed by the store (lives as long as it)",
+    "store/server_store.py:_SERVER_BACKENDS": "each server store's SQL backend, weakly keyed by the store "
+    "(lives as long as it; `close_server_backends` closes their pools)",
+    "store/backends.py:_LOCKS": "one asyncio lock per event loop, weakly keyed by the loop",
+}
+_MUTATORS = {"append", "add", "update", "setdefault", "pop", "popitem", "clear", "move_to_end", "put", "extend"}
+_MUTATORS |= {"remove", "discard", "insert", "set"}
+
+
+def module_state(path: Path) -> dict[str, bool]:
+    """Module-level names of `path` (its own or imported) that its code changes (a mutating call,
+    an item assignment or deletion, a `global`), each with whether it is a documented cache: an `LRU(...)` (store/lru.py)
+    followed by its docstring."""
+    tree = ast.parse(path.read_text(), str(path))
+    assigned: dict[str, bool] = {}
+    for node, following in zip(tree.body, [*tree.body[1:], None], strict=True):
+        target = node.targets[0] if isinstance(node, ast.Assign) else getattr(node, "target", None)
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(target, ast.Name):
+            value = node.value
+            is_lru = isinstance(value, ast.Call) and getattr(value.func, "id", None) == "LRU"
+            documented = (
+                isinstance(following, ast.Expr)
+                and isinstance(following.value, ast.Constant)
+                and isinstance(following.value.value, str)
+            )
+            assigned[target.id] = is_lru and documented
+    for node in tree.body:  # another module's table changed here is module state all the same
+        if isinstance(node, ast.ImportFrom):
+            assigned.update({(alias.asname or alias.name): False for alias in node.names if alias.name != "*"})
+    changed: set[str] = set()
+    declared_global: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Global):
+            declared_global.update(node.names)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _MUTATORS:
+            if isinstance(node.func.value, ast.Name):
+                changed.add(node.func.value.id)
+        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.Delete)):
+            targets = [node.target] if isinstance(node, ast.AugAssign) else node.targets
+            changed.update(
+                t.value.id for t in targets if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)
+            )
+    # a name changed in a function is module state only if it is one (assigned at module level; a
+    # function's own variable of the same name is counted too: rename it)
+    return {name: assigned.get(name, False) for name in (changed & set(assigned)) | declared_global}
+
+
+def test_graphs_and_store_keep_no_module_state_beyond_documented_caches():
+    found = [
+        f"{path.relative_to(ROOT)}:{name}"
+        for folder in ("graphs", "store")
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        for name, cache in module_state(path).items()
+        if not cache
+    ]
+    undeclared = sorted(set(found) - set(MODULE_STATE))
+    assert not undeclared, (
+        "Module-level state (make it graph state, a field of an object, or a store/lru.py LRU with a "
+        "docstring saying what it caches and its bound):\n" + "\n".join(undeclared)
+    )
+    assert sorted(set(MODULE_STATE) - set(found)) == [], "MODULE_STATE lists state that is gone: remove it"
+
+
+def test_the_state_check_sees_a_dict_a_global_and_an_undocumented_lru(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text(
+        "from store.lru import LRU\n_seen = {}\n_count = 0\n_plain = LRU(8)\n_kept = LRU(8)\n"
+        '"""What it caches; 8 entries."""\n\n\ndef f(key):\n    global _count\n    _count += 1\n'
+        "    _seen[key] = 1\n    _plain.put(key, 1)\n    _kept.put(key, 1)\n"
+    )
+    assert module_state(path) == {"_seen": False, "_count": False, "_plain": False, "_kept": True}
