@@ -191,7 +191,7 @@ class SQLBackend(InProcessBackend):
         super().__init__(store)
         self.sql: StoreSQL = sql
         self.text_search_config = text_search_config
-        self.graph = PostgresGraph(sql.pool)  # the kb_graph_* tables (store/sql/graph.py)
+        self.graph: PostgresGraph = PostgresGraph(sql.pool)  # the kb_graph_* tables (store/sql/graph.py)
 
     async def vector_search(
         self, ns: tuple[str, ...], query: str, limit: int, wanted: dict, date_field: str, span: Span = None

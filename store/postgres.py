@@ -52,7 +52,6 @@ from store.server_store import (  # noqa: F401  (re-exported: a server's own sto
     server_store_backend,
 )
 from store.sql import CHECKPOINT_COLUMNS, MIGRATION_COMPONENT, STORE_COLUMNS, StoreSQL, migrations
-from store.sql.graph import ensure_graph_schema
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
@@ -184,7 +183,7 @@ async def store() -> AsyncIterator[PostgresStore]:
         await migrate(pool, MIGRATION_COMPONENT, migrations(text_search_config))
         await check_index_model(pg_store.sql, embeddings_spec().model, existing_index)
         await pg_store.sql.sync_kb_fulltext(text_search_config)
-        await ensure_graph_schema(pool)
+        await pg_store.backend.graph.ensure_schema()
         if ttl["sweep_interval_minutes"]:
             await pg_store.sweep_ttl()  # a server restarted often would otherwise never sweep
             await pg_store.start_ttl_sweeper()

@@ -57,10 +57,15 @@ class PostgresGraph:
         self.migrated = False  # the tables were brought to the current version through this part
         self.walks = walks_cache()
 
+    async def ensure_schema(self) -> int:
+        """Bring the graph tables to the current version (idempotent); later calls skip it."""
+        version = await ensure_graph_schema(self.pool)
+        self.migrated = True
+        return version
+
     async def _ready(self) -> None:
         if not self.migrated:
-            await ensure_graph_schema(self.pool)
-            self.migrated = True
+            await self.ensure_schema()
 
     async def _bump(self, conn: Any, kb: str) -> None:
         await conn.execute(
