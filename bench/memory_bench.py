@@ -9,7 +9,7 @@
 Latency: for each size N, one user's N memories in a schema of their own (`bench_memory_<N>`,
 dropped and rebuilt each run). The first `--real-puts` rows go through the real write path
 (`store.abatch` puts, embedded by the local model) to measure the write rate. The remaining rows
-are bulk-loaded with COPY through the SQL adapter (store/sql.py `copy_items`, vectors through
+are bulk-loaded with COPY through the SQL adapter (bench/bench_sql.py `copy_items`, vectors through
 pgvector's psycopg adapter): their texts are
 distinct, but their vectors are derived from a pool of `--distinct` really embedded texts plus
 Gaussian noise (cosine ~0.9 to the source vector), because embedding 100k texts on 2 CPU cores
@@ -52,6 +52,7 @@ from langgraph.store.base import PutOp
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
+from bench import bench_sql
 from bench.memory_dataset import build_dataset, synthetic_memories
 from store import memory
 from store.backend import MEMORY_TEXT_SEARCH_CONFIG as TEXT_SEARCH_CONFIG
@@ -138,7 +139,7 @@ async def _load_user(pg_store, uri: str, schema: str, user: str, n: int, args, p
     rows = _copied_rows(user, records[real:], pool, seed, now)
     started = time.perf_counter()
     if rows:
-        await pg_store.sql.copy_items(rows, field="text", fulltext_config=TEXT_SEARCH_CONFIG)
+        await bench_sql.copy_items(pg_store.sql, rows, field="text", fulltext_config=TEXT_SEARCH_CONFIG)
     return {
         "real_puts": real,
         "put_rate": real / put_seconds if put_seconds else 0.0,
@@ -294,7 +295,7 @@ TENANT_ALONE_SCHEMA = f"{SCHEMA_PREFIX}_tenant_alone"
 async def _plans(pg_store, user: str, embedding: list[float], query: str) -> dict[str, str]:
     """EXPLAIN ANALYZE of one user's two hybrid-recall queries (episodic namespace, pool 100)."""
     prefix = ".".join(memory.namespace(user, "episodic"))
-    plans = await pg_store.sql.explain_memory_search(prefix, embedding, query, TEXT_SEARCH_CONFIG)
+    plans = await bench_sql.explain_memory_search(pg_store.sql, prefix, embedding, query, TEXT_SEARCH_CONFIG)
     return {name: re.sub(r"'\[[^\]]*\]'::vector", "'[query vector]'::vector", plan) for name, plan in plans.items()}
 
 
@@ -310,12 +311,14 @@ async def _load_tenants(pg_store, indexes: range, items: int, pool: np.ndarray, 
         records = list(synthetic_memories(items, seed=1000 + index))
         batch += _copied_rows(f"tenant_{index}", records, pool, 1000 + index, now)
         if count % TENANTS_PER_COPY == 0 or count == len(indexes):
-            await pg_store.sql.copy_items(batch, field="text", fulltext_config=TEXT_SEARCH_CONFIG, analyze=False)
+            await bench_sql.copy_items(
+                pg_store.sql, batch, field="text", fulltext_config=TEXT_SEARCH_CONFIG, analyze=False
+            )
             batch = []
             seconds = time.perf_counter() - started
             print(f"  {count} of {len(indexes)} users loaded, {count * items / seconds:.0f} rows/s", flush=True)
     if indexes:
-        await pg_store.sql.analyze_items(fulltext=True)
+        await bench_sql.analyze_items(pg_store.sql, fulltext=True)
 
 
 async def tenant_benchmark(args, uri: str) -> dict:

@@ -80,7 +80,7 @@ async def lifespan(app: FastAPI):
 
 
 async def _prepare_server_store() -> None:
-    """Open and migrate the package's tables beside the server's own store (store/postgres.py
+    """Open and migrate the package's tables beside the server's own store (store/server_store.py
     `prepare_server_store`); with Postgres down, the first request that needs them does it."""
     try:
         await prepare_server_store(await kb_service.server_store())

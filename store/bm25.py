@@ -1,5 +1,5 @@
 """The in-process keyword ranking (Okapi BM25) of the in-process backend (store/backend.py) (InMemoryStore
-in unit tests and evals). Production ranks in Postgres (store/sql.py `KB_KEYWORD_SQL`), which
+in unit tests and evals). Production ranks in Postgres (store/sql/knowledge.py `KB_KEYWORD_SQL`), which
 the integration tests check; both are Okapi BM25, but this one tokenizes with a regex and an
 English stopword list and measures lengths in tokens, while Postgres stems (KB_TEXT_SEARCH_CONFIG)
 and measures lengths in characters, so scores differ and rankings can (see docs/knowledge.md)."""
@@ -91,7 +91,7 @@ def bm25_rank(
     query: str, documents: Sequence[tuple[str, str]], *, k1: float = BM25_K1, b: float = BM25_B
 ) -> list[tuple[str, float]]:
     """Okapi BM25 of (id, text) documents for `query`, best first, as a share of the query's
-    ceiling (the sum over its terms of idf * (k1 + 1), as in store/sql.py's BM25_TERMS_SQL);
+    ceiling (the sum over its terms of idf * (k1 + 1), as in store/sql/base.py BM25_TERMS_SQL);
     documents matching no term are left out."""
     terms = set(tokenize(query))
     if not terms or not documents:

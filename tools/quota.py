@@ -6,7 +6,7 @@ per `KB_INGEST_QUOTA_WINDOW`, `charge_bytes`) and the chunks an ingest embeds, i
 (`KB_INGEST_QUOTA_CHUNKS` per the same window, `charge_chunks`): a request that does not fit is
 refused and not counted.
 
-Counters live in Postgres (store/sql.py `charge_quota`, table `web_quota`) when the store is the
+Counters live in Postgres (store/sql/quotas.py `charge_quota`, table `web_quota`) when the store is the
 project's Postgres store, so every server process counts the same uses; on any other store (the
 LangGraph Platform's own store, in-process tests) they are kept in this process only. Windows are
 fixed and aligned on the clock. Administrators, Studio's user and calls without an

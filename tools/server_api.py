@@ -22,7 +22,7 @@ Aegra (self-hosted, several replicas). This module owns where they differ:
 - delayed runs: `langgraph_api` honours `after_seconds` and `multitask_strategy`, Aegra neither
   (`server_delays_runs`; graphs/runtime/memory_schedule.py debounces without them);
 - the server's own Postgres pool: Aegra's (checkpoints and store) is reached as `server_pool`,
-  for server/http.py to keep it quick to reconnect (store/postgres.py `keep_pool_fresh`);
+  for server/http.py to keep it quick to reconnect (store/pool.py `keep_pool_fresh`);
   `langgraph dev` serves on our factories' pools, which reconnect by themselves.
 """
 

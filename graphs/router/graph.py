@@ -10,8 +10,6 @@ prepare --(new question)--> intent_detect -> apply_override_policy -> worker_sel
 
 from __future__ import annotations
 
-import time
-import uuid
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -32,7 +30,6 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Send, interrupt
 from pydantic import BaseModel, Field
-from typing_extensions import TypedDict
 
 from graphs.deep_research.graph import graph as deep_research_graph
 from graphs.plan_execute.graph import graph as plan_execute_graph
@@ -40,7 +37,7 @@ from graphs.react.graph import graph as react_graph
 from graphs.router import feedback as feedback_sink
 from graphs.router.citations import check_citations as check_answer_citations
 from graphs.router.context import RouterContext
-from graphs.router.evidence import extractive_answer, merge_runs, passages_text
+from graphs.router.evidence import extractive_answer, passages_text
 from graphs.router.intent import SIMILARITY_MARGIN, Guess, guess_route, is_multi_hop
 from graphs.router.kb_match import KBMatch, rank_kbs
 from graphs.router.prompts import (
@@ -55,8 +52,9 @@ from graphs.router.prompts import (
     SUMMARY_SECTION,
 )
 from graphs.router.protocol import GENERAL_KB, RouteDecision, worker_name_for
+from graphs.router.retrieval import merge_evidence, new_batch, retrieve
 from graphs.router.state import InputState, State
-from graphs.router.workers import MULTI_HOP_AGENTS, get_worker
+from graphs.router.workers import MULTI_HOP_AGENTS
 from graphs.runtime.events import emit
 from graphs.runtime.failures import explain_failures
 from graphs.runtime.memory_schedule import remember_turn
@@ -76,7 +74,6 @@ SUBAGENTS: dict[str, CompiledStateGraph[Any, Any, Any, Any]] = {
 GENERAL_TOOLS = [tool.__name__ for tool in MEMORY_TOOLS]
 """The general route is the react graph with only the user's memory tools."""
 CLASSIFY_ATTEMPTS = 3
-_completed: dict[str, int] = {}
 
 
 def available_routes() -> list[str]:
@@ -326,8 +323,7 @@ def route_after_select(state: State) -> list[Send] | str:
     route = decision["route"]
     if route != "retrieval":
         return "route_error" if route == "error" else route
-    batch = uuid.uuid4().hex
-    _completed[batch] = 0
+    batch = new_batch()
     query = _question(state["messages"])
     return [
         Send(
@@ -336,95 +332,6 @@ def route_after_select(state: State) -> list[Send] | str:
         )
         for spec in state["plan"]
     ]
-
-
-# --- retrieval route ----------------------------------------------------------------------
-
-
-class WorkerTask(TypedDict):
-    """One retrieve-only run (a `Send` payload)."""
-
-    agent_type: str
-    worker_name: str
-    kb: str
-    query: str
-    total: int
-    batch: str
-
-
-async def retrieve(task: WorkerTask, runtime: Runtime[RouterContext], config: RunnableConfig) -> dict:
-    """Run one retrieve-only worker; a failure is reported and recorded, never raised."""
-    started = time.time()
-    thread_id = (config.get("configurable") or {}).get("thread_id")
-    run: dict[str, Any] = {
-        "worker_name": task["worker_name"],
-        "agent_type": task["agent_type"],
-        "kb": task["kb"],
-        "batch": task["batch"],
-    }
-    try:
-        if runtime.store is None:
-            raise RuntimeError("retrieval needs a store; this graph runs without one")
-        worker = get_worker(task["worker_name"])
-        # The decision checked the knowledge base; a client-sent `Send` to this node did not.
-        await knowledge.get_kb(runtime.store, worker.kb_prefix, reader=run_kb_reader(runtime))
-        result = await worker.retrieve_with_trace(
-            runtime.store, task["query"], thread_id=thread_id, top_k=runtime.context.retrieval_top_k
-        )
-        run.update(status="success", retrieval_results=result["retrieval_results"], error=None)
-        if any(item.get("path") for item in result["retrieval_results"]):  # how the graph reached each passage
-            emit(
-                "evidence",
-                worker_name=task["worker_name"],
-                agent_type=task["agent_type"],
-                paths=[
-                    {"id": item["id"], "title": item.get("title"), "source": item["source"], "path": item["path"]}
-                    for item in result["retrieval_results"]
-                ],
-            )
-    except Exception as exc:
-        error = str(exc) or type(exc).__name__
-        run.update(status="error", retrieval_results=[], error=error)
-        emit(
-            "worker_failed",
-            worker_name=task["worker_name"],
-            agent_type=task["agent_type"],
-            error=error,
-            error_type=type(exc).__name__,
-        )
-    finished = time.time()
-    _completed[task["batch"]] = _completed.get(task["batch"], 0) + 1
-    count = len(run["retrieval_results"])
-    emit(
-        "progress",
-        stage="retrieval",
-        completed=_completed[task["batch"]],
-        total=task["total"],
-        agent_type=task["agent_type"],
-        retrieval_count=count,
-        error=run["error"],
-    )
-    entry = {
-        "node": "retrieve",
-        "worker_name": task["worker_name"],
-        "agent_type": task["agent_type"],
-        "status": run["status"],
-        "retrieval_count": count,
-        "started_at": round(started, 6),
-        "finished_at": round(finished, 6),
-        "duration_ms": round((finished - started) * 1000, 1),
-        "error": run["error"],
-    }
-    return {"worker_runs": [run], "execution_log": [entry]}
-
-
-async def merge_evidence(state: State, runtime: Runtime[RouterContext]) -> dict:
-    """Deduplicate the workers' passages by chunk id and fuse their rankings (RRF)."""
-    runs = state.get("worker_runs", [])
-    for run in runs:
-        _completed.pop(run["batch"], None)
-    good = [run for run in runs if run["status"] == "success"]
-    return {"sources": merge_runs(good, runtime.context.retrieval_top_k)}
 
 
 def _history(messages: list[AnyMessage], budget_tokens: int) -> list[AnyMessage]:

@@ -16,19 +16,22 @@ from __future__ import annotations
 
 import logging
 import re
-from collections import OrderedDict
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
 from store.embeddings import get_embeddings
+from store.lru import LRU
 
 logger = logging.getLogger(__name__)
 
 _PHRASE_SPLIT = re.compile(r"[:;,.!?()\n/]+|\s+(?:and|with|or)\s+", re.IGNORECASE)
 _CODE = re.compile(r"(?<![a-z0-9])(?=[a-z]*\d)(?=\d*[a-z])[a-z0-9]+(?![a-z0-9])", re.IGNORECASE)  # letters and digits
 _CACHE_SIZE = 512
-_cache: OrderedDict[tuple[int, str], np.ndarray] = OrderedDict()
+_cache: LRU[tuple[int, str], np.ndarray] = LRU(_CACHE_SIZE)
+"""Unit vectors of knowledge-base phrases by (embedder, phrase): a bounded LRU cache
+(store/lru.py) of `_CACHE_SIZE` phrases (they change only with a knowledge base)."""
 
 
 @dataclass(frozen=True)
@@ -58,18 +61,13 @@ async def _vectors(texts: list[str]) -> list[np.ndarray]:
     """Embeddings of `texts`, the knowledge-base phrases cached (they change only with a KB)."""
     embeddings = get_embeddings()
     key = id(embeddings)
-    missing = [text for text in dict.fromkeys(texts) if (key, text) not in _cache]
+    found = {text: _cache.get((key, text)) for text in dict.fromkeys(texts)}
+    missing = [text for text, vector in found.items() if vector is None]
     if missing:
         for text, vector in zip(missing, await embeddings.aembed_documents(missing), strict=True):
             array = np.asarray(vector, dtype=np.float32)
-            _cache[(key, text)] = array / (np.linalg.norm(array) or 1.0)
-    vectors = []
-    for text in texts:
-        _cache.move_to_end((key, text))
-        vectors.append(_cache[(key, text)])
-    while len(_cache) > _CACHE_SIZE:
-        _cache.popitem(last=False)
-    return vectors
+            found[text] = _cache.put((key, text), array / (np.linalg.norm(array) or 1.0))
+    return [cast(np.ndarray, found[text]) for text in texts]
 
 
 async def rank_kbs(message: str, kbs: list[dict]) -> list[KBMatch]:

@@ -16,6 +16,7 @@ from langgraph.store.base import BaseStore
 
 from graphs.router.protocol import AGENT_MODE, DEFAULT_KB, parse_worker_name
 from store import knowledge
+from store.lru import LRU
 
 
 class RetrieveWorker(Protocol):
@@ -54,14 +55,18 @@ WorkerFactory = Callable[[str, str], RetrieveWorker]
 """(kb_prefix, agent_type) -> worker."""
 
 _TYPES: dict[str, WorkerFactory] = {}
-_INSTANCES: dict[str, RetrieveWorker] = {}
+"""The registry of worker types: the six below at import, plus what `register_worker_type` adds."""
+_INSTANCES: LRU[str, RetrieveWorker] = LRU(512)
+"""Worker instances by instance key (`{kb}:{type}:{mode}`): a bounded LRU cache (store/lru.py) of
+stateless workers, the least recently used of more than 512 made again when next asked for."""
 
 
 def register_worker_type(agent_type: str, factory: WorkerFactory) -> None:
     """Make `agent_type` available to retrieval plans (replacing an earlier registration)."""
     _TYPES[agent_type] = factory
-    for key in [key for key in _INSTANCES if key.split(":")[1] == agent_type]:
-        del _INSTANCES[key]
+    for key, _ in _INSTANCES.items():
+        if key.split(":")[1] == agent_type:
+            _INSTANCES.pop(key)
 
 
 def worker_types() -> list[str]:
@@ -106,11 +111,9 @@ def get_worker(worker_name: str) -> RetrieveWorker:
             f"registered: {', '.join(worker_types())}"
         )
     key = instance_key(kb, parsed.agent_type, parsed.agent_mode)
-    if key not in _INSTANCES:
-        _INSTANCES[key] = factory(kb, parsed.agent_type)
-    return _INSTANCES[key]
+    return _INSTANCES.get(key) or _INSTANCES.put(key, factory(kb, parsed.agent_type))
 
 
 def cached_instances() -> dict[str, RetrieveWorker]:
     """The live worker instances by instance key (for inspection and tests)."""
-    return dict(_INSTANCES)
+    return dict(_INSTANCES.items())

@@ -13,7 +13,6 @@ invoked in-process without `run_id` has no deadline.
 from __future__ import annotations
 
 import time
-from collections import OrderedDict
 from dataclasses import dataclass
 
 from langgraph.config import get_config
@@ -21,6 +20,7 @@ from langgraph.runtime import get_runtime
 
 from graphs.runtime.events import emit
 from graphs.runtime.prompts import DEADLINE_MESSAGE
+from store.lru import LRU
 from tools.server_api import server_run_key
 
 _MAX_RUNS = 4096
@@ -32,7 +32,9 @@ class _Clock:
     reported: bool = False
 
 
-_CLOCKS: OrderedDict[str, _Clock] = OrderedDict()
+_CLOCKS: LRU[str, _Clock] = LRU(_MAX_RUNS)
+"""When each run this process serves started (by run id): a bounded LRU cache (store/lru.py) of
+`_MAX_RUNS` runs; a run forgotten early only has its clock start again at its next check."""
 
 
 class RunDeadlineExceeded(RuntimeError):
@@ -81,11 +83,7 @@ def remaining_time(stage: str) -> float | None:
     if run is None:
         return None
     run_id, deadline = run
-    clock = _CLOCKS.get(run_id)
-    if clock is None:
-        if len(_CLOCKS) >= _MAX_RUNS:
-            _CLOCKS.popitem(last=False)
-        clock = _CLOCKS[run_id] = _Clock(time.monotonic())
+    clock = _CLOCKS.get(run_id) or _CLOCKS.put(run_id, _Clock(time.monotonic()))
     elapsed = time.monotonic() - clock.started
     left = deadline - elapsed
     if left > 0:

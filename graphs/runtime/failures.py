@@ -15,13 +15,14 @@ Interrupts and cancellation are not failures: LangGraph never hands them to the 
 from __future__ import annotations
 
 import uuid
-from collections import OrderedDict
 from typing import Any, TypeVar
 
 from langchain_core.messages import AIMessage
 from langgraph.errors import NodeError
 from langgraph.graph import StateGraph
 from langgraph.types import Command
+
+from store.lru import LRU
 
 REPORT_NODE = "report_failure"
 HANDLER_NODE = "explain_failure"
@@ -35,11 +36,12 @@ MESSAGE_CHARS = 1000
 
 Builder = TypeVar("Builder", bound=StateGraph[Any, Any, Any, Any])
 
-# The exceptions between the handler's superstep and `report_failure`'s, so the run fails with
-# the very exception its node raised (same class and message in the `error` event). Bounded: an
-# entry whose run never reached `report_failure` (cancelled in between) is dropped eventually.
-_PENDING: OrderedDict[str, BaseException] = OrderedDict()
 _PENDING_MAX = 256
+_PENDING: LRU[str, BaseException] = LRU(_PENDING_MAX)
+"""The exceptions between the handler's superstep and `report_failure`'s, so the run fails with
+the very exception its node raised (same class and message in the `error` event): a bounded LRU
+cache (store/lru.py) of `_PENDING_MAX` failures; an entry whose run never reached
+`report_failure` (cancelled in between) is dropped eventually."""
 
 
 def explanation(error: BaseException) -> str:
@@ -67,9 +69,7 @@ def explain_failure(state: Any, error: NodeError) -> Command:
     if error.node == REPORT_NODE:
         raise error.error
     message = failure_message(error.error)
-    _PENDING[message.response_metadata[MARKER]["id"]] = error.error
-    while len(_PENDING) > _PENDING_MAX:
-        _PENDING.popitem(last=False)
+    _PENDING.put(message.response_metadata[MARKER]["id"], error.error)
     return Command(update={"messages": [message]}, goto=REPORT_NODE)
 
 
@@ -79,7 +79,7 @@ def report_failure(state: Any) -> dict:
     for message in reversed(state.get("messages") or []):
         marker = getattr(message, "response_metadata", {}).get(MARKER)
         if marker:
-            raise _PENDING.pop(marker["id"], None) or RuntimeError(marker["message"] or marker["error"])
+            raise _PENDING.pop(marker["id"]) or RuntimeError(marker["message"] or marker["error"])
     raise RuntimeError("The run failed.")
 
 

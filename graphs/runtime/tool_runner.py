@@ -29,6 +29,7 @@ from graphs.runtime.events import emit, preview
 from graphs.runtime.retry import RetriesExhausted, call_with_retries
 from graphs.runtime.ui import deferred_state_writes
 from settings import settings
+from store.lru import LRU
 from tools.errors import ToolInputError, TransientToolError
 from tools.identity import check_thread_owner
 
@@ -58,8 +59,10 @@ class _Batch:
 
 
 _BATCH: ContextVar[_Batch] = ContextVar("tool_batch")
-_NODES: dict[tuple[int, ...], tuple[list[BaseTool], ToolNode]] = {}
 _MAX_NODES = 64
+_NODES: LRU[tuple[int, ...], tuple[list[BaseTool], ToolNode]] = LRU(_MAX_NODES)
+"""One ToolNode per tool set (by the tools' ids, the tools kept with it): a bounded LRU cache
+(store/lru.py) of `_MAX_NODES` tool sets; a forgotten one is built again when next used."""
 
 
 def _node_for(tools: list[BaseTool]) -> ToolNode:
@@ -67,10 +70,8 @@ def _node_for(tools: list[BaseTool]) -> ToolNode:
     key = tuple(id(tool) for tool in tools)
     cached = _NODES.get(key)
     if cached is None:
-        if len(_NODES) >= _MAX_NODES:
-            _NODES.clear()
         # The tools are kept with the node, so their ids stay theirs.
-        cached = _NODES[key] = (list(tools), ToolNode(tools, handle_tool_errors=False, awrap_tool_call=_wrap))
+        cached = _NODES.put(key, (list(tools), ToolNode(tools, handle_tool_errors=False, awrap_tool_call=_wrap)))
     return cached[1]
 
 

@@ -16,14 +16,15 @@ the old version had beyond n, so a source's chunks are replaced, never duplicate
 whose chunks are unchanged is skipped (nothing re-embedded).
 
 Keyword search is BM25, through the store's backend (store/backend.py). On the Postgres store it
-runs in SQL (store/sql.py) over the project's own table `kb_fulltext` (one tsvector per chunk,
+runs in SQL (store/sql/) over the project's own table `kb_fulltext` (one tsvector per chunk,
 GIN-indexed, written on ingest and delete); on other stores (InMemoryStore in unit tests and
 evals) store/bm25.py ranks in process.
 
 Modules by job: `config` (constants, KB_* settings), `registry` (names, create/list/get/delete),
-`parse` (parsing and chunking), `ingest`, `search` (dense, keyword, hybrid, retrieve), `extract` (entities and relations of chunks),
-`graph` (the knowledge graph: tables, ingest, delete, your own triples), `graph_search` (graph
-walk, fusion).
+`parse` (parsing and chunking), `ingest`, `search` (dense, keyword, hybrid), `extract` (entities
+and relations of chunks), `graph` (the knowledge graph: ingest, delete, your own triples; stored
+by the backend's graph part), `graph_search` (graph walk, fusion), `retrieve` (every strategy
+behind one entry point).
 """
 
 from store.bm25 import BM25_B, BM25_K1, bm25_rank, tokenize
@@ -78,18 +79,15 @@ from store.knowledge.registry import (
     set_shared,
     validate_kb_name,
 )
+from store.knowledge.retrieve import SEARCHES, retrieve
 from store.knowledge.search import (
-    SEARCHES,
     Hit,
     common_names,
     dense_search,
     hybrid_search,
     keyword_search,
     per_document,
-    retrieve,
 )
-
-SEARCHES.update(graph=graph_search, fusion=fusion_search)
 
 __all__ = [
     "BM25_B",

@@ -18,7 +18,6 @@ Both rank documents, not chunks (`search.per_document`), like every strategy.
 from __future__ import annotations
 
 import asyncio
-import weakref
 from collections import deque
 from dataclasses import dataclass
 from typing import cast
@@ -26,11 +25,12 @@ from typing import cast
 import numpy as np
 from langgraph.store.base import BaseStore, GetOp, Item
 
+from store.backend import backend_for
 from store.embeddings import get_embeddings
 from store.fusion import reciprocal_rank_fusion
+from store.graph_part import GraphData
 from store.knowledge.config import COMMON_NAME_SHARE, MAX_TOP_K
 from store.knowledge.extract import STOP_WORDS, SUBJECT_RELATION, entity_key, query_phrases
-from store.knowledge.graph import GraphData, backend_for
 from store.knowledge.registry import chunk_namespace, get_kb
 from store.knowledge.search import (
     Hit,
@@ -85,9 +85,6 @@ class _Walkable:
     vector_keys: list[str]
 
 
-_CACHE: weakref.WeakKeyDictionary[BaseStore, dict[str, _Walkable]] = weakref.WeakKeyDictionary()
-
-
 def _walkable(data: GraphData) -> _Walkable:
     entities = sorted(data.names)
     index = {key: i for i, key in enumerate(entities)}
@@ -140,13 +137,12 @@ def _walkable(data: GraphData) -> _Walkable:
 
 
 async def _graph(store: BaseStore, kb: str) -> _Walkable:
-    backend = backend_for(store)
-    cached = _CACHE.setdefault(store, {}).get(kb)
+    backend = backend_for(store).graph
+    cached = backend.walks.get(kb)
     if cached is not None and cached.generation == await backend.generation(kb):
-        return cached
+        return cast(_Walkable, cached)
     walkable = await asyncio.to_thread(_walkable, await backend.load(kb))
-    _CACHE[store][kb] = walkable
-    return walkable
+    return cast(_Walkable, backend.walks.put(kb, walkable))
 
 
 async def link_entities(graph: _Walkable, query: str) -> dict[str, float]:

@@ -167,9 +167,7 @@ async def delete_kb(store: BaseStore, name: str) -> dict:
     backend = backend_for(store)
     chunks = await backend.delete_under(chunk_namespace(name))
     await backend.unindex_kb_chunks(name)
-    from store.knowledge.graph import drop_graph
-
-    await drop_graph(store, name)
+    await backend.graph.drop(name)
     documents = await backend.delete_under(document_namespace(name))
     await store.adelete(REGISTRY_NAMESPACE, name)
     return {"name": name, "documents": documents, "chunks": chunks}

@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from langgraph.store.base import BaseStore
 
@@ -219,29 +218,3 @@ async def hybrid_search(
     ranked = await hybrid.search(corpus, policy, query, _candidate_depth(top_k), now or datetime.now(UTC))
     hits = [(Hit(r.item.key, r.item.value, r.score), r.ranks) for r in ranked[:top_k]]
     return _result(kb, query, "hybrid", hits)
-
-
-SEARCHES = {"dense": dense_search, "keyword": keyword_search, "hybrid": hybrid_search}
-
-
-async def retrieve(
-    store: BaseStore,
-    kb: str,
-    query: str,
-    *,
-    strategy: str = "hybrid",
-    top_k: int = 5,
-    reader: str | None = None,
-) -> dict[str, Any]:
-    """Search `kb` with one strategy ("dense", "keyword", "hybrid", "graph" or "fusion") and return the retrieve-only
-    contract {"context", "retrieval_results", "reference"} (plus "kb", "query", "strategy"), for
-    the user `reader` (their own and the shared knowledge bases; None: any, see `readable_by`).
-
-    Raises ValueError for an empty query, top_k outside 1..50 or an unknown strategy, and
-    KBUnknownError (a ValueError listing the knowledge bases `reader` may read) for a kb that
-    does not exist or that `reader` may not read.
-    """
-    _check_query(query, top_k, strategy)
-    if reader is not None:
-        await get_kb(store, kb, reader=reader)
-    return await SEARCHES[strategy](store, kb, query, top_k)

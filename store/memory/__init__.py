@@ -32,7 +32,7 @@ such an update; the text is unchanged, so the vector is still right.
 Keyword, time-range, recent-activity listings and `forget_user` need predicates the store's
 `asearch` filter cannot express (substring match, timestamp ranges, ordering by our timestamps).
 They go through the store's backend (store/backend.py): on the store `store.postgres.store()`
-builds, one bounded SQL query of `store/sql.py`, scoped to the user's exact namespace prefixes; on
+builds, one bounded SQL query of `store/sql/`, scoped to the user's exact namespace prefixes; on
 any other BaseStore, a scan of the user's namespaces page by page (at most MEMORY_SCAN_LIMIT items
 per kind) filtered in Python.
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from store import knowledge
-from store.knowledge.graph import COMPONENT, MIGRATIONS
 from store.migrations import migrate, schema_version
 from store.postgres import store
+from store.sql.graph import COMPONENT, MIGRATIONS
 from tests.integration.conftest import sql
 
 pytestmark = pytest.mark.integration

@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from bench import bench_sql
 from store import knowledge, memory
 from store.postgres import store
 from tests.integration.conftest import sql
@@ -132,8 +133,8 @@ async def test_explain_memory_search_shows_both_plans(pg_schema):
     async with store() as s:
         saved = await memory.save_memory(s, "alice", "episodic", "Visited the Oakwave studio")
         vector = await s.embeddings.aembed_query("Oakwave")
-        plans = await s.sql.explain_memory_search(
-            ".".join(memory.namespace("alice", "episodic")), vector, "Oakwave studio", "english"
+        plans = await bench_sql.explain_memory_search(
+            s.sql, ".".join(memory.namespace("alice", "episodic")), vector, "Oakwave studio", "english"
         )
         assert "store_vectors" in plans["vector"] and "rows=1" in plans["vector"]
         assert "memory_fulltext" in plans["keyword"] and "Execution Time" in plans["keyword"]

@@ -18,11 +18,11 @@ from psycopg_pool import AsyncConnectionPool
 
 from store import knowledge
 from store.backend import SQLBackend, backend_for
-from store.knowledge import graph
 from store.memory.validate import namespace
 from store.migrations import schema_version
 from store.postgres import StoreLocationError, close_server_backends, prepare_server_store
 from store.sql import MIGRATION_COMPONENT, migrations
+from store.sql.graph import PostgresGraph
 from tests.integration.conftest import sql
 from tests.integration.test_knowledge_graph_pg import DOCUMENTS, GRAPH_TABLES
 
@@ -71,7 +71,7 @@ async def test_the_knowledge_graph_is_in_postgres_beside_the_servers_store_and_o
         assert isinstance(backend, SQLBackend)
         await knowledge.create_kb(first, "kg", "graph")
         await knowledge.ingest_texts(first, "kg", DOCUMENTS)
-        assert isinstance(graph.backend_for(first), graph.PostgresGraph)
+        assert isinstance(backend_for(first).graph, PostgresGraph)
     # the package's tables are in the server store's schema, at their current version
     assert tables(pg_uri, server_schema) >= {"store", "kb_fulltext", "web_quota", *GRAPH_TABLES}
     version = f"SELECT version FROM {server_schema}.agent_schema_version WHERE component = %s"

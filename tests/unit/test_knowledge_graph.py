@@ -8,9 +8,9 @@ import pytest
 from langgraph.store.memory import InMemoryStore
 
 from store import knowledge
+from store.backend import backend_for
 from store.embeddings import get_embeddings
 from store.knowledge.extract import ChunkText, ModelExtractor, entity_key, offline_extract
-from store.knowledge.graph import MemoryGraph
 from store.knowledge.graph_search import _graph, entity_paths, personalized_pagerank
 from store.knowledge.parse import prepare_text
 from store.sentences import heading_title, sentences
@@ -177,7 +177,7 @@ async def test_ingest_with_a_model_extractor_builds_the_graph_from_its_triples()
     }
     extractor = ModelExtractor(ScriptedChatModel(responses=[{"tool_calls": [call]}]))
     await knowledge.ingest_text(store, "kg", "zorbel built an engine.", "doc:z", "Notes", extractor=extractor)
-    data = await MemoryGraph(store).load("kg")
+    data = await backend_for(store).graph.load("kg")
     assert ("zorbel", "invented", "quillon engine") in [(h, r, t) for _, h, r, t in data.relations]
     assert {"notes", "zorbel", "quillon engine"} <= set(data.names)
 
@@ -217,7 +217,7 @@ async def test_personalized_pagerank_spreads_from_the_seed_along_edges():
 
 async def test_reingest_and_delete_keep_the_graph_consistent():
     store = await ingested()
-    graph = MemoryGraph(store)
+    graph = backend_for(store).graph
     assert "morvenholm" in (await graph.load("kg")).names
     changed = {**DOCUMENTS[1], "text": "Edda Delkel was born in Quarnby and studied law."}
     await knowledge.ingest_texts(store, "kg", [changed])

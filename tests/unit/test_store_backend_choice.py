@@ -12,8 +12,9 @@ from langgraph.store.postgres.aio import AsyncPostgresStore
 from psycopg_pool import AsyncConnectionPool
 
 from store.backend import InProcessBackend, SQLBackend, backend_for
-from store.knowledge import graph
+from store.graph_part import MemoryGraph
 from store.postgres import ServerStorePool
+from store.sql.graph import PostgresGraph
 from tools import quota
 
 
@@ -37,8 +38,8 @@ async def test_a_servers_own_postgres_store_gets_the_packages_sql_backend(monkey
     assert isinstance(pool, ServerStorePool) and pool is not store.conn and not pool.prepared
     assert pool.conninfo == "postgresql://u@db.example:5432/app"  # the package's POSTGRES_URI
     # the knowledge graph and the quotas follow the store's backend into Postgres
-    assert isinstance(graph.backend_for(store), graph.PostgresGraph)
-    assert graph.backend_for(store).pool is pool
+    assert isinstance(backend_for(store).graph, PostgresGraph)
+    assert backend_for(store).graph.pool is pool
 
 
 async def test_without_postgres_uri_the_backend_connects_where_the_servers_store_does(monkeypatch):
@@ -56,7 +57,7 @@ def test_an_in_memory_store_keeps_everything_in_process():
     store = InMemoryStore()
     backend = backend_for(store)
     assert type(backend) is InProcessBackend and backend.sql is None
-    assert isinstance(graph.backend_for(store), graph.MemoryGraph)
+    assert isinstance(backend_for(store).graph, MemoryGraph)
 
 
 async def test_quotas_on_a_servers_postgres_store_are_counted_in_sql(monkeypatch):

@@ -1,0 +1,312 @@
+"""The SQL adapter's shared part: the library's tables it relies on, the start-up checks, items
+(atomic insert, listings, bulk delete), where a store's table is, and the BM25 statement both full
+texts share. The owners' statements are beside it: memory.py, knowledge.py, quotas.py,
+checkpoints.py, graph.py; schema.py holds the migrations of the project's own tables."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+from langgraph.store.base import Item
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+from psycopg_pool import AsyncConnectionPool
+
+from store.bm25 import BM25_B, BM25_K1
+from store.clean import strip_nul
+
+LIBRARY = "langgraph-checkpoint-postgres"
+
+# The library's tables and the columns the statements below read or write.
+STORE_COLUMNS = {
+    "store": {"prefix", "key", "value", "created_at", "updated_at", "expires_at", "ttl_minutes"},
+    "store_vectors": {"prefix", "key", "field_name", "embedding"},
+}
+CHECKPOINT_COLUMNS = {
+    "checkpoints": {"thread_id", "checkpoint_ns", "checkpoint_id", "checkpoint", "metadata"},
+    "checkpoint_writes": {"thread_id", "checkpoint_ns", "checkpoint_id"},
+    "checkpoint_blobs": {"thread_id", "checkpoint_ns", "channel", "version"},
+}
+
+KB_PREFIX = "kb."  # chunk rows of knowledge base <name> have prefix "kb.<name>"
+MIGRATION_COMPONENT = "store"  # agent_schema_version's row of `migrations`
+MEMORY_TEXT_SEARCH_CONFIG = "english"  # Postgres text search configuration of memory full text
+
+
+# Where the `store` table a connection sees is: its schema, and what tells one database apart
+# from another (a server's own store and the package's pool beside it must see the same table).
+STORE_LOCATION_SQL = (
+    "SELECT n.nspname AS schema, current_database() AS db, pg_postmaster_start_time() AS started, "
+    "c.oid::bigint AS table_oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+    "WHERE c.oid = to_regclass('store')"
+)
+
+
+async def store_location(conn: Any) -> dict | None:
+    """Where the `store` table this connection sees is (None: it sees none)."""
+    async with conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(STORE_LOCATION_SQL)
+        return await cur.fetchone()
+
+
+async def server_store_location(server_store: Any) -> dict | None:
+    """`store_location` over a LangGraph `AsyncPostgresStore`'s own connection (a server's store,
+    such as Aegra's; its `conn` is a pool or one connection, used under the store's `lock`)."""
+    conn = server_store.conn
+    if isinstance(conn, AsyncConnectionPool):
+        async with conn.connection() as pooled:
+            return await store_location(pooled)
+    async with server_store.lock:
+        return await store_location(conn)
+
+
+def server_store_conninfo(server_store: Any) -> str:
+    """The connection string of a LangGraph `AsyncPostgresStore`'s own connection."""
+    conn = server_store.conn
+    return str(conn.conninfo) if isinstance(conn, AsyncConnectionPool) else str(conn.info.dsn)
+
+
+class LibrarySchemaError(RuntimeError):
+    """langgraph-checkpoint-postgres's tables are not what store/sql/ was written for."""
+
+
+def library_version() -> str:
+    """The installed langgraph-checkpoint-postgres version."""
+    try:
+        return version(LIBRARY)
+    except PackageNotFoundError:
+        return "not installed"
+
+
+def _escape_like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _tsquery_literal(lexeme: str) -> str:
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+# The parts of BM25 both keyword searches share: the candidates' term frequencies of the query's
+# lexemes, their document frequencies, and the query's ceiling, the sum over its lexemes of
+# idf * (k1 + 1) (a lexeme no candidate holds counts with df 0). Scores are divided by the
+# ceiling: the share of the query's weight a row matches, comparable across queries (a rare code
+# matched scores high; two common words of a paraphrase, low). Each search defines `candidates`
+# (key, tsv, chars) and a one-row relation `corpus` (n: how many rows the statistics cover).
+BM25_TERMS_SQL = """
+    frequencies AS (
+        SELECT c.key, c.chars, t.lexeme, coalesce(cardinality(t.positions), 1) AS tf
+        FROM candidates c CROSS JOIN LATERAL unnest(c.tsv) AS t
+        WHERE t.lexeme = ANY(%(lexemes)s::text[])
+    ),
+    document_frequency AS (
+        SELECT lexeme, count(*) AS df FROM frequencies GROUP BY lexeme
+    ),
+    ceiling AS (
+        SELECT sum(ln(1 + (co.n - coalesce(d.df, 0) + 0.5) / (coalesce(d.df, 0) + 0.5)) * (%(k1)s + 1)) AS total
+        FROM unnest(%(lexemes)s::text[]) AS q(lexeme) LEFT JOIN document_frequency d USING (lexeme) CROSS JOIN corpus co
+    )
+"""
+
+
+def _bm25_scores_sql(avgdl: str) -> str:
+    """SELECT of (key, score) per candidate over BM25_TERMS_SQL, with the mean length `avgdl`."""
+    return f"""
+    SELECT f.key, sum(
+        ln(1 + (co.n - d.df + 0.5) / (d.df + 0.5))
+        * f.tf * (%(k1)s + 1)
+        / (f.tf + %(k1)s * (1 - %(b)s + %(b)s * f.chars / {avgdl}))
+    ) / (SELECT total FROM ceiling) AS score
+    FROM frequencies f JOIN document_frequency d USING (lexeme) CROSS JOIN corpus co
+    GROUP BY f.key
+"""
+
+
+class SQLBase:
+    """The pool the statements run on, and the statements every owner shares."""
+
+    def __init__(self, pool: AsyncConnectionPool[Any]) -> None:  # any row type: cursors set dict_row
+        self.pool = pool
+
+    async def _fetch(self, sql: str, params: Any = None) -> list[dict]:
+        async with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+            await cur.execute(sql, params)
+            return await cur.fetchall() if cur.description else []
+
+    # --- start-up check ---------------------------------------------------------------------
+
+    async def check_tables(self, expected: dict[str, set[str]]) -> None:
+        """Raise LibrarySchemaError naming the library version when an expected table or column
+        is missing from the current schema (run after the library's `setup()`)."""
+        rows = await self._fetch(
+            "SELECT table_name, column_name FROM information_schema.columns "
+            "WHERE table_schema = current_schema() AND table_name = ANY(%s)",
+            (list(expected),),
+        )
+        present: dict[str, set[str]] = {}
+        for row in rows:
+            present.setdefault(row["table_name"], set()).add(row["column_name"])
+        problems = [
+            f"table {table} is missing"
+            if table not in present
+            else f"table {table} lacks column(s) {', '.join(sorted(columns - present[table]))}"
+            for table, columns in expected.items()
+            if columns - present.get(table, set())
+        ]
+        if problems:
+            raise LibrarySchemaError(
+                f"{LIBRARY} {library_version()} set up tables store/sql/ does not know: "
+                f"{'; '.join(problems)}. Install the version pinned in constraints.txt, or update "
+                "store/sql/ (and its schema test) for the new tables."
+            )
+
+    async def vector_dims(self) -> int | None:
+        """The dimension of the store's existing vector column (None: no table yet, -1: untyped)."""
+        rows = await self._fetch(
+            "SELECT a.atttypmod AS dims FROM pg_attribute a "
+            "WHERE a.attrelid = to_regclass('store_vectors') AND a.attname = 'embedding'"
+        )
+        return rows[0]["dims"] if rows else None
+
+    async def record_embeddings_model(self, model: str) -> tuple[str, bool]:
+        """The embeddings model the store's vectors were built with, from our own table
+        `agent_store_meta` (key, value); when none is recorded yet, `model` is recorded. Returns
+        (recorded model, whether this call recorded it); of concurrent first opens, one records."""
+        inserted = await self._fetch(
+            "INSERT INTO agent_store_meta (key, value) VALUES ('embeddings_model', %s) "
+            "ON CONFLICT (key) DO NOTHING RETURNING value",
+            (model,),
+        )
+        if inserted:
+            return model, True
+        rows = await self._fetch("SELECT value FROM agent_store_meta WHERE key = 'embeddings_model'")
+        return str(rows[0]["value"]) if rows else model, False
+
+    # --- items ----------------------------------------------------------------------------------
+
+    async def insert_if_absent(self, namespace: Sequence[str], key: str, value: dict) -> bool:
+        """Put an item (not indexed for search) only when `namespace`/`key` holds no live item, in
+        one statement: of concurrent calls for one key exactly one returns True (the store's `put`
+        always overwrites). An expired item counts as absent."""
+        rows = await self._fetch(
+            "INSERT INTO store (prefix, key, value, created_at, updated_at) "
+            "VALUES (%s, %s, %s, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP) "
+            "ON CONFLICT (prefix, key) DO UPDATE SET value = EXCLUDED.value, created_at = EXCLUDED.created_at,"
+            " updated_at = EXCLUDED.updated_at, expires_at = NULL, ttl_minutes = NULL "
+            "WHERE store.expires_at IS NOT NULL AND store.expires_at <= NOW() "
+            "RETURNING key",
+            (".".join(namespace), key, Jsonb(strip_nul(value))),
+        )
+        return bool(rows)
+
+    async def list_items(
+        self,
+        prefixes: Sequence[str],
+        limit: int,
+        keywords: Sequence[str] | None = None,
+        start: datetime | None = None,
+        end: datetime | None = None,
+        order: str = "created_at",
+    ) -> list[Item]:
+        """Live items under the exact `prefixes` whose text or keywords contain ANY keyword
+        (case-insensitive) and whose value's `created_at` is in [start, end); ordered by matched
+        keyword count, then the value's `order` timestamp newest first, then key."""
+        haystack = "coalesce(value->>'text', '') || ' ' || coalesce(value->>'keywords', '')"
+        where = ["prefix = ANY(%(prefixes)s)", "(expires_at IS NULL OR expires_at > NOW())"]
+        params: dict[str, Any] = {"prefixes": list(prefixes), "limit": limit}
+        ranking = ""
+        if keywords:
+            params["patterns"] = [f"%{_escape_like(k)}%" for k in keywords]
+            where.append(f"{haystack} ILIKE ANY(%(patterns)s)")
+            ranking = (
+                f"(SELECT count(*) FROM unnest(%(patterns)s::text[]) AS p(pattern) "
+                f"WHERE {haystack} ILIKE p.pattern) DESC, "
+            )
+        if start is not None:
+            where.append("(value->>'created_at')::timestamptz >= %(start)s")
+            params["start"] = start
+        if end is not None:
+            where.append("(value->>'created_at')::timestamptz < %(end)s")
+            params["end"] = end
+        order_field = {"created_at": "created_at", "updated_at": "updated_at"}[order]
+        rows = await self._fetch(
+            "SELECT prefix, key, value, created_at, updated_at FROM store WHERE "
+            + " AND ".join(where)
+            + f" ORDER BY {ranking}(value->>'{order_field}')::timestamptz DESC NULLS LAST, key"
+            + " LIMIT %(limit)s",
+            params,
+        )
+        return [
+            Item(
+                value=row["value"],
+                key=row["key"],
+                namespace=tuple(row["prefix"].split(".")),
+                created_at=row["created_at"],
+                updated_at=row["updated_at"],
+            )
+            for row in rows
+        ]
+
+    async def delete_under(self, prefix: Sequence[str]) -> int:
+        """Delete every item in the namespace `prefix` and below it (vectors cascade); returns how many."""
+        joined = ".".join(prefix)
+        async with self.pool.connection() as conn, conn.cursor() as cur:
+            await cur.execute(
+                "DELETE FROM store WHERE prefix = %s OR prefix LIKE %s",
+                (joined, f"{_escape_like(joined)}.%"),
+            )
+            deleted = cur.rowcount
+            for table in ("memory_fulltext", "memory_speakers"):
+                await cur.execute(
+                    f"DELETE FROM {table} WHERE prefix = %s OR prefix LIKE %s",
+                    (joined, f"{_escape_like(joined)}.%"),
+                )
+            return deleted
+
+    # --- full text ------------------------------------------------------------------------------
+
+    async def _lexemes(self, config: str, query: str) -> list[str]:
+        """The lexemes Postgres's text search configuration `config` makes of `query`."""
+        rows = await self._fetch(
+            "SELECT tsvector_to_array(to_tsvector(%s::regconfig, %s)) AS lexemes", (config, strip_nul(query))
+        )
+        return list(rows[0]["lexemes"])
+
+    async def _bm25(self, sql: str, config: str, query: str, **params: Any) -> list[dict]:
+        """Rows of a BM25 statement (KB_KEYWORD_SQL, MEMORY_KEYWORD_SQL) for `query`: its lexemes
+        as `config` makes them (none: no rows), k1 and b of store/bm25.py, and `params`."""
+        lexemes = await self._lexemes(config, query)
+        if not lexemes:
+            return []
+        tsquery = " | ".join(_tsquery_literal(lexeme) for lexeme in lexemes)
+        return await self._fetch(sql, {"tsquery": tsquery, "lexemes": lexemes, "k1": BM25_K1, "b": BM25_B, **params})
+
+
+def _first(row: Any) -> Any:
+    return next(iter(row.values())) if isinstance(row, dict) else row[0]
+
+
+def _identifier(name: str) -> str:
+    if not name.replace("_", "").isalnum() or not name.isascii():
+        raise ValueError(f"{name!r} is not a plain identifier")
+    return name
+
+
+def _neighbour_pairs(prefix: str, rows: list[dict]) -> list[tuple[str, Item]]:
+    """(hit key, neighbour item) pairs from the rows of a neighbour query in namespace `prefix`."""
+    namespace = tuple(prefix.split("."))
+    return [
+        (
+            row["hit"],
+            Item(
+                value=row["value"],
+                key=row["key"],
+                namespace=namespace,
+                created_at=row["created_at"],
+                updated_at=row["updated_at"],
+            ),
+        )
+        for row in rows
+    ]
