@@ -31,7 +31,7 @@ import httpx
 import numpy as np
 
 from bench.kb_corpus import build_corpus
-from bench.server import ROOT, dev_server
+from bench.server import scripted_dev_server
 
 SCHEMA = "bench_ingest"
 KEYS = {"reader": "bench-reader-key-1", "loader": "bench-loader-key-2"}
@@ -133,36 +133,15 @@ async def measure(url: str, model_server, size_kb: int, runs: int) -> dict:
 
 def run(size_kb: int, runs: int, mode: str) -> dict:
     """Start the model server and `langgraph dev` (ingest `mode`), measure, stop both, drop the schema."""
-    import psycopg
-
-    from store.postgres import postgres_uri
-    from tests.openai_server import spawn_openai_server
-
-    uri = postgres_uri()
-    try:
-        with spawn_openai_server() as model_server:
-            env = {
-                **os.environ,
-                "POSTGRES_URI": uri,
-                "POSTGRES_SCHEMA": SCHEMA,
-                "OPENAI_BASE_URL": model_server.base_url,
-                "OPENAI_API_KEY": "bench",
-                "AGENT_MODEL": "openai:scripted",
-                "AGENT_API_KEYS": ",".join(f"{user}={key}" for user, key in KEYS.items()),
-                "MEMORY_EXTRACTION_DELAY": "3600",
-                "KB_INGEST_WORKERS": MODES[mode],
-                "KB_INGEST_QUOTA_BYTES": "0",
-                "KB_INGEST_QUOTA_CHUNKS": "0",
-                "LANGGRAPH_CLI_NO_ANALYTICS": "1",
-                "LANGGRAPH_NO_VERSION_CHECK": "true",
-                "LANGSMITH_TRACING": "false",
-                "PYTHONPATH": str(ROOT),
-            }
-            with dev_server(env, n_jobs=8, config=project_config) as url:
-                return asyncio.run(measure(url, model_server, size_kb, runs))
-    finally:
-        with psycopg.connect(uri, autocommit=True) as conn:
-            conn.execute(f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")
+    env = {
+        "AGENT_API_KEYS": ",".join(f"{user}={key}" for user, key in KEYS.items()),
+        "MEMORY_EXTRACTION_DELAY": "3600",
+        "KB_INGEST_WORKERS": MODES[mode],
+        "KB_INGEST_QUOTA_BYTES": "0",
+        "KB_INGEST_QUOTA_CHUNKS": "0",
+    }
+    with scripted_dev_server(SCHEMA, env, n_jobs=8, config=project_config) as (url, model_server):
+        return asyncio.run(measure(url, model_server, size_kb, runs))
 
 
 def render(mode: str, report: dict) -> str:

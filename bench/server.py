@@ -24,9 +24,10 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 import numpy as np
@@ -191,8 +192,11 @@ async def measure(url: str, model_server, concurrency: list[int], batches: int) 
     return report
 
 
-def run(concurrency: list[int], batches: int = 3) -> dict:
-    """Start the model server and `langgraph dev`, measure, stop both, drop the schema."""
+@contextmanager
+def scripted_dev_server(schema: str, env: dict[str, str], **options: Any) -> Iterator[tuple[str, Any]]:
+    """The scripted model server and `langgraph dev` (`dev_server` `options`) on the configured
+    Postgres, in `schema` (dropped afterwards), offline, with `env` on top; yields (server URL,
+    model server)."""
     import psycopg
 
     from store.postgres import postgres_uri
@@ -201,24 +205,29 @@ def run(concurrency: list[int], batches: int = 3) -> dict:
     uri = postgres_uri()
     try:
         with spawn_openai_server() as model_server:
-            env = {
+            base = {
                 **os.environ,
                 "POSTGRES_URI": uri,
-                "POSTGRES_SCHEMA": SCHEMA,
+                "POSTGRES_SCHEMA": schema,
                 "OPENAI_BASE_URL": model_server.base_url,
                 "OPENAI_API_KEY": "bench",
                 "AGENT_MODEL": "openai:scripted",
-                "AGENT_REMEMBER": "false",
                 "LANGGRAPH_CLI_NO_ANALYTICS": "1",
                 "LANGGRAPH_NO_VERSION_CHECK": "true",
                 "LANGSMITH_TRACING": "false",
                 "PYTHONPATH": str(ROOT),
             }
-            with dev_server(env) as url:
-                return asyncio.run(measure(url, model_server, concurrency, batches))
+            with dev_server({**base, **env}, **options) as url:
+                yield url, model_server
     finally:
         with psycopg.connect(uri, autocommit=True) as conn:
-            conn.execute(f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")
+            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+
+def run(concurrency: list[int], batches: int = 3) -> dict:
+    """Start the model server and `langgraph dev`, measure, stop both, drop the schema."""
+    with scripted_dev_server(SCHEMA, {"AGENT_REMEMBER": "false"}) as (url, model_server):
+        return asyncio.run(measure(url, model_server, concurrency, batches))
 
 
 def render(report: dict) -> str:
