@@ -53,8 +53,13 @@ def _locked(store: Any) -> None:
     unlocked = store.sync
 
     def sync() -> None:
-        with _LOCK:
-            unlocked()
+        # The runtime's flush thread ends at its first exception: a record changed while it was
+        # written is logged and written at the next flush instead.
+        try:
+            with _LOCK:
+                unlocked()
+        except Exception:
+            logger.warning("Could not write the development server's records to disk", exc_info=True)
 
     store.sync = sync
     store._durable = True
@@ -76,11 +81,14 @@ def _sync_with(sync: Any) -> None:
 
 
 def durable_attempts() -> bool:
-    """Make each run's attempt count durable before the run executes. False where the in-memory
-    runtime is not in use."""
+    """Make each run's attempt count durable before the run executes (and route every write of
+    the records through one lock). False where the in-memory runtime is not in use."""
     database = _runtime()
     if database is None:
         return False
+    # Every later write of the records, the runtime's periodic one included, takes the same lock
+    # (set up before the first request, so the two never write one file at once).
+    _locked(database.GLOBAL_STORE)
     counter = database.GLOBAL_RETRY_COUNTER
     if getattr(counter, "_durable", False):
         return True

@@ -87,3 +87,15 @@ async def test_a_successful_record_write_is_on_disk_before_its_response(runtime)
 )
 def test_which_requests_write_a_record(method, path, write):
     assert is_record_write(method, path) is write
+
+
+def test_a_failed_periodic_write_does_not_end_the_runtimes_flush_thread(runtime, monkeypatch):
+    store = runtime.GLOBAL_STORE
+
+    def broken() -> None:
+        raise RuntimeError("dictionary changed size during iteration")
+
+    monkeypatch.setattr(store, "sync", broken)
+    assert durable_attempts()
+    store.sync()  # the flush loop calls this; an exception there would end its thread for good
+    assert store._durable
