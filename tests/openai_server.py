@@ -445,7 +445,14 @@ class ScriptedOpenAIServer:
     def __init__(self, root_url: str) -> None:
         self.root_url = root_url.rstrip("/")
         self.base_url = f"{self.root_url}/v1"
-        self._http = httpx.Client(base_url=self.root_url, timeout=10.0, trust_env=False)
+        # A connection per call: a kept-alive one can be closed by the server (its 5 s keep-alive
+        # timeout) just as a call reuses it ("Server disconnected without sending a response").
+        self._http = httpx.Client(
+            base_url=self.root_url,
+            timeout=10.0,
+            trust_env=False,
+            limits=httpx.Limits(max_keepalive_connections=0),
+        )
 
     def script(self, key: str, responses: list[Any]) -> None:
         """Set the responses served to conversations whose first user message contains `key`."""
