@@ -110,6 +110,18 @@ def wait_http(url: str, proc: subprocess.Popen, log: Path, timeout_s: float = 30
     raise TimeoutError(f"{url} did not answer:\n{log.read_text()[-3000:]}")
 
 
+RESEARCH_ASK = {
+    "tool_calls": [
+        {
+            "name": "ClarifyDecision",
+            "id": "c1",
+            "args": {"need_clarification": True, "question": "Which climate will the devices be used in?"},
+        }
+    ]
+}
+"""deep_research's clarifying question, as the scripted model asks it."""
+
+
 def plan(expression: str, description: str) -> dict:
     step = {"id": "a", "description": description, "tool": "calculator", "args": {"expression": expression}}
     return {"content": "", "tool_calls": [{"name": "Plan", "args": {"steps": [step | {"depends_on": []}]}}]}
@@ -118,15 +130,7 @@ def plan(expression: str, description: str) -> dict:
 def scenarios() -> list[tuple[dict, list]]:
     """(scenario for the browser driver, the scripted model's answers for it)."""
     slow = 0.02  # seconds between streamed tokens: the answer visibly streams
-    research_ask = {
-        "tool_calls": [
-            {
-                "name": "ClarifyDecision",
-                "id": "c1",
-                "args": {"need_clarification": True, "question": "Which climate will the devices be used in?"},
-            }
-        ]
-    }
+    research_ask = RESEARCH_ASK
     research_plan = {
         "tool_calls": [
             {
@@ -280,34 +284,8 @@ def hitl_scenarios() -> list[tuple[dict, list]]:
     """Questions to the user: the plan approval read and edited, "Mark as Resolved", and answers
     that stay below their cards when the run ends."""
     slow = 0.02
-    multiply = {
-        "content": "",
-        "tool_calls": [
-            {
-                "name": "Plan",
-                "args": {
-                    "steps": [
-                        {
-                            "id": "a",
-                            "description": "Multiply 17 by 23",
-                            "tool": "calculator",
-                            "args": {"expression": "17*23"},
-                            "depends_on": [],
-                        }
-                    ]
-                },
-            }
-        ],
-    }
-    ask = {
-        "tool_calls": [
-            {
-                "name": "ClarifyDecision",
-                "id": "c1",
-                "args": {"need_clarification": True, "question": "Which climate will the devices be used in?"},
-            }
-        ]
-    }
+    multiply = plan("17*23", "Multiply 17 by 23")
+    ask = RESEARCH_ASK
     research = {
         "tool_calls": [
             {
