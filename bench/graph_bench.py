@@ -143,12 +143,16 @@ def percentile(values: Sequence[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
 
 
-async def ingest(store, dataset: Dataset, suffix: str = "", **options) -> tuple[str, float, int]:
-    """Recreate the dataset's knowledge base; (kb, seconds, chunks)."""
+async def ingest(store, dataset: Dataset, suffix: str = "", reuse: bool = False, **options) -> tuple[str, float, int]:
+    """Recreate the dataset's knowledge base; (kb, seconds, chunks). With `reuse`, a knowledge
+    base an earlier run left is kept as it is (seconds 0)."""
     from store import knowledge
 
     kb = f"gb-{dataset.name}{suffix}"
-    if kb in [entry["name"] for entry in await knowledge.list_kbs(store)]:
+    existing = {entry["name"]: entry for entry in await knowledge.list_kbs(store)}
+    if reuse and kb in existing:
+        return kb, 0.0, int(existing[kb].get("chunks") or 0)
+    if kb in existing:
         await knowledge.delete_kb(store, kb)
     await knowledge.create_kb(store, kb, f"multi-hop benchmark: {dataset.name}")
     await store.embeddings.aembed_query("load the model before timing")
@@ -241,6 +245,7 @@ async def run(
     extractors: Sequence[str] = ("offline",),
     model: str | None = None,
     batch_size: int = 4,
+    reuse: bool = False,
 ) -> dict:
     os.environ["POSTGRES_SCHEMA"] = os.environ.get("GRAPH_BENCH_SCHEMA", "bench_graph")
     from store.postgres import store
@@ -263,7 +268,7 @@ async def run(
                         "progress": lambda done, total: print(f"  extracted {done}/{total} chunks", flush=True),
                     }
                 suffix = "" if extractor_name == "offline" else f"-{extractor_name}"
-                kb, seconds, chunks = await ingest(pg_store, dataset, suffix, **options)
+                kb, seconds, chunks = await ingest(pg_store, dataset, suffix, reuse, **options)
                 name = dataset.name + suffix
                 results[name] = {
                     "documents": len(dataset.documents),
@@ -292,6 +297,9 @@ def main(argv: list[str] | None = None) -> int:
         help="also time each dataset's ingest without the knowledge graph, in the same run",
     )
     parser.add_argument("--json", type=Path, help="also write the results as JSON to this file")
+    parser.add_argument(
+        "--reuse", action="store_true", help="evaluate the knowledge bases an earlier run left (no ingest)"
+    )
     parser.add_argument("--sample", type=int, help="keep the first N questions and a corpus of their documents")
     parser.add_argument("--sample-documents", type=int, default=30, help="documents of a --sample corpus")
     parser.add_argument("--extractors", default="offline", help="comma-separated, of offline, model")
@@ -327,7 +335,9 @@ def main(argv: list[str] | None = None) -> int:
         datasets = (
             headed if args.titles == "heading" else [d for pair in zip(datasets, headed, strict=True) for d in pair]
         )
-    results = asyncio.run(run(datasets, strategies, args.baseline_ingest, extractors, args.model, args.batch_size))
+    results = asyncio.run(
+        run(datasets, strategies, args.baseline_ingest, extractors, args.model, args.batch_size, args.reuse)
+    )
     if args.json:
         args.json.write_text(json.dumps({"strategies": strategies, "results": results}, indent=2))
     return 0

@@ -10,7 +10,10 @@ written with its real timestamp: `record_chat_message(speaker=name)` (first spea
 second "assistant"), `save_memory(kind="episodic", speaker=name)` (dedupe as configured) and one
 KB document per turn dated with the turn's time (`ingest_texts`). Paths: `chat` = `recall(kind="chat")`, `episodic` and
 `episodic_plain` = `recall(kind="episodic", scoring=weighted|plain)`, `kb_dense`, `kb_keyword`,
-`kb_hybrid`, `kb_graph`, `kb_fusion` = `knowledge.retrieve(strategy=...)`. A question's recall@k is the share of its
+`kb_hybrid`, `kb_graph`, `kb_fusion` = `knowledge.retrieve(strategy=...)`; `kb_router` = the router's
+retrieval route with its default workers (one gather, the hybrid, dense and keyword rankings,
+graphs/router/evidence.py `merge_runs`), `kb_router_rrf` = the same lists fused by reciprocal rank
+fusion, as the router merged them before hybrid's order became the merged order. A question's recall@k is the share of its
 evidence turns in the first k results (an episodic memory counts for every turn merged into it);
 recalls do not record access, so questions do not influence each other. Held-in conversations
 are for tuning, held-out ones only confirm. Figures are reported per question style
@@ -43,6 +46,7 @@ from bench.recall_dataset import (
     Question,
     build_conversations,
 )
+from graphs.router.evidence import merge_runs
 from store import hybrid, knowledge, memory
 from store.knowledge.search import KnowledgeBaseCorpus, kb_policy
 from store.memory.hybrid import MemoryCorpus, memory_policy
@@ -54,7 +58,20 @@ SAVE_SPEAKER = "speaker" in inspect.signature(memory.save_memory).parameters
 CHAT_SPEAKER = "speaker" in inspect.signature(memory.record_chat_message).parameters
 KB_DATES = "date" in inspect.signature(knowledge.ingest_text).parameters
 KS = (5, 10, 20)
-PATHS = ("chat", "episodic", "episodic_plain", "kb_dense", "kb_keyword", "kb_hybrid", "kb_graph", "kb_fusion", "kb_rrf")
+PATHS = (
+    "chat",
+    "episodic",
+    "episodic_plain",
+    "kb_dense",
+    "kb_keyword",
+    "kb_hybrid",
+    "kb_graph",
+    "kb_fusion",
+    "kb_rrf",
+    "kb_router",
+    "kb_router_rrf",
+)
+ROUTER_PLAN = ("hybrid", "dense", "keyword")  # the router's default workers
 
 
 def user_of(conv: Conversation) -> str:
@@ -122,6 +139,21 @@ async def search(pg_store, path: str, conv: Conversation, query: str, owners: di
             found = await knowledge.retrieve(pg_store, kb_of(conv), query, strategy=strategy, top_k=50)
             rankings.append([r["source"].removeprefix("turn:") for r in found["retrieval_results"]])
         return [{turn} for turn, _ in knowledge.reciprocal_rank_fusion(rankings)[: max(KS)]]
+    if path.startswith("kb_router"):  # the router's retrieval route: one gather, a ranking per worker, the merge
+        handle = await knowledge.open(pg_store, kb_of(conv))
+        gathered = await handle.gather(query, top_k=max(KS), strategies=ROUTER_PLAN)
+        runs = [
+            {
+                "kb": handle.name,
+                "agent_type": strategy,
+                "retrieval_results": knowledge.rank(gathered, strategy)["retrieval_results"],
+            }
+            | (
+                {} if path == "kb_router_rrf" else {"strategy": strategy}
+            )  # without strategies the merge fuses the lists
+            for strategy in ROUTER_PLAN
+        ]
+        return [{source["source"].removeprefix("turn:")} for source in merge_runs(runs, max(KS))]
     if path.startswith("kb_"):
         result = await knowledge.retrieve(pg_store, kb_of(conv), query, strategy=path[3:], top_k=max(KS))
         return [{r["source"].removeprefix("turn:")} for r in result["retrieval_results"]]

@@ -72,12 +72,12 @@ async def cmd_delete(store, args) -> dict:
 
 async def cmd_delete_memory(store, args) -> dict:
     """Delete one memory of a user by id."""
-    return await memory.delete_memory(store, args.user_id, args.memory_id)
+    return await memory.open(store, args.user_id).delete(args.memory_id)
 
 
 async def cmd_forget_user(store, args) -> dict:
     """Delete every memory, profile and chat message of a user."""
-    return {"user_id": args.user_id, "deleted": await memory.forget_user(store, args.user_id)}
+    return {"user_id": args.user_id, "deleted": await memory.open(store, args.user_id).forget()}
 
 
 def render_ingest(result: dict) -> str:

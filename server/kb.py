@@ -166,8 +166,7 @@ async def delete_source(store: BaseStore, kb: str, source: str) -> dict:
     """Delete one document (its chunks, their place in the knowledge graph, its full text and
     record) from a knowledge base. Returns {"kb", "source", "chunks"}; SourceUnknown when there is
     no such document."""
-    await knowledge.get_kb(store, kb)
-    count = await knowledge.delete_document(store, kb, source)
+    count = await (await knowledge.open(store, kb)).delete_source(source)
     if count is None:
         raise SourceUnknown(f"Knowledge base {kb!r} has no document {source!r}.")
     return {"kb": kb, "source": source, "chunks": count}

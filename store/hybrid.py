@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Protocol, TypeVar
 
@@ -97,15 +97,35 @@ class Policy:
 
 @dataclass
 class Signals:
-    """What hybrid search fuses: dense hits (with the range's hits merged in), keyword hits, the
-    keys dated in the time range the query names, the names it holds, and thread neighbours."""
+    """What hybrid search fuses, gathered once: dense hits, keyword hits, the dense hits dated in
+    the time range the query names (`dated`), the names it holds, and thread neighbours.
+    `merged_dense` is the dense list the fusion ranks: the dated hits merged in."""
 
     query: str
     dense: list[Scored]
     keyword: list[Scored]
-    in_range: set[str] = field(default_factory=set)
+    dated: list[Scored] = field(default_factory=list)
     names: set[str] = field(default_factory=set)
     neighbours: dict[str, list[Candidate]] = field(default_factory=dict)
+
+    @property
+    def in_range(self) -> set[str]:
+        return {item.key for item, _ in self.dated}
+
+    @property
+    def merged_dense(self) -> list[Scored]:
+        """The dense list with the range's hits merged in, so that they are ordered by their own
+        similarity (a dated hit the plain search missed still ranks)."""
+        if not self.dated:
+            return self.dense
+        known = {item.key for item, _ in self.dense}
+        merged = [*self.dense, *(pair for pair in self.dated if pair[0].key not in known)]
+        return sorted(merged, key=lambda pair: -pair[1])
+
+    def sliced(self, depth: int) -> Signals:
+        """These signals as a search `depth` deep would have gathered them (the neighbours of the
+        first NEIGHBOUR_SEEDS hits of each list do not depend on the depth)."""
+        return replace(self, dense=self.dense[:depth], keyword=self.keyword[:depth], dated=self.dated[:depth])
 
 
 @dataclass
@@ -132,12 +152,17 @@ async def gather(corpus: Corpus, policy: Policy, query: str, depth: int, now: da
             return datetime.fromisoformat(stamp) if stamp else None
 
         window = await query_window(query, now, event_time)
-    names = await corpus.names(query)
-    vector_query = without_names(query, names)
-    searches = [corpus.dense(vector_query, depth), corpus.keyword(query, depth)]
-    if window is not None:
-        searches.append(corpus.dense(vector_query, depth, span=window))
-    dense, keyword, *dated = await asyncio.gather(*searches)
+    keyword_search = asyncio.ensure_future(corpus.keyword(query, depth))  # full text needs no names
+    try:
+        names = await corpus.names(query)
+        vector_query = without_names(query, names)
+        searches = [corpus.dense(vector_query, depth)]
+        if window is not None:
+            searches.append(corpus.dense(vector_query, depth, span=window))
+        dense, *dated = await asyncio.gather(*searches)
+        keyword = await keyword_search
+    finally:
+        keyword_search.cancel()  # when a search above failed; a no-op once it is done
     signals = Signals(query, dense, keyword, names=names)
     if policy.neighbour_weight and policy.neighbour_turns:
         seeds = [item.key for item, _ in dense[:NEIGHBOUR_SEEDS]] + [item.key for item, _ in keyword[:NEIGHBOUR_SEEDS]]
@@ -150,10 +175,7 @@ async def gather(corpus: Corpus, policy: Policy, query: str, depth: int, now: da
                 if key in values
             }
     if dated:
-        signals.in_range = {item.key for item, _ in dated[0]}
-        known = {item.key for item, _ in dense}
-        merged = [*dense, *(pair for pair in dated[0] if pair[0].key not in known)]
-        signals.dense = sorted(merged, key=lambda pair: -pair[1])
+        signals.dated = dated[0]
     return signals
 
 
@@ -161,18 +183,19 @@ def rank(signals: Signals, policy: Policy) -> list[Ranked]:
     """The fused candidates, best first, each text once (and with `document_field`, each
     document's best first): `fusion.fuse` of the dense and keyword lists plus the time and name
     bonuses, then the thread neighbours ranked in (each with its own bonuses, `with_neighbours`)."""
+    dense = signals.merged_dense
     by_key: dict[str, Candidate] = {item.key: item for item, _ in signals.keyword}
-    by_key.update({item.key: item for item, _ in signals.dense})
+    by_key.update({item.key: item for item, _ in dense})
     listed = set(by_key)
     for items in signals.neighbours.values():
         by_key.update({item.key: item for item in items if item.key not in listed})
+    in_range = signals.in_range
     bonus = {
-        key: policy.time_weight * (key in signals.in_range)
-        + policy.name_weight * name_share(item.value, signals.names, policy)
+        key: policy.time_weight * (key in in_range) + policy.name_weight * name_share(item.value, signals.names, policy)
         for key, item in by_key.items()
     }
     fused = fuse(
-        [(item.key, score) for item, score in signals.dense],
+        [(item.key, score) for item, score in dense],
         [(item.key, score) for item, score in signals.keyword if score > 0],
         keyword_weight=policy.keyword_weight,
         bonus={key: bonus[key] for key in listed},
@@ -181,8 +204,8 @@ def rank(signals: Signals, policy: Policy) -> list[Ranked]:
     if policy.neighbour_weight and signals.neighbours:
         fused = with_neighbours(fused, signals.neighbours, bonus, policy, by_key)
     fused = distinct_texts(fused, {key: item.value.get(policy.text_field) for key, item in by_key.items()})
-    similarity = {item.key: score for item, score in signals.dense}
-    dense_rank = {item.key: position for position, (item, _) in enumerate(signals.dense, 1)}
+    similarity = {item.key: score for item, score in dense}
+    dense_rank = {item.key: position for position, (item, _) in enumerate(dense, 1)}
     keyword_rank = {item.key: position for position, (item, _) in enumerate(signals.keyword, 1)}
     ranked = [
         Ranked(

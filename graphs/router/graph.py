@@ -2,8 +2,8 @@
 
 prepare --(new question)--> intent_detect -> apply_override_policy -> worker_select --+
    |                                                                                  |
-   +--(clear / feedback only)--> END     retrieval: Send -> retrieve (x workers) -> merge_evidence
-                                                      -> answer -> check_citations -> finish_turn
+   +--(clear / feedback only)--> END     retrieval: retrieve (subgraph: gather -> Send -> rank x
+                                           workers) -> merge_evidence -> answer -> check_citations -> finish_turn
                                          general / react / other sub-agents -> finish_turn
                                          error (unknown KB) -> route_error -> finish_turn
 """
@@ -28,7 +28,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
-from langgraph.types import Send, interrupt
+from langgraph.types import interrupt
 from pydantic import BaseModel, Field
 
 from graphs.deep_research.graph import graph as deep_research_graph
@@ -52,7 +52,8 @@ from graphs.router.prompts import (
     SUMMARY_SECTION,
 )
 from graphs.router.protocol import GENERAL_KB, RouteDecision, worker_name_for
-from graphs.router.retrieval import merge_evidence, new_batch, retrieve
+from graphs.router.retrieval import graph as retrieval_graph
+from graphs.router.retrieval import merge_evidence
 from graphs.router.state import InputState, State
 from graphs.router.workers import MULTI_HOP_AGENTS
 from graphs.runtime.events import emit
@@ -62,6 +63,7 @@ from graphs.runtime.models import ModelConfigError, ainvoke_with_retries, load_c
 from graphs.runtime.structured import StructuredOutputError, ainvoke_structured
 from graphs.runtime.ui import link_to_answer
 from store import knowledge
+from store.embeddings import embed_ahead
 from tools.identity import run_kb_reader, run_user_id
 from tools.memory import MEMORY_TOOLS
 
@@ -223,6 +225,8 @@ async def intent_detect(state: State, runtime: Runtime[RouterContext], config: R
     emit("progress", stage="routing", completed=0, total=0, agent_type="", retrieval_count=None, error=None)
     message = _question(state["messages"])
     store = runtime.store
+    if context.kb and store is not None and not context.route:
+        embed_ahead(store, message)  # a question to a named knowledge base: its search embeds it next
     kbs = await knowledge.list_kbs(store, reader=run_user_id(runtime)) if store is not None else []
     choosing = context.auto_route and not context.kb and not context.route
     similar = await rank_kbs(message, kbs) if choosing else []
@@ -317,21 +321,12 @@ async def worker_select(state: State, runtime: Runtime[RouterContext]) -> dict:
     return {"decision": final.as_dict(), "plan": plan}
 
 
-def route_after_select(state: State) -> list[Send] | str:
-    """Fan out to the workers (retrieval), or go to the route's node."""
-    decision = state["decision"]
-    route = decision["route"]
-    if route != "retrieval":
-        return "route_error" if route == "error" else route
-    batch = new_batch()
-    query = _question(state["messages"])
-    return [
-        Send(
-            "retrieve",
-            {**spec, "kb": decision["kb_prefix"], "query": query, "total": len(state["plan"]), "batch": batch},
-        )
-        for spec in state["plan"]
-    ]
+def route_after_select(state: State) -> str:
+    """The retrieval route's subgraph (it fans out to the workers), or the route's node."""
+    route = state["decision"]["route"]
+    if route == "retrieval":
+        return "retrieve"
+    return "route_error" if route == "error" else route
 
 
 def _history(messages: list[AnyMessage], budget_tokens: int) -> list[AnyMessage]:
@@ -495,8 +490,8 @@ builder.add_node("prepare", prepare)  # type: ignore[call-overload, arg-type]
 builder.add_node("intent_detect", intent_detect)  # type: ignore[call-overload, arg-type]
 builder.add_node("apply_override_policy", apply_override_policy)
 builder.add_node("worker_select", worker_select)
-builder.add_node("retrieve", retrieve)  # type: ignore[call-overload, arg-type]
-builder.add_node("merge_evidence", merge_evidence)
+builder.add_node("retrieve", retrieval_graph)
+builder.add_node("merge_evidence", merge_evidence)  # type: ignore[call-overload, arg-type]
 builder.add_node("answer", answer)  # type: ignore[call-overload, arg-type]
 builder.add_node("check_citations", check_citations)
 builder.add_node("general", subagent_node(react_graph, tools=GENERAL_TOOLS))

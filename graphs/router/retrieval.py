@@ -1,146 +1,221 @@
-"""The router's retrieval route: one retrieve-only worker per `Send` (`retrieve`), then one merge
-(`merge_evidence`). graph.py fans out (`route_after_select`, one batch id per question from
-`new_batch`) and wires the nodes.
+"""The router's retrieval route: one compiled subgraph (`graph`, the router's `retrieve` node),
+then the router's `merge_evidence`:
 
-Progress: each worker's `progress` event says how many workers of its batch have finished so
-far. The workers of one fan-out run in one superstep, and LangGraph applies their state writes
-only when the superstep ends, so this running count cannot come from graph state: it is kept in
-`_PROGRESS`, a bounded, process-local count per batch (see `BatchProgress`). What the turn
-returns (`worker_runs`, `execution_log`) is graph state as before.
+    retrieve = [gather --(one Send per worker of the plan)--> rank (x workers)] --> merge_evidence
+
+`gather` opens the knowledge base once (one registry read, with the run user's read check) and
+gathers the question's signals once for every strategy of the plan (store/knowledge/handle.py:
+one query embedding, one BM25 query, the graph walk only when a graph worker is planned). Each
+`Send` carries its worker's preset (name, type, strategy) and the gathered signals as plain data;
+`rank` ranks them with the preset, without a store call. `merge_evidence` takes the workers' runs
+from the graph state (`worker_runs`, appended by a reducer), streams one `progress` event per
+finished worker, in the order they finished, and merges their passages
+(graphs/router/evidence.py). It runs in the router itself, not in the subgraph: a client
+streaming the router without `stream_subgraphs` gets these events, as it always has.
+
+A failure is reported and recorded, never raised: a knowledge base that cannot be opened or
+searched fails every worker; a graph walk that fails fails the graph and fusion workers only,
+and the others answer.
 """
 
 from __future__ import annotations
 
+import operator
 import time
-import uuid
-from typing import Any
+from typing import Annotated, Any
 
-from langchain_core.runnables import RunnableConfig
+from langchain_core.messages import AnyMessage, HumanMessage
+from langgraph.graph import START, StateGraph
 from langgraph.runtime import Runtime
+from langgraph.types import Command, Send
 from typing_extensions import TypedDict
 
 from graphs.router.context import RouterContext
 from graphs.router.evidence import merge_runs
 from graphs.router.state import State
-from graphs.router.workers import get_worker
+from graphs.router.workers import Worker, worker_for
 from graphs.runtime.events import emit
 from store import knowledge
-from store.lru import LRU
+from store.knowledge.handle import GRAPH_STRATEGIES
 from tools.identity import run_kb_reader
 
 
-class BatchProgress:
-    """How many workers of each fan-out batch have finished, for the live `progress` events.
+class RetrievalInput(TypedDict, total=False):
+    """What the route reads from the router's state."""
 
-    A bounded LRU cache (store/lru.py): at most `limit` batches, the least recently counted
-    forgotten first. A batch lives from its fan-out to its merge (`merge_evidence` forgets it);
-    one forgotten early (more than `limit` questions in flight in one process) only makes its
-    count restart at 1."""
-
-    def __init__(self, limit: int = 1024) -> None:
-        self._done: LRU[str, int] = LRU(limit)
-
-    def start(self, batch: str) -> None:
-        self._done.put(batch, 0)
-
-    def finished(self, batch: str) -> int:
-        """Count one more finished worker of `batch`; return the count."""
-        return self._done.put(batch, (self._done.get(batch) or 0) + 1)
-
-    def forget(self, batch: str) -> None:
-        self._done.pop(batch)
+    messages: list[AnyMessage]
+    decision: dict[str, Any]
+    plan: list[dict]
 
 
-_PROGRESS = BatchProgress()
+class RetrievalOutput(TypedDict, total=False):
+    """What the subgraph writes back: this question's worker runs and their log entries."""
+
+    worker_runs: list[dict]
+    execution_log: list[dict]
 
 
-def new_batch() -> str:
-    """A fresh batch id for one question's fan-out, its progress count started at 0."""
-    batch = uuid.uuid4().hex
-    _PROGRESS.start(batch)
-    return batch
+class RetrievalState(RetrievalInput, total=False):
+    worker_runs: Annotated[list[dict], operator.add]
+    """The workers' runs so far (the fan-out's progress)."""
+    execution_log: Annotated[list[dict], operator.add]
 
 
 class WorkerTask(TypedDict):
-    """One retrieve-only run (a `Send` payload)."""
+    """One worker's `Send`: its preset and the signals gathered for it (plain data; None with
+    `error` when gathering failed)."""
 
-    agent_type: str
     worker_name: str
+    agent_type: str
     kb: str
-    query: str
+    strategy: str
     total: int
-    batch: str
+    gathered: dict | None
+    error: str | None
+    error_type: str | None
+    started_at: float
 
 
-async def retrieve(task: WorkerTask, runtime: Runtime[RouterContext], config: RunnableConfig) -> dict:
-    """Run one retrieve-only worker; a failure is reported and recorded, never raised."""
+def _question(messages: list[AnyMessage]) -> str:
+    return messages[-1].text if messages and isinstance(messages[-1], HumanMessage) else ""
+
+
+async def gather(state: RetrievalState, runtime: Runtime[RouterContext]) -> Command:
+    """Open the knowledge base and gather the question's signals once; one `Send` per worker."""
     started = time.time()
-    thread_id = (config.get("configurable") or {}).get("thread_id")
+    kb = state["decision"]["kb_prefix"]
+    plan = state.get("plan") or []
+    workers: list[tuple[dict, Worker | None, str | None]] = []
+    for spec in plan:
+        try:
+            named = worker_for(spec["worker_name"])
+            if named.kb_prefix != kb:
+                raise ValueError(f"worker {spec['worker_name']!r} is not a worker of knowledge base {kb!r}")
+            workers.append((spec, named, None))
+        except ValueError as exc:
+            workers.append((spec, None, str(exc)))
+    strategies = {worker.strategy for _, worker, _ in workers if worker is not None}
+    failed: dict[str, BaseException] = {}  # strategy -> why it has no signals
+    data = None
+    if strategies:
+        try:
+            if runtime.store is None:
+                raise RuntimeError("retrieval needs a store; this graph runs without one")
+            handle = await knowledge.open(runtime.store, kb, reader=run_kb_reader(runtime))
+            question = _question(state["messages"])
+            top_k = runtime.context.retrieval_top_k
+            try:
+                found = await handle.gather(question, top_k=top_k, strategies=strategies)
+            except Exception as exc:
+                if not strategies & GRAPH_STRATEGIES or not strategies - GRAPH_STRATEGIES:
+                    raise
+                failed.update(dict.fromkeys(strategies & GRAPH_STRATEGIES, exc))  # the others go on without the graph
+                found = await handle.gather(question, top_k=top_k, strategies=strategies - GRAPH_STRATEGIES)
+            data = found.as_data()
+        except Exception as exc:
+            failed.update(dict.fromkeys(strategies, exc))
+    sends = []
+    for spec, worker, invalid in workers:
+        error = failed.get(worker.strategy) if worker is not None else None
+        task: WorkerTask = {
+            "worker_name": spec["worker_name"],
+            "agent_type": spec["agent_type"],
+            "kb": kb,
+            "strategy": worker.strategy if worker is not None else "",
+            "total": len(plan),
+            "gathered": None if invalid or error else data,
+            "error": invalid or (str(error) or type(error).__name__ if error is not None else None),
+            "error_type": "ValueError" if invalid else type(error).__name__ if error is not None else None,
+            "started_at": started,
+        }
+        sends.append(Send("rank", task))
+    return Command(goto=sends)
+
+
+async def rank(task: WorkerTask) -> dict:
+    """Run one retrieve-only worker: its preset over the gathered signals."""
     run: dict[str, Any] = {
         "worker_name": task["worker_name"],
         "agent_type": task["agent_type"],
         "kb": task["kb"],
-        "batch": task["batch"],
+        "strategy": task["strategy"],
     }
-    try:
-        if runtime.store is None:
-            raise RuntimeError("retrieval needs a store; this graph runs without one")
-        worker = get_worker(task["worker_name"])
-        # The decision checked the knowledge base; a client-sent `Send` to this node did not.
-        await knowledge.get_kb(runtime.store, worker.kb_prefix, reader=run_kb_reader(runtime))
-        result = await worker.retrieve_with_trace(
-            runtime.store, task["query"], thread_id=thread_id, top_k=runtime.context.retrieval_top_k
-        )
-        run.update(status="success", retrieval_results=result["retrieval_results"], error=None)
-        if any(item.get("path") for item in result["retrieval_results"]):  # how the graph reached each passage
-            emit(
-                "evidence",
-                worker_name=task["worker_name"],
-                agent_type=task["agent_type"],
-                paths=[
-                    {"id": item["id"], "title": item.get("title"), "source": item["source"], "path": item["path"]}
-                    for item in result["retrieval_results"]
-                ],
-            )
-    except Exception as exc:
-        error = str(exc) or type(exc).__name__
-        run.update(status="error", retrieval_results=[], error=error)
-        emit(
-            "worker_failed",
-            worker_name=task["worker_name"],
-            agent_type=task["agent_type"],
-            error=error,
-            error_type=type(exc).__name__,
-        )
+    error, error_type = task["error"], task["error_type"]
+    results: list[dict] = []
+    if error is None:
+        try:
+            if task["gathered"] is None:
+                raise RuntimeError(f"no signals were gathered for worker {task['worker_name']!r}")
+            found = knowledge.rank(knowledge.Gathered.from_data(task["gathered"]), task["strategy"])
+            results = found["retrieval_results"]
+        except Exception as exc:
+            error, error_type = str(exc) or type(exc).__name__, type(exc).__name__
     finished = time.time()
-    count = len(run["retrieval_results"])
-    emit(
-        "progress",
-        stage="retrieval",
-        completed=_PROGRESS.finished(task["batch"]),
-        total=task["total"],
-        agent_type=task["agent_type"],
-        retrieval_count=count,
-        error=run["error"],
+    run.update(
+        status="error" if error else "success",
+        retrieval_results=results,
+        error=error,
+        error_type=error_type,
+        finished_at=round(finished, 6),
     )
     entry = {
         "node": "retrieve",
         "worker_name": task["worker_name"],
         "agent_type": task["agent_type"],
         "status": run["status"],
-        "retrieval_count": count,
-        "started_at": round(started, 6),
+        "retrieval_count": len(results),
+        "started_at": round(task["started_at"], 6),
         "finished_at": round(finished, 6),
-        "duration_ms": round((finished - started) * 1000, 1),
-        "error": run["error"],
+        "duration_ms": round((finished - task["started_at"]) * 1000, 1),
+        "error": error,
     }
     return {"worker_runs": [run], "execution_log": [entry]}
 
 
 async def merge_evidence(state: State, runtime: Runtime[RouterContext]) -> dict:
-    """Deduplicate the workers' passages by chunk id and fuse their rankings (RRF)."""
-    runs = state.get("worker_runs", [])
-    for run in runs:
-        _PROGRESS.forget(run["batch"])
+    """Stream each worker's `progress` (in the order they finished) and its evidence paths or
+    failure, then merge the passages of the workers that succeeded."""
+    runs = sorted(state.get("worker_runs") or [], key=lambda run: run["finished_at"])
+    for completed, run in enumerate(runs, 1):
+        results = run["retrieval_results"]
+        if run["status"] == "error":
+            emit(
+                "worker_failed",
+                worker_name=run["worker_name"],
+                agent_type=run["agent_type"],
+                error=run["error"],
+                error_type=run["error_type"],
+            )
+        elif any(item.get("path") for item in results):  # how the graph reached each passage
+            emit(
+                "evidence",
+                worker_name=run["worker_name"],
+                agent_type=run["agent_type"],
+                paths=[
+                    {"id": item["id"], "title": item.get("title"), "source": item["source"], "path": item["path"]}
+                    for item in results
+                ],
+            )
+        emit(
+            "progress",
+            stage="retrieval",
+            completed=completed,
+            total=len(runs),
+            agent_type=run["agent_type"],
+            retrieval_count=len(results),
+            error=run["error"],
+        )
     good = [run for run in runs if run["status"] == "success"]
     return {"sources": merge_runs(good, runtime.context.retrieval_top_k)}
+
+
+builder = StateGraph(
+    RetrievalState, input_schema=RetrievalInput, output_schema=RetrievalOutput, context_schema=RouterContext
+)
+builder.add_node("gather", gather, destinations=("rank",))  # type: ignore[call-overload, arg-type]
+builder.add_node("rank", rank)  # type: ignore[call-overload, arg-type]
+builder.add_edge(START, "gather")
+# No checkpoints of its own: the subgraph runs as one step of the router, whose checkpoint keeps
+# what it returns (the worker runs). The gathered signals (some 30 KB a question, in every `Send`)
+# are never written, and a run resumed after a crash runs the whole step again.
+graph = builder.compile(name="retrieval", checkpointer=False)

@@ -59,12 +59,13 @@ async def recall_items(
     docstring), most similar first; `thread_id` is the conversation the message belongs to."""
     if top_k <= 0 or not message.strip():
         return []
+    space = memory.open(store, user_id)
     kinds = await stored_kinds(store, user_id)
     scored: list[tuple[float, str]] = []
     for kind in RECALLED_KINDS:
         if kind not in kinds:
             continue
-        for hit in await memory.recall(store, user_id, message, kind, top_k=top_k, record_access=False):
+        for hit in await space.recall(message, kind, top_k=top_k, record_access=False):
             if kind == "chat" and (hit.get("role") != "user" or (thread_id and hit.get("thread_id") == thread_id)):
                 continue
             scored.append((float(hit.get("similarity") or 0.0), str(hit.get("text", "")).strip()))

@@ -75,12 +75,11 @@ async def record_turn(
     """Append the turn's messages to the user's chat history (for `search_chat_history`), each
     with who said it: `speaker` (the user's name, default their id) for the user's message,
     `memory.ASSISTANT_SPEAKER` for the answer."""
+    space = memory.open(store, user_id)
     for message in turn:
         if message["content"].strip():
             said_by = memory.ASSISTANT_SPEAKER if message["role"] == "assistant" else speaker or user_id
-            await memory.record_chat_message(
-                store, user_id, message["role"], message["content"], thread_id, speaker=said_by
-            )
+            await space.record_chat_message(message["role"], message["content"], thread_id, speaker=said_by)
 
 
 def memory_thread_id(user_id: str, thread_id: str | None) -> str:

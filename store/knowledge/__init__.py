@@ -21,10 +21,11 @@ GIN-indexed, written on ingest and delete); on other stores (InMemoryStore in un
 evals) store/bm25.py ranks in process.
 
 Modules by job: `config` (constants, KB_* settings), `registry` (names, create/list/get/delete),
-`parse` (parsing and chunking), `ingest`, `search` (dense, keyword, hybrid), `extract` (entities
+`parse` (parsing and chunking), `ingest`, `handle` (`open`: a knowledge base opened once, searched
+by gathering a question's signals once and ranking them per strategy), `search` (the corpus, the
+ranking policy, the result contract), `extract` (entities
 and relations of chunks), `graph` (the knowledge graph: ingest, delete, your own triples; stored
-by the backend's graph part), `graph_search` (graph walk, fusion), `retrieve` (every strategy
-behind one entry point).
+by the backend's graph part), `graph_search` (graph walk, fusion), `retrieve` (one-call searches, through a handle).
 """
 
 from store.bm25 import BM25_B, BM25_K1, bm25_rank, tokenize
@@ -43,7 +44,7 @@ from store.knowledge.config import (
 )
 from store.knowledge.extract import ModelExtractor, OfflineExtractor, entity_key, offline_extract
 from store.knowledge.graph import insert_triples
-from store.knowledge.graph_search import fusion_search, graph_search
+from store.knowledge.handle import PRESETS, Gathered, KnowledgeBase, open, rank
 from store.knowledge.ingest import (
     delete_document,
     ingest_bytes,
@@ -79,15 +80,15 @@ from store.knowledge.registry import (
     set_shared,
     validate_kb_name,
 )
-from store.knowledge.retrieve import SEARCHES, retrieve
-from store.knowledge.search import (
-    Hit,
-    common_names,
+from store.knowledge.retrieve import (
     dense_search,
+    fusion_search,
+    graph_search,
     hybrid_search,
     keyword_search,
-    per_document,
+    retrieve,
 )
+from store.knowledge.search import Hit, common_names, per_document
 
 __all__ = [
     "BM25_B",
@@ -97,15 +98,17 @@ __all__ = [
     "FORMAT_BY_EXTENSION",
     "FORMAT_BY_MEDIA_TYPE",
     "MAX_TOP_K",
+    "PRESETS",
     "REGISTRY_NAMESPACE",
     "RRF_K",
-    "SEARCHES",
     "STRATEGIES",
     "TEXT_FORMATS",
     "Chunk",
+    "Gathered",
     "Hit",
     "KBExistsError",
     "KBUnknownError",
+    "KnowledgeBase",
     "KnowledgeConfig",
     "ModelExtractor",
     "OfflineExtractor",
@@ -140,10 +143,12 @@ __all__ = [
     "knowledge_config",
     "list_kbs",
     "offline_extract",
+    "open",
     "pdf_pages",
     "per_document",
     "prepare_bytes",
     "prepare_text",
+    "rank",
     "readable_by",
     "reciprocal_rank_fusion",
     "retrieve",

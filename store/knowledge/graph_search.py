@@ -1,6 +1,7 @@
-"""Graph retrieval and fusion over a knowledge base (the graph: store/knowledge/graph.py).
+"""Graph retrieval and fusion over a knowledge base (the graph: store/knowledge/graph.py); the
+`graph` and `fusion` presets of store/knowledge/handle.py rank with these.
 
-`graph_search`: the query's entities are linked to the graph's (exact resolved names, else the
+`graph_ranking`: the query's entities are linked to the graph's (exact resolved names, else the
 nearest entity embedding above LINK_SIMILARITY), keeping those with a chunk among the query's
 first RELEVANT_DEPTH dense or keyword hits; a personalized PageRank over entities and chunks,
 seeded by those entities (weighted by how specific they are: 1 / the chunks mentioning them)
@@ -9,7 +10,7 @@ the link of a chunk to what its document is about weighing SUBJECT_WEIGHT, ranks
 each result carries `path`, the entity names the walk went through from a query entity to it.
 Without linked entities the dense order stands.
 
-`fusion_search`: weighted reciprocal rank fusion of the hybrid (dense and keyword) and graph
+`fuse_rankings`: weighted reciprocal rank fusion of the hybrid (dense and keyword) and graph
 rankings.
 
 Both rank documents, not chunks (`search.per_document`), like every strategy.
@@ -29,21 +30,10 @@ from store.backend import backend_for
 from store.embeddings import get_embeddings
 from store.fusion import reciprocal_rank_fusion
 from store.graph_part import GraphData
-from store.knowledge.config import COMMON_NAME_SHARE, MAX_TOP_K
+from store.knowledge.config import COMMON_NAME_SHARE
 from store.knowledge.extract import STOP_WORDS, SUBJECT_RELATION, entity_key, query_phrases
-from store.knowledge.registry import chunk_namespace, get_kb
-from store.knowledge.search import (
-    Hit,
-    _candidate_depth,
-    _check_query,
-    _dense_hits,
-    _distinct,
-    _keyword_hits,
-    _result,
-    common_names,
-    hybrid_search,
-)
-from store.names import without_names
+from store.knowledge.registry import chunk_namespace
+from store.knowledge.search import Hit
 
 DAMPING = 0.7  # probability of following an edge
 ITERATIONS = 30
@@ -227,19 +217,33 @@ def entity_paths(graph: _Walkable, starts: list[int], targets: set[int]) -> dict
     return found
 
 
+@dataclass(frozen=True)
+class GraphRanking:
+    """The graph walk of one question: the chunks it ranks (best first; the dense hits it never
+    reached after them), the dense hits that seeded it, and the entity path to each chunk."""
+
+    hits: list[Hit]
+    dense: list[Hit]
+    paths: dict[str, list[str]]
+
+
 async def graph_ranking(
-    store: BaseStore, kb: str, entry: dict, query: str, depth: int
-) -> tuple[list[Hit], list[Hit], dict[str, list[str]]]:
-    """(graph-ranked hits, the dense hits that seeded them, entity path per chunk key)."""
-    names = await common_names(store, kb, entry, query)
-    vector_query = without_names(query, names)
-    dense, keyword, graph = await asyncio.gather(
-        _dense_hits(store, kb, vector_query, depth),
-        _keyword_hits(store, kb, entry, query, RELEVANT_DEPTH),
-        _graph(store, kb),
-    )
+    store: BaseStore,
+    kb: str,
+    entry: dict,
+    query: str,
+    names: set[str],
+    dense: list[Hit],
+    keyword: list[Hit],
+    depth: int,
+) -> GraphRanking:
+    """The walk over `kb`'s graph for `query`, from signals already gathered: `names` (the query's
+    common names, `search.common_names`), its `dense` hits (`depth` deep) and `keyword` hits (the
+    first RELEVANT_DEPTH). Reads the graph (cached per generation) and the chunks the walk reached
+    that no signal holds."""
+    graph = await _graph(store, kb)
     first = len(graph.entities)
-    relevant = {hit.id for hit in (*dense[:RELEVANT_DEPTH], *keyword)}
+    relevant = {hit.id for hit in (*dense[:RELEVANT_DEPTH], *keyword[:RELEVANT_DEPTH])}
     common = {name.lower() for name in names}
     held = COMMON_NAME_SHARE * int(entry.get("chunks") or 0)  # chunks holding a common name, at least
     linked = {
@@ -249,7 +253,7 @@ async def graph_ranking(
         and any(n >= first and graph.chunks[n - first] in relevant for n in graph.neighbours[graph.index[key]])
     }
     if not linked:
-        return dense, dense, {}
+        return GraphRanking(dense, dense, {})
     seeds: dict[int, float] = {}
     for key, strength in linked.items():
         node = graph.index[key]
@@ -267,7 +271,7 @@ async def graph_ranking(
     ranked = [(graph.chunks[i], float(chunk_scores[i])) for i in order if chunk_scores[i] > 0]
     known = {key for key, _ in ranked}
     ranked += [(hit.id, 0.0) for hit in dense if hit.id not in known]  # chunks the graph never reached
-    by_id = {hit.id: hit for hit in dense}
+    by_id = {hit.id: hit for hit in (*keyword, *dense)}
     missing = [key for key, _ in ranked if key not in by_id]
     items = cast(list[Item | None], await store.abatch([GetOp(chunk_namespace(kb), key, False) for key in missing]))
     by_id.update({key: Hit(key, dict(item.value), 0.0) for key, item in zip(missing, items, strict=True) if item})
@@ -275,32 +279,7 @@ async def graph_ranking(
     starts = sorted(graph.index[key] for key in linked)
     targets = {graph.index["chunk:" + hit.id] for hit in hits[:depth] if "chunk:" + hit.id in graph.index}
     paths = entity_paths(graph, starts, targets)
-    return hits, dense, {graph.chunks[node - first]: path for node, path in paths.items()}
-
-
-def _with_paths(result: dict, paths: dict[str, list[str]]) -> dict:
-    for item in result["retrieval_results"]:
-        item["path"] = paths.get(item["id"], [])
-    return result
-
-
-async def graph_search(store: BaseStore, kb: str, query: str, top_k: int = 5) -> dict:
-    """Knowledge-graph retrieval (see the module doc); each result has `path`."""
-    query = _check_query(query, top_k, "graph")
-    entry = await get_kb(store, kb)
-    hits, _, paths = await graph_ranking(store, kb, entry, query, _candidate_depth(top_k))
-    kept = _distinct(hits, top_k)
-    return _with_paths(_result(kb, query, "graph", [(hit, {"graph": rank}) for rank, hit in enumerate(kept, 1)]), paths)
-
-
-async def _hybrid_hits(store: BaseStore, kb: str, query: str, depth: int) -> tuple[list[Hit], dict[str, dict]]:
-    """The hybrid strategy's ranking (store/knowledge/search.py), `depth` documents deep, as hits,
-    and each hit's ranks in the dense and keyword lists."""
-    found = (await hybrid_search(store, kb, query, top_k=min(depth, MAX_TOP_K)))["retrieval_results"]
-    fields = ("content", "source", "title", "position", "page", "section", "date")
-    return [Hit(r["id"], {key: r[key] for key in fields}, r["score"]) for r in found], {
-        r["id"]: r["ranks"] for r in found
-    }
+    return GraphRanking(hits, dense, {graph.chunks[node - first]: path for node, path in paths.items()})
 
 
 def fuse_rankings(rankings: dict[str, list[Hit]]) -> list[Hit]:
@@ -315,29 +294,3 @@ def fuse_rankings(rankings: dict[str, list[Hit]]) -> list[Hit]:
     last = len(rankings.get("graph", [])) + 1
     fused = sorted(scores, key=lambda pair: (-pair[1], ranks.get("graph", {}).get(pair[0], last), pair[0]))
     return [Hit(key, by_id[key].value, score) for key, score in fused]
-
-
-async def fusion_search(store: BaseStore, kb: str, query: str, top_k: int = 5) -> dict:
-    """Reciprocal rank fusion of the hybrid (dense and keyword) and graph rankings; results keep
-    the graph's `path`."""
-    query = _check_query(query, top_k, "fusion")
-    entry = await get_kb(store, kb)
-    depth = _candidate_depth(top_k)
-    (graph_hits, dense, paths), (hybrid, hybrid_ranks) = await asyncio.gather(
-        graph_ranking(store, kb, entry, query, depth), _hybrid_hits(store, kb, query, depth)
-    )
-    dense_rank = {hit.id: rank for rank, hit in enumerate(dense, 1)}
-    graph_rank = {hit.id: rank for rank, hit in enumerate(graph_hits, 1)}
-    kept = _distinct(fuse_rankings({"hybrid": hybrid, "graph": graph_hits}), top_k)
-    ranked = [
-        (
-            hit,
-            {
-                "dense": hybrid_ranks.get(hit.id, {}).get("dense", dense_rank.get(hit.id)),
-                "keyword": hybrid_ranks.get(hit.id, {}).get("keyword"),
-                "graph": graph_rank.get(hit.id),
-            },
-        )
-        for hit in kept
-    ]
-    return _with_paths(_result(kb, query, "fusion", ranked), paths)

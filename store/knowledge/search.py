@@ -1,13 +1,15 @@
-"""Retrieval: dense (the store's vectors), keyword (BM25) and hybrid (score-normalised weighted
-fusion, plus a bonus for chunks of documents dated in the time range the query names). Every
-strategy returns each chunk text once (a KB of chat logs or boilerplate repeats texts). Vector
-searches embed the query without the names most chunks hold (`common_names`, store/names.py)."""
+"""The pieces of knowledge-base retrieval the handle (store/knowledge/handle.py) ranks with: a
+knowledge base as a corpus of the hybrid pipeline (`KnowledgeBaseCorpus`: dense hits from the
+store's vectors, keyword hits from BM25, neighbours), its ranking policy (`kb_policy`), the
+checks of a query and the result contract (`_result`). Every strategy returns each chunk text
+once (a KB of chat logs or boilerplate repeats texts). Vector searches embed the query without
+the names most chunks hold (`common_names`, store/names.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 
 from langgraph.store.base import BaseStore
 
@@ -21,11 +23,10 @@ from store.knowledge.config import (
     NEIGHBOUR_GAP,
     STRATEGIES,
     KnowledgeConfig,
-    knowledge_config,
 )
 from store.knowledge.parse import shown_source
-from store.knowledge.registry import chunk_namespace, get_kb
-from store.names import capitalised_words, without_names
+from store.knowledge.registry import chunk_namespace
+from store.names import capitalised_words
 
 
 @dataclass(frozen=True)
@@ -84,11 +85,6 @@ async def common_names(store: BaseStore, kb: str, entry: dict, query: str) -> se
     return {word for word, count in frequencies.items() if count >= COMMON_NAME_SHARE * chunks}
 
 
-async def _vector_query(store: BaseStore, kb: str, entry: dict, query: str) -> str:
-    """The query the vector searches embed: `query` without its `common_names`."""
-    return without_names(query, await common_names(store, kb, entry, query))
-
-
 def _candidate_depth(top_k: int) -> int:
     return min(100, max(4 * top_k, 40))
 
@@ -139,23 +135,6 @@ def _result(kb: str, query: str, strategy: str, hits: list[tuple[Hit, dict[str, 
     }
 
 
-async def dense_search(store: BaseStore, kb: str, query: str, top_k: int = 5) -> dict:
-    """Vector search (the store's semantic index, cosine similarity) over `kb`'s chunks."""
-    query = _check_query(query, top_k, "dense")
-    entry = await get_kb(store, kb)
-    vector_query = await _vector_query(store, kb, entry, query)
-    hits = _distinct(await _dense_hits(store, kb, vector_query, _candidate_depth(top_k)), top_k)
-    return _result(kb, query, "dense", [(hit, {"dense": rank}) for rank, hit in enumerate(hits, 1)])
-
-
-async def keyword_search(store: BaseStore, kb: str, query: str, top_k: int = 5) -> dict:
-    """BM25 keyword search over `kb`'s chunks (Postgres full-text on a Postgres store)."""
-    query = _check_query(query, top_k, "keyword")
-    entry = await get_kb(store, kb)
-    hits = _distinct(await _keyword_hits(store, kb, entry, query, _candidate_depth(top_k)), top_k)
-    return _result(kb, query, "keyword", [(hit, {"keyword": rank}) for rank, hit in enumerate(hits, 1)])
-
-
 def kb_policy(config: KnowledgeConfig, keyword_weight: float | None = None) -> hybrid.Policy:
     """The hybrid ranking of knowledge bases: keyword scores as given (a share of the query's
     BM25 ceiling), a bonus for chunks holding the query's `common_names`, neighbours (the chunks
@@ -196,25 +175,3 @@ class KnowledgeBaseCorpus:
         """The chunks next to each of `keys`: in its document, and the documents dated next to it."""
         near = await backend_for(self.store).kb_neighbours(chunk_namespace(self.kb), keys, window) if keys else {}
         return {key: [Hit(item.key, dict(item.value), 0.0) for item in items] for key, items in near.items()}
-
-
-async def hybrid_search(
-    store: BaseStore,
-    kb: str,
-    query: str,
-    top_k: int = 5,
-    *,
-    keyword_weight: float | None = None,
-    now: datetime | None = None,
-) -> dict:
-    """Dense and keyword candidates fused by the hybrid pipeline (store/hybrid.py, `kb_policy`;
-    `keyword_weight` default KB_HYBRID_KEYWORD_WEIGHT); score is the fused score. When the query
-    names a time range (relative to `now`), the chunks of documents dated in it are searched too
-    and get KB_TIME_WEIGHT more; chunks holding a name of the query that many chunks hold
-    (`common_names`: the person a chat-log question asks about) get KB_NAME_WEIGHT more."""
-    query = _check_query(query, top_k, "hybrid")
-    corpus = KnowledgeBaseCorpus(store, kb, await get_kb(store, kb))
-    policy = kb_policy(knowledge_config(), keyword_weight)
-    ranked = await hybrid.search(corpus, policy, query, _candidate_depth(top_k), now or datetime.now(UTC))
-    hits = [(Hit(r.item.key, r.item.value, r.score), r.ranks) for r in ranked[:top_k]]
-    return _result(kb, query, "hybrid", hits)

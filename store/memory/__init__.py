@@ -41,7 +41,8 @@ accepted values or format.
 
 Modules by job: `config` (constants, MEMORY_* settings), `times` (clock, stamps, time ranges),
 `validate` (input checks, namespaces), `scoring` (the weighted score), `write`, `read`,
-`hybrid` (the memories as a corpus of store/hybrid.py).
+`hybrid` (the memories as a corpus of store/hybrid.py), `space` (`open(store, user_id)`: one user's
+memories as a handle, the settings read once; every caller goes through one).
 """
 
 from store.dates import DATE_FORMAT_HELP
@@ -85,6 +86,7 @@ from store.memory.scoring import (
     relevance,
     weighted_score,
 )
+from store.memory.space import MemorySpace, open
 from store.memory.times import resolve_time_range
 from store.memory.validate import namespace, user_prefix
 from store.memory.write import (
@@ -119,6 +121,7 @@ __all__ = [
     "SOURCES",
     "TEXT_KINDS",
     "MemoryConfig",
+    "MemorySpace",
     "access_boost",
     "delete_memory",
     "forget_user",
@@ -127,6 +130,7 @@ __all__ = [
     "keyword_search",
     "memory_config",
     "namespace",
+    "open",
     "rank_weighted",
     "recall",
     "recency_factor",

@@ -52,8 +52,10 @@ async def recall(
     scoring: str | None = None,
     record_access: bool = True,
     now: datetime | None = None,
+    config: MemoryConfig | None = None,
 ) -> list[dict]:
-    """Search one kind of the user's memories (episodic, semantic or chat).
+    """Search one kind of the user's memories (episodic, semantic or chat), with `config`'s
+    settings (default: the MEMORY_* variables).
 
     Candidates: with MEMORY_SEARCH=hybrid (default) the fusion of vector search, BM25 full text
     and the memories written in a time range the query names (`store.memory.hybrid`); with
@@ -65,7 +67,7 @@ async def recall(
     `record_access`, the returned memories get `access_count + 1` and `last_accessed_at` = now
     (the vector is kept).
     """
-    config = memory_config()
+    config = config or memory_config()
     ns = namespace(user_id, choice(kind, TEXT_KINDS, "kind"))
     query = checked_text(query, config, "query")
     top_k = checked_limit(top_k, "top_k")
@@ -169,6 +171,7 @@ async def time_filter(
     limit: int = 10,
     *,
     now: datetime | None = None,
+    config: MemoryConfig | None = None,
 ) -> list[dict]:
     """Episodic and semantic memories created within a time range, newest first.
 
@@ -180,19 +183,19 @@ async def time_filter(
     limit = checked_limit(limit)
     now = now or times.utc_now()
     items = await _list(store, user_id, MEMORY_KINDS, limit, Listing(start=start, end=end))
-    half_life = memory_config().half_life_days
+    half_life = (config or memory_config()).half_life_days
     return [as_result(item, recency_factor(age_days(item.value, now), half_life)) for item in items]
 
 
 async def recent_activity(
-    store: BaseStore, user_id: str, limit: int = 10, *, now: datetime | None = None
+    store: BaseStore, user_id: str, limit: int = 10, *, now: datetime | None = None, config: MemoryConfig | None = None
 ) -> list[dict]:
     """The latest created or updated episodic and semantic memories, newest `updated_at` first;
     `score` is the recency factor."""
     limit = checked_limit(limit)
     now = now or times.utc_now()
     items = await _list(store, user_id, MEMORY_KINDS, limit, Listing(order="updated_at"))
-    half_life = memory_config().half_life_days
+    half_life = (config or memory_config()).half_life_days
     return [as_result(item, recency_factor(age_days(item.value, now), half_life)) for item in items]
 
 

@@ -81,8 +81,10 @@ async def save_memory(
     speaker: str | None = None,
     subject: str | None = None,
     now: datetime | None = None,
+    config: MemoryConfig | None = None,
 ) -> dict:
-    """Save an episodic or semantic memory, or update a near-duplicate of it.
+    """Save an episodic or semantic memory, or update a near-duplicate of it (`config`: the
+    settings, default the MEMORY_* variables).
 
     An existing memory of the same kind (and category) whose similarity to `text` is at least
     MEMORY_DEDUPE_THRESHOLD is updated instead: text replaced, importance = max(old, new),
@@ -96,7 +98,7 @@ async def save_memory(
     (an update also carries `similarity` and `previous_text`). `now` overrides the clock for
     imports and replays.
     """
-    config = memory_config()
+    config = config or memory_config()
     ns = namespace(user_id, choice(kind, MEMORY_KINDS, "kind"))
     text = checked_text(text, config)
     category = checked_category(kind, category)
@@ -216,6 +218,7 @@ async def record_chat_message(
     *,
     speaker: str | None = None,
     now: datetime | None = None,
+    config: MemoryConfig | None = None,
 ) -> dict:
     """Append one raw chat message to the user's history (no dedupe). `speaker` names who wrote
     it when a conversation has several people (stored in the value; hybrid recall boosts the
@@ -226,7 +229,7 @@ async def record_chat_message(
     Text longer than MEMORY_MAX_TEXT_CHARS is cut to that length and marked `"truncated": true`
     (a chat log keeps what it can rather than refusing the turn).
     """
-    config = memory_config()
+    config = config or memory_config()
     ns = namespace(user_id, "chat")
     role = choice(role, ROLES, "role")
     if not isinstance(text, str) or not text.strip():
@@ -258,9 +261,11 @@ async def record_chat_message(
     return {"id": key, **shown(value)}
 
 
-async def update_profile(store: BaseStore, user_id: str, fields: dict, *, now: datetime | None = None) -> dict:
+async def update_profile(
+    store: BaseStore, user_id: str, fields: dict, *, now: datetime | None = None, config: MemoryConfig | None = None
+) -> dict:
     """Merge `fields` into the user's profile (a value None removes that field); returns it."""
-    config = memory_config()
+    config = config or memory_config()
     ns = namespace(user_id, "profile")
     changes = profile_fields(fields)
     current = await store.aget(ns, PROFILE_KEY, refresh_ttl=False)

@@ -167,7 +167,6 @@ def test_the_checks_see_a_circle_a_lazy_import_and_a_layer_crossing(tmp_path, mo
 
 # Module-level state of graphs/ and store/ that is not a cache, and why it may stay.
 MODULE_STATE = {
-    "graphs/router/workers.py:_TYPES": "the registry of worker types (`register_worker_type`)",
     "graphs/runtime/models.py:_PROVIDERS": "the registry of chat-model providers (`register_provider`)",
     "graphs/runtime/memory_schedule.py:_local_tasks": "the memory extractions running in this process, "
     "one per thread, each removed when it ends",

@@ -3,7 +3,6 @@ answers, clear and feedback."""
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from pathlib import Path
 
@@ -18,7 +17,6 @@ import graphs.router.graph as router
 from graphs.router import feedback as feedback_sink
 from graphs.router.context import RouterContext
 from graphs.router.intent import is_multi_hop
-from graphs.router.workers import KnowledgeWorker, register_worker_type
 from graphs.runtime.models import ModelConfigError
 from graphs.runtime.ui import is_progress
 from store import knowledge, memory
@@ -493,39 +491,29 @@ def test_multi_hop_questions_are_recognised(question, multi_hop):
 # --- fan-out, failures, citations, extractive ----------------------------------------------
 
 
-class SlowWorker(KnowledgeWorker):
-    async def retrieve_with_trace(self, store, query, *, thread_id, top_k):
-        await asyncio.sleep(0.2)
-        return await super().retrieve_with_trace(store, query, thread_id=thread_id, top_k=top_k)
+async def test_a_failing_graph_walk_fails_its_workers_and_degrades_the_answer(model_slot, demo_store, monkeypatch):
+    import store.knowledge.handle as handle
 
+    async def unreachable(*args, **kwargs):
+        raise ConnectionError("graph shard unreachable")
 
-class BrokenWorker(KnowledgeWorker):
-    async def retrieve_with_trace(self, store, query, *, thread_id, top_k):
-        raise ConnectionError("index shard unreachable")
-
-
-async def test_workers_run_in_parallel_and_a_failing_one_degrades_the_answer(model_slot, demo_store):
-    register_worker_type("slow_dense_agent", lambda kb, t: SlowWorker(kb, t, "dense"))
-    register_worker_type("slow_keyword_agent", lambda kb, t: SlowWorker(kb, t, "keyword"))
-    register_worker_type("broken_agent", lambda kb, t: BrokenWorker(kb, t, "hybrid"))
+    monkeypatch.setattr(handle, "graph_ranking", unreachable)
     state, events, _, model, _ = await run(
         model_slot,
         demo_store,
         ["The tank float switch is stuck [1]."],
-        context={"kb": "demo", "retrieval_agents": ["slow_dense_agent", "broken_agent", "slow_keyword_agent"]},
+        context={"kb": "demo", "retrieval_agents": ["graph_agent", "hybrid_agent", "keyword_agent"]},
         message="What does fault code ZX-4480 mean?",
     )
     [failed] = kinds(events, "worker_failed")
-    assert failed["worker_name"] == "demo:broken_agent:retrieve_only" and failed["error_type"] == "ConnectionError"
+    assert failed["worker_name"] == "demo:graph_agent:retrieve_only" and failed["error_type"] == "ConnectionError"
     log = {e["agent_type"]: e for e in state["execution_log"]}
-    assert log["broken_agent"]["status"] == "error" and "unreachable" in log["broken_agent"]["error"]
-    slow = [log["slow_dense_agent"], log["slow_keyword_agent"]]
-    assert all(e["status"] == "success" and e["retrieval_count"] > 0 for e in slow), state["execution_log"]
-    # both slow workers were running at the same time
-    assert max(e["started_at"] for e in slow) < min(e["finished_at"] for e in slow)
+    assert log["graph_agent"]["status"] == "error" and "unreachable" in log["graph_agent"]["error"]
+    others = [log["hybrid_agent"], log["keyword_agent"]]
+    assert all(e["status"] == "success" and e["retrieval_count"] > 0 for e in others), state["execution_log"]
     answer = state["messages"][-1].content
-    assert answer.startswith("The tank float switch is stuck [1].") and "demo:broken_agent:retrieve_only" in answer
-    assert state["sources"] and all("broken_agent" not in s["found_by"] for s in state["sources"])
+    assert answer.startswith("The tank float switch is stuck [1].") and "demo:graph_agent:retrieve_only" in answer
+    assert state["sources"] and all("graph_agent" not in s["found_by"] for s in state["sources"])
 
 
 async def test_invented_citations_and_links_are_flagged(model_slot, demo_store):
@@ -770,3 +758,137 @@ async def test_a_sub_agents_request_dismissed_on_the_router_ends_the_pause(model
     snapshot = await graph.aget_state(config)
     assert snapshot.next == () and snapshot.values["pending"] is None
     assert "set aside" in snapshot.values["messages"][-1].content and model.remaining == 0
+
+
+# --- gather once ------------------------------------------------------------------------------
+
+
+class CountingStore(InMemoryStore):
+    """An InMemoryStore counting registry reads (`get_kb`) and vector searches."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.registry_reads = 0
+        self.vector_searches = 0
+
+    async def abatch(self, ops):
+        from langgraph.store.base import GetOp, SearchOp
+
+        ops = list(ops)
+        self.registry_reads += sum(isinstance(op, GetOp) and op.namespace == ("kb_registry",) for op in ops)
+        self.vector_searches += sum(isinstance(op, SearchOp) and op.query is not None for op in ops)
+        return await super().abatch(ops)
+
+
+def nonce_word() -> str:
+    """A word of letters no earlier question held (embeddings are cached by text; codes mixing
+    letters and digits are left out of knowledge-base matching)."""
+    return "".join(chr(ord("a") + int(c, 16) % 26) for c in uuid.uuid4().hex[:8])
+
+
+@pytest.fixture
+async def counted(monkeypatch):
+    """A fresh store with the demo knowledge base, and counters of the work one question does:
+    registry reads, texts the embedding model computes, vector searches, BM25 queries,
+    document-frequency queries, fusions and graph walks."""
+    import sys
+
+    from store import hybrid
+    from store.backend import backend_for
+    from store.knowledge import handle
+
+    graph_search = sys.modules["store.knowledge.graph_search"]  # the package exports a function of that name
+
+    embeddings = get_embeddings()
+    store = CountingStore(index={"dims": 384, "embed": embeddings, "fields": ["content", "text"]})
+    await knowledge.create_kb(store, "demo", DESCRIPTION)
+    await knowledge.ingest_path(store, "demo", KB_DATA)
+    counts = {"embedded": [], "bm25": 0, "frequencies": 0, "fusions": 0, "walks": 0}
+    backend = backend_for(store)
+    model = embeddings.model
+
+    def counting(name, function):
+        async def wrapper(*args, **kwargs):
+            counts[name] += 1
+            return await function(*args, **kwargs)
+
+        return wrapper
+
+    async def embed(texts, original=model.aembed_documents):
+        counts["embedded"].extend(texts)
+        return await original(texts)
+
+    def fusing(function):
+        def wrapper(*args, **kwargs):
+            counts["fusions"] += 1
+            return function(*args, **kwargs)
+
+        return wrapper
+
+    monkeypatch.setattr(model, "aembed_documents", embed)
+    monkeypatch.setattr(backend, "kb_keyword", counting("bm25", backend.kb_keyword))
+    monkeypatch.setattr(backend, "kb_document_frequencies", counting("frequencies", backend.kb_document_frequencies))
+    monkeypatch.setattr(handle, "graph_ranking", counting("walks", handle.graph_ranking))
+    monkeypatch.setattr(hybrid, "fuse", fusing(hybrid.fuse))
+    monkeypatch.setattr(graph_search, "reciprocal_rank_fusion", fusing(graph_search.reciprocal_rank_fusion))
+    monkeypatch.setattr("graphs.router.evidence.reciprocal_rank_fusion", fusing(knowledge.reciprocal_rank_fusion))
+    store.registry_reads = store.vector_searches = 0
+    return store, counts
+
+
+async def test_a_kb_question_gathers_its_signals_once(model_slot, counted):
+    store, counts = counted
+    nonce = nonce_word()
+    question = f"Which greenhouse irrigation controller fault code means the float switch is stuck, {nonce}?"
+    state, events, _, _, _ = await run(model_slot, store, ["It is the float switch [1]."], message=question)
+    assert decision(events)["method"] == "heuristic" and len(state["plan"]) == 3  # hybrid, dense, keyword
+    assert [run["status"] for run in state["worker_runs"]] == ["success"] * 3
+    assert store.registry_reads == 1
+    # matched against the knowledge bases' descriptions, then searched: embedded once
+    assert [text for text in counts["embedded"] if nonce in text] == [question]
+    assert store.vector_searches == 1 and counts["bm25"] == 1
+    assert counts["frequencies"] == 0  # no capitalised word past the first: no name to look up
+    assert counts["fusions"] == 1 and counts["walks"] == 0
+    # the merged order is hybrid's: it already weighs the dense and keyword hits
+    hybrid = next(run for run in state["worker_runs"] if run["agent_type"] == "hybrid_agent")
+    assert [s["chunk_id"] for s in state["sources"]] == [r["id"] for r in hybrid["retrieval_results"]]
+    assert all("hybrid_agent" in s["found_by"] for s in state["sources"])
+
+
+async def test_graph_and_fusion_workers_reuse_the_gathered_signals(model_slot, counted):
+    store, counts = counted
+    nonce = nonce_word()
+    question = f"Which fault code of the greenhouse irrigation controller did the Float Switch cause, {nonce}?"
+    agents = ["fusion_agent", "graph_agent", "hybrid_agent", "dense_agent", "keyword_agent"]
+    state, _, _, _, _ = await run(
+        model_slot, store, ["The float switch [1]."], message=question, context={"retrieval_agents": agents}
+    )
+    assert [run["status"] for run in state["worker_runs"]] == ["success"] * 5
+    assert store.registry_reads == 1 and store.vector_searches == 1
+    assert counts["bm25"] == 1 and counts["frequencies"] == 1 and counts["walks"] == 1
+    # the message (knowledge-base match) and the search's query (without "Float", a name most
+    # chunks hold: store/names.py), each embedded once
+    asked = [text for text in counts["embedded"] if nonce in text]
+    assert len(asked) == 2 and question in asked and len(set(asked)) == 2, asked
+    # pure rankings of the same signals: the hybrid worker's (40 candidates deep), fusion's hybrid
+    # ranking (100 deep) and fusion's fusing of it with the graph's; the merge adds none
+    assert counts["fusions"] == 3
+    fusion = next(run for run in state["worker_runs"] if run["agent_type"] == "fusion_agent")
+    assert [s["chunk_id"] for s in state["sources"]] == [r["id"] for r in fusion["retrieval_results"]]
+
+
+async def test_the_gathered_signals_never_reach_a_checkpoint(model_slot, demo_store):
+    saver = InMemorySaver()
+    graph = router.builder.compile(checkpointer=saver, store=demo_store)
+    state, _, _, _, _ = await run(
+        model_slot,
+        demo_store,
+        ["The float switch [1]."],
+        context={"kb": "demo"},
+        message="What does fault code ZX-4480 mean?",
+        graph=graph,
+    )
+    assert [run["status"] for run in state["worker_runs"]] == ["success"] * 3
+    stored = [blob for writes in saver.writes.values() for (_, _, (_, blob), _) in writes.values()]
+    stored += [blob for (_, blob) in saver.blobs.values()]
+    assert stored and not any(b"signal_query" in blob for blob in stored if isinstance(blob, bytes))

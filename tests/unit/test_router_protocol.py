@@ -9,7 +9,7 @@ from graphs.router.evidence import extractive_answer, merge_runs
 from graphs.router.intent import guess_route, match_kb
 from graphs.router.kb_match import KBMatch, kb_phrases, rank_kbs
 from graphs.router.protocol import ParsedWorkerName, parse_worker_name, worker_name_for
-from graphs.router.workers import KnowledgeWorker, cached_instances, get_worker, instance_key
+from graphs.router.workers import worker_for
 
 # The seed's table (003, 2.1 "compatibility"): empty, one, two and three segments.
 PARSE_TABLE = [
@@ -50,17 +50,15 @@ def test_worker_name_for_follows_the_v2_protocol():
     assert parse_worker_name(worker_name_for("edu", "keyword_agent")).agent_type == "keyword_agent"
 
 
-def test_workers_are_cached_per_instance_key_never_per_session():
-    first = get_worker("edu:hybrid_agent:retrieve_only")
-    assert get_worker("edu:hybrid_agent") is first  # the two-segment form names the same instance
-    assert isinstance(first, KnowledgeWorker) and first.strategy == "hybrid"
-    assert get_worker("edu:keyword_agent:retrieve_only").strategy == "keyword"
-    assert instance_key("edu", "hybrid_agent") in cached_instances()
-    assert all(key.count(":") == 2 for key in cached_instances())
+def test_a_worker_name_names_a_knowledge_base_and_a_preset():
+    first = worker_for("edu:hybrid_agent:retrieve_only")
+    assert worker_for("edu:hybrid_agent") == first  # the two-segment form names the same worker
+    assert (first.kb_prefix, first.agent_type, first.strategy) == ("edu", "hybrid_agent", "hybrid")
+    assert worker_for("edu:keyword_agent:retrieve_only").strategy == "keyword"
     with pytest.raises(ValueError, match="Unknown agent_type 'movie_agent'.*fusion_agent.*graph_agent"):
-        get_worker("edu:movie_agent:retrieve_only")
+        worker_for("edu:movie_agent:retrieve_only")
     with pytest.raises(ValueError, match="names no knowledge base"):
-        get_worker("hybrid_agent")
+        worker_for("hybrid_agent")
 
 
 KBS = [
@@ -195,7 +193,7 @@ def test_extractive_answer_lists_top_passages_with_sources():
 
 def test_graph_naive_rag_and_fusion_workers_exist():
     strategies = {
-        agent_type: get_worker(f"movie:{agent_type}:retrieve_only").strategy
+        agent_type: worker_for(f"movie:{agent_type}:retrieve_only").strategy
         for agent_type in ("graph_agent", "naive_rag_agent", "fusion_agent")
     }
     assert strategies == {"graph_agent": "graph", "naive_rag_agent": "dense", "fusion_agent": "fusion"}

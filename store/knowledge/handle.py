@@ -1,0 +1,343 @@
+"""A knowledge base opened once: `open(store, name, reader=..., config=...)` -> `KnowledgeBase`.
+
+Opening resolves, once, what every operation on a knowledge base needs: its registry entry (one
+registry read, with the read check of `reader`), its namespace, the store's backend and the
+ranking policy (built from the `KnowledgeConfig` given, by default the environment's, read once).
+The handle owns `search`, `gather` and `rank`, the ingest operations, `delete_source` and
+`delete`; every caller (tools, router workers, HTTP routes, MCP, the CLI, deep_research) goes
+through one, so no caller can skip a step.
+
+Searching is two steps. `KnowledgeBase.gather` collects one question's signals once: the names of the query
+that most chunks hold (one document-frequency query), one query embedding (store/embeddings.py
+keeps it), the dense hits, one BM25 query, the dense hits dated in the time range the query
+names, the neighbours of the top hits and, when a graph strategy is asked for, the graph walk
+seeded by the same hits. `rank` turns the gathered signals into one strategy's result without
+touching the store: each strategy (dense, keyword, hybrid, graph, fusion) is a pure ranking
+preset (`PRESETS`). A question asked of several strategies (the router's workers) gathers once and
+ranks many times.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from types import MappingProxyType
+from typing import Any, cast
+
+from langgraph.store.base import BaseStore
+
+from store import hybrid
+from store.embeddings import embed_ahead
+from store.knowledge.config import MAX_TOP_K, KnowledgeConfig, knowledge_config
+from store.knowledge.graph_search import RELEVANT_DEPTH, GraphRanking, fuse_rankings, graph_ranking
+from store.knowledge.registry import chunk_namespace, delete_kb, get_kb
+from store.knowledge.search import (
+    Hit,
+    KnowledgeBaseCorpus,
+    _candidate_depth,
+    _check_query,
+    _distinct,
+    _result,
+    kb_policy,
+)
+
+GRAPH_STRATEGIES = frozenset({"graph", "fusion"})
+"""The strategies that need the graph walk."""
+FUSED_STRATEGIES = frozenset({"hybrid", "fusion"})
+"""The strategies that fuse dense and keyword hits (and so need the dated hits and neighbours)."""
+
+
+@dataclass(frozen=True)
+class Gathered:
+    """One question's signals over one knowledge base, gathered once (`KnowledgeBase.gather`).
+
+    `signals` are `depth` deep (the deepest any of `strategies` needs, `depths`); `graph` is the
+    graph walk when a graph strategy was asked for. Every strategy of `strategies` ranks them
+    (`rank`) without another store call."""
+
+    kb: str
+    policy: hybrid.Policy
+    query: str
+    top_k: int
+    strategies: frozenset[str]
+    signals: hybrid.Signals
+    graph: GraphRanking | None = None
+    depth: int = field(default=0)
+
+    def as_data(self) -> dict[str, Any]:
+        """These signals as plain data (JSON types only, each chunk's value once: what a graph may
+        pass between nodes, as the router's `Send`s to its workers do); `from_data` reads it back."""
+        values: dict[str, dict] = {}
+
+        def pairs(scored: Iterable[tuple[Any, float]]) -> list[list]:
+            listed = []
+            for item, score in scored:
+                values.setdefault(item.key, dict(item.value))
+                listed.append([item.key, score])
+            return listed
+
+        signals = self.signals
+        policy = asdict(self.policy)
+        if policy["neighbour_gap"] is not None:
+            policy["neighbour_gap"] = policy["neighbour_gap"].total_seconds()
+        data: dict[str, Any] = {
+            "kb": self.kb,
+            "policy": policy,
+            "query": self.query,
+            "top_k": self.top_k,
+            "strategies": sorted(self.strategies),
+            "depth": self.depth,
+            "signal_query": signals.query,
+            "dense": pairs(signals.dense),
+            "keyword": pairs(signals.keyword),
+            "dated": pairs(signals.dated),
+            "names": sorted(signals.names),
+            "neighbours": {
+                key: [pair[0] for pair in pairs((item, 0.0) for item in items)]
+                for key, items in signals.neighbours.items()
+            },
+            "graph": None,
+        }
+        if self.graph is not None:
+            data["graph"] = {
+                "hits": pairs((hit, hit.score) for hit in self.graph.hits),
+                "dense": pairs((hit, hit.score) for hit in self.graph.dense),
+                "paths": self.graph.paths,
+            }
+        data["values"] = values
+        return data
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> Gathered:
+        """The `Gathered` that `as_data` wrote."""
+        values = data["values"]
+
+        def hits(pairs: list[list]) -> list[Hit]:
+            return [Hit(key, values[key], float(score)) for key, score in pairs]
+
+        def scored(pairs: list[list]) -> list[hybrid.Scored]:
+            return [(hit, hit.score) for hit in hits(pairs)]
+
+        signals = hybrid.Signals(
+            data["signal_query"],
+            scored(data["dense"]),
+            scored(data["keyword"]),
+            scored(data["dated"]),
+            set(data["names"]),
+            {key: [Hit(k, values[k], 0.0) for k in keys] for key, keys in data["neighbours"].items()},
+        )
+        graph = data.get("graph")
+        walk = None
+        if graph is not None:
+            walk = GraphRanking(hits(graph["hits"]), hits(graph["dense"]), dict(graph["paths"]))
+        policy = dict(data["policy"])
+        if policy["neighbour_gap"] is not None:
+            policy["neighbour_gap"] = timedelta(seconds=policy["neighbour_gap"])
+        return cls(
+            data["kb"],
+            hybrid.Policy(**policy),
+            data["query"],
+            data["top_k"],
+            frozenset(data["strategies"]),
+            signals,
+            walk,
+            data["depth"],
+        )
+
+
+def depths(top_k: int) -> tuple[int, int]:
+    """(candidates a strategy ranks for `top_k` results, candidates fusion's hybrid ranking ranks):
+    fusion fuses the hybrid ranking `min(depth, MAX_TOP_K)` documents deep with the graph's."""
+    depth = _candidate_depth(top_k)
+    return depth, _candidate_depth(min(depth, MAX_TOP_K))
+
+
+def _ranks(hits: list[Hit], name: str) -> list[tuple[Hit, dict[str, int | None]]]:
+    return [(hit, {name: rank}) for rank, hit in enumerate(hits, 1)]
+
+
+def _dense(gathered: Gathered) -> dict:
+    depth, _ = depths(gathered.top_k)
+    hits = _distinct(cast(list[Hit], [hit for hit, _ in gathered.signals.dense[:depth]]), gathered.top_k)
+    return _result(gathered.kb, gathered.query, "dense", _ranks(hits, "dense"))
+
+
+def _keyword(gathered: Gathered) -> dict:
+    depth, _ = depths(gathered.top_k)
+    hits = _distinct(cast(list[Hit], [hit for hit, _ in gathered.signals.keyword[:depth]]), gathered.top_k)
+    return _result(gathered.kb, gathered.query, "keyword", _ranks(hits, "keyword"))
+
+
+def _hybrid_ranking(gathered: Gathered, depth: int) -> list[hybrid.Ranked]:
+    return hybrid.rank(gathered.signals.sliced(depth), gathered.policy)
+
+
+def _hybrid(gathered: Gathered) -> dict:
+    depth, _ = depths(gathered.top_k)
+    ranked = _hybrid_ranking(gathered, depth)[: gathered.top_k]
+    hits = [(Hit(r.item.key, r.item.value, r.score), r.ranks) for r in ranked]
+    return _result(gathered.kb, gathered.query, "hybrid", hits)
+
+
+def _with_paths(result: dict, paths: Mapping[str, list[str]]) -> dict:
+    for item in result["retrieval_results"]:
+        item["path"] = paths.get(item["id"], [])
+    return result
+
+
+def _walk(gathered: Gathered) -> GraphRanking:
+    if gathered.graph is None:
+        raise ValueError("these signals were gathered without the graph walk: gather with a graph strategy")
+    return gathered.graph
+
+
+def _graph(gathered: Gathered) -> dict:
+    walk = _walk(gathered)
+    kept = _distinct(walk.hits, gathered.top_k)
+    return _with_paths(_result(gathered.kb, gathered.query, "graph", _ranks(kept, "graph")), walk.paths)
+
+
+def _fusion(gathered: Gathered) -> dict:
+    """Reciprocal rank fusion of the hybrid ranking (`depths`' second figure deep) and the graph's."""
+    walk = _walk(gathered)
+    depth, deep = depths(gathered.top_k)
+    ranked = _hybrid_ranking(gathered, deep)[: min(depth, MAX_TOP_K)]
+    hybrid_hits = [Hit(r.item.key, r.item.value, r.score) for r in ranked]
+    hybrid_ranks = {r.item.key: r.ranks for r in ranked}
+    dense_rank = {hit.id: rank for rank, hit in enumerate(walk.dense, 1)}
+    graph_rank = {hit.id: rank for rank, hit in enumerate(walk.hits, 1)}
+    kept = _distinct(fuse_rankings({"hybrid": hybrid_hits, "graph": walk.hits}), gathered.top_k)
+    hits = [
+        (
+            hit,
+            {
+                "dense": hybrid_ranks.get(hit.id, {}).get("dense", dense_rank.get(hit.id)),
+                "keyword": hybrid_ranks.get(hit.id, {}).get("keyword"),
+                "graph": graph_rank.get(hit.id),
+            },
+        )
+        for hit in kept
+    ]
+    return _with_paths(_result(gathered.kb, gathered.query, "fusion", hits), walk.paths)
+
+
+PRESETS: Mapping[str, Callable[[Gathered], dict]] = MappingProxyType(
+    {"dense": _dense, "keyword": _keyword, "hybrid": _hybrid, "graph": _graph, "fusion": _fusion}
+)
+"""Strategy -> its ranking of gathered signals (pure: no store call). Read-only."""
+
+
+def rank(gathered: Gathered, strategy: str) -> dict:
+    """`strategy`'s result over `gathered` (one of the strategies it was gathered for), without a
+    store call: the retrieve-only contract {"context", "retrieval_results", "reference"} (+ kb,
+    query, strategy)."""
+    if strategy not in gathered.strategies:
+        raise ValueError(f"these signals were gathered for {', '.join(sorted(gathered.strategies))}, not {strategy!r}")
+    return PRESETS[strategy](gathered)
+
+
+@dataclass(frozen=True)
+class KnowledgeBase:
+    """Knowledge base `name` of `store`, opened (`open`): its registry `entry` as read then, its
+    `config` and ranking `policy`. Search, ingest and delete through it."""
+
+    store: BaseStore
+    name: str
+    entry: dict
+    config: KnowledgeConfig
+    policy: hybrid.Policy
+
+    @property
+    def namespace(self) -> tuple[str, str]:
+        return chunk_namespace(self.name)
+
+    @property
+    def corpus(self) -> KnowledgeBaseCorpus:
+        return KnowledgeBaseCorpus(self.store, self.name, self.entry)
+
+    def with_keyword_weight(self, keyword_weight: float) -> KnowledgeBase:
+        """This handle ranking hybrid with another keyword share (evaluations, tuning)."""
+        return replace(self, policy=replace(self.policy, keyword_weight=keyword_weight))
+
+    async def gather(
+        self,
+        query: str,
+        *,
+        top_k: int = 5,
+        strategies: Iterable[str] = ("hybrid",),
+        now: datetime | None = None,
+    ) -> Gathered:
+        """Gather `query`'s signals once for `strategies` (see the module doc). Raises ValueError
+        for an empty query, top_k outside 1..MAX_TOP_K or an unknown strategy."""
+        wanted = frozenset(strategies)
+        if not wanted:
+            raise ValueError("gather needs at least one strategy")
+        for strategy in sorted(wanted):
+            query = _check_query(query, top_k, strategy)
+        depth, deep = depths(top_k)
+        if "fusion" in wanted:
+            depth = deep
+        policy = self.policy
+        if not wanted & FUSED_STRATEGIES:  # dense, keyword and graph use no dates and no neighbours
+            policy = replace(policy, time_weight=0.0, neighbour_weight=0.0)
+        # The vector searches embed the query (without the names most chunks hold, usually none):
+        # embedding starts now, while the names and the keyword hits are looked up.
+        embed_ahead(self.store, query)
+        signals = await hybrid.gather(self.corpus, policy, query, depth, now or datetime.now(UTC))
+        walk = None
+        if wanted & GRAPH_STRATEGIES:
+            graph_depth, _ = depths(top_k)
+            walk = await graph_ranking(
+                self.store,
+                self.name,
+                self.entry,
+                query,
+                signals.names,
+                [hit for hit, _ in signals.dense[:graph_depth]],  # type: ignore[misc]
+                [hit for hit, _ in signals.keyword[:RELEVANT_DEPTH]],  # type: ignore[misc]
+                graph_depth,
+            )
+        return Gathered(self.name, self.policy, query, top_k, wanted, signals, walk, depth)
+
+    async def search(
+        self, query: str, *, strategy: str = "hybrid", top_k: int = 5, now: datetime | None = None
+    ) -> dict[str, Any]:
+        """`rank` of `gather` for one strategy."""
+        return rank(await self.gather(query, top_k=top_k, strategies=(strategy,), now=now), strategy)
+
+    async def ingest_texts(self, documents: list[dict], **options: Any) -> list[dict]:
+        """`store.knowledge.ingest.ingest_texts` into this knowledge base."""
+        from store.knowledge.ingest import ingest_texts
+
+        return await ingest_texts(self.store, self.name, documents, **options)
+
+    async def ingest_bytes(self, data: bytes, source: str, **options: Any) -> dict:
+        """`store.knowledge.ingest.ingest_bytes` into this knowledge base."""
+        from store.knowledge.ingest import ingest_bytes
+
+        return await ingest_bytes(self.store, self.name, data, source, **options)
+
+    async def delete_source(self, source: str) -> int | None:
+        """Delete one document (its chunks, full text, graph links and record): the number of
+        chunks deleted, None when the knowledge base holds no such document."""
+        from store.knowledge.ingest import delete_document
+
+        return await delete_document(self.store, self.name, source)
+
+    async def delete(self) -> dict:
+        """Delete the whole knowledge base; returns its registry entry as it was."""
+        return await delete_kb(self.store, self.name)
+
+
+async def open(
+    store: BaseStore, name: str, *, reader: str | None = None, config: KnowledgeConfig | None = None
+) -> KnowledgeBase:
+    """Open knowledge base `name` for the user `reader` (None: no read check, for operators and
+    the CLI): one registry read. `config` defaults to the environment's KB_* settings.
+
+    Raises KBUnknownError (a ValueError listing what `reader` may read) for a knowledge base that
+    does not exist or that `reader` may not read."""
+    entry = await get_kb(store, name, reader=reader)
+    config = config or knowledge_config()
+    return KnowledgeBase(store, name, entry, config, kb_policy(config))
