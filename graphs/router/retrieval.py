@@ -69,7 +69,6 @@ class WorkerTask(TypedDict):
     agent_type: str
     kb: str
     strategy: str
-    total: int
     gathered: dict | None
     error: str | None
     error_type: str | None
@@ -116,16 +115,21 @@ async def gather(state: RetrievalState, runtime: Runtime[RouterContext]) -> Comm
             failed.update(dict.fromkeys(strategies, exc))
     sends = []
     for spec, worker, invalid in workers:
-        error = failed.get(worker.strategy) if worker is not None else None
+        error: str | None = None
+        error_type: str | None = None
+        if invalid is not None:
+            error, error_type = invalid, "ValueError"
+        elif worker is not None and worker.strategy in failed:
+            why = failed[worker.strategy]
+            error, error_type = str(why) or type(why).__name__, type(why).__name__
         task: WorkerTask = {
             "worker_name": spec["worker_name"],
             "agent_type": spec["agent_type"],
             "kb": kb,
             "strategy": worker.strategy if worker is not None else "",
-            "total": len(plan),
-            "gathered": None if invalid or error else data,
-            "error": invalid or (str(error) or type(error).__name__ if error is not None else None),
-            "error_type": "ValueError" if invalid else type(error).__name__ if error is not None else None,
+            "gathered": None if error else data,
+            "error": error,
+            "error_type": error_type,
             "started_at": started,
         }
         sends.append(Send("rank", task))
@@ -175,7 +179,8 @@ async def rank(task: WorkerTask) -> dict:
 async def merge_evidence(state: State, runtime: Runtime[RouterContext]) -> dict:
     """Stream each worker's `progress` (in the order they finished) and its evidence paths or
     failure, then merge the passages of the workers that succeeded."""
-    runs = sorted(state.get("worker_runs") or [], key=lambda run: run["finished_at"])
+    planned = state.get("worker_runs") or []  # in the plan's order
+    runs = sorted(planned, key=lambda run: run.get("finished_at") or 0.0)
     for completed, run in enumerate(runs, 1):
         results = run["retrieval_results"]
         if run["status"] == "error":
@@ -205,7 +210,7 @@ async def merge_evidence(state: State, runtime: Runtime[RouterContext]) -> dict:
             retrieval_count=len(results),
             error=run["error"],
         )
-    good = [run for run in runs if run["status"] == "success"]
+    good = [run for run in planned if run["status"] == "success"]
     return {"sources": merge_runs(good, runtime.context.retrieval_top_k)}
 
 

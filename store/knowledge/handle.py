@@ -31,6 +31,7 @@ from store import hybrid
 from store.embeddings import embed_ahead
 from store.knowledge.config import MAX_TOP_K, KnowledgeConfig, knowledge_config
 from store.knowledge.graph_search import RELEVANT_DEPTH, GraphRanking, fuse_rankings, graph_ranking
+from store.knowledge.ingest import delete_document, ingest_bytes, ingest_texts
 from store.knowledge.registry import chunk_namespace, delete_kb, get_kb
 from store.knowledge.search import (
     Hit,
@@ -294,8 +295,8 @@ class KnowledgeBase:
                 self.entry,
                 query,
                 signals.names,
-                [hit for hit, _ in signals.dense[:graph_depth]],  # type: ignore[misc]
-                [hit for hit, _ in signals.keyword[:RELEVANT_DEPTH]],  # type: ignore[misc]
+                cast(list[Hit], [hit for hit, _ in signals.dense[:graph_depth]]),
+                cast(list[Hit], [hit for hit, _ in signals.keyword[:RELEVANT_DEPTH]]),
                 graph_depth,
             )
         return Gathered(self.name, self.policy, query, top_k, wanted, signals, walk, depth)
@@ -308,21 +309,15 @@ class KnowledgeBase:
 
     async def ingest_texts(self, documents: list[dict], **options: Any) -> list[dict]:
         """`store.knowledge.ingest.ingest_texts` into this knowledge base."""
-        from store.knowledge.ingest import ingest_texts
-
         return await ingest_texts(self.store, self.name, documents, **options)
 
     async def ingest_bytes(self, data: bytes, source: str, **options: Any) -> dict:
         """`store.knowledge.ingest.ingest_bytes` into this knowledge base."""
-        from store.knowledge.ingest import ingest_bytes
-
         return await ingest_bytes(self.store, self.name, data, source, **options)
 
     async def delete_source(self, source: str) -> int | None:
         """Delete one document (its chunks, full text, graph links and record): the number of
         chunks deleted, None when the knowledge base holds no such document."""
-        from store.knowledge.ingest import delete_document
-
         return await delete_document(self.store, self.name, source)
 
     async def delete(self) -> dict:
