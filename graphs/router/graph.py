@@ -172,7 +172,9 @@ async def classify(
 
     `similar` ranks `kbs` by meaning (graphs/router/kb_match.py): the prompt lists the knowledge
     bases closest first, and a `retrieval` answer without a valid knowledge base takes the
-    closest one when it is near the similarity threshold (a small model often leaves `kb` out).
+    closest one when it is near the similarity threshold (a small model often leaves `kb` out);
+    one naming no knowledge base when none is near routes to `general` at once (asking again
+    would not help); one naming a knowledge base that does not exist is asked again.
     Raises ModelConfigError without a usable model and ValueError after repeated bad answers.
     """
     routes = [r for r in available_routes() if r != "retrieval" or kbs]
@@ -192,6 +194,11 @@ async def classify(
         if choice.route == "retrieval" and choice.kb not in names and near is not None:
             reason = f"{choice.reason} (knowledge base {near.name!r}: the closest in meaning, {near.similarity:.2f})"
             return Guess("retrieval", near.name, float(choice.confidence), reason)
+        if choice.route == "retrieval" and not (choice.kb or "").strip():
+            # No knowledge base named and none close in meaning: asking again cannot make this
+            # valid (a small model answered so three times running for "what is a hash map?").
+            reason = f"{choice.reason} (retrieval named no knowledge base and none is close in meaning: general)"
+            return Guess("general", "", float(choice.confidence), reason)
         if choice.route == "retrieval" and choice.kb not in names:
             raise ValueError(f"knowledge base {choice.kb!r} does not exist; existing: {', '.join(names)}")
         kb = choice.kb if choice.route == "retrieval" else ""

@@ -892,3 +892,20 @@ async def test_the_gathered_signals_never_reach_a_checkpoint(model_slot, demo_st
     stored = [blob for writes in saver.writes.values() for (_, _, (_, blob), _) in writes.values()]
     stored += [blob for (_, blob) in saver.blobs.values()]
     assert stored and not any(b"signal_query" in blob for blob in stored if isinstance(blob, bytes))
+
+
+async def test_a_retrieval_choice_naming_no_kb_with_none_close_goes_general_without_asking_again(
+    model_slot, handbook_store
+):
+    choice = {"route": "retrieval", "confidence": 0.6, "reason": "a definition question"}
+    _, events, _, model, _ = await run(
+        model_slot,
+        handbook_store,
+        [{"tool_calls": [{"name": "RouteChoice", "args": choice}]}, "A hash map stores key-value pairs."],
+        message="what is a hash map?",
+    )
+    route = decision(events)
+    assert (route["route"], route["kb_prefix"], route["method"]) == ("general", "general", "llm")
+    assert "named no knowledge base" in route["reason"]
+    assert [call.tool_names for call in model.calls][0] == ["RouteChoice"]
+    assert sum(call.tool_names == ["RouteChoice"] for call in model.calls) == 1  # asked once
