@@ -302,7 +302,21 @@ async def _check_kb_read(user_id: str, action: str, namespace: tuple, key: Any) 
         raise Auth.exceptions.HTTPException(status_code=403, detail=str(exc)) from None
 
 
+def warn_if_closed() -> bool:
+    """At start-up: log a warning when no server but `langgraph dev` can serve anybody, that is
+    when neither API keys nor JWT users are configured (every request would get 401). Returns
+    whether it warned."""
+    if api_keys() or jwt_config() is not None or settings().LANGSMITH_LANGGRAPH_API_VARIANT == "local_dev":
+        return False
+    logger.warning(
+        "No API keys or JWT users are configured (AGENT_API_KEYS, AGENT_JWT_SECRET or "
+        "AGENT_JWT_JWKS_URL): this server refuses every request with 401 until one is set."
+    )
+    return True
+
+
 # A bad environment variable (a malformed AGENT_API_KEYS among them) stops the server at start-up
 # with the variable's name, rather than failing every request.
 check_settings()
 api_keys()
+warn_if_closed()

@@ -75,6 +75,19 @@ async def test_without_keys_langgraph_dev_is_open_and_other_servers_refuse(monke
     assert refused.value.status_code == 401 and "AGENT_API_KEYS" in refused.value.detail
 
 
+def test_a_server_that_would_refuse_everybody_says_so_at_start_up(monkeypatch, caplog):
+    for name in ("AGENT_API_KEYS", "AGENT_JWT_SECRET", "AGENT_JWT_JWKS_URL", "LANGSMITH_LANGGRAPH_API_VARIANT"):
+        monkeypatch.delenv(name, raising=False)
+    with caplog.at_level("WARNING", logger="server.auth"):
+        assert server_auth.warn_if_closed() is True
+    assert "refuses every request with 401" in caplog.text and "AGENT_API_KEYS" in caplog.text
+    monkeypatch.setenv("LANGSMITH_LANGGRAPH_API_VARIANT", "local_dev")  # langgraph dev is open instead
+    assert server_auth.warn_if_closed() is False
+    monkeypatch.delenv("LANGSMITH_LANGGRAPH_API_VARIANT")
+    monkeypatch.setenv("AGENT_API_KEYS", "alice=k-alice")
+    assert server_auth.warn_if_closed() is False
+
+
 async def test_creation_stamps_the_owner_and_reads_are_filtered_to_it():
     value = {"metadata": {"topic": "x"}}
     assert await server_auth.on_create(ctx(ALICE, "threads", "create"), value) == {"owner": "alice"}
