@@ -24,6 +24,7 @@ import asyncio
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -312,6 +313,15 @@ async def graph_answer(sdk: Any, model: Any, kb: str) -> list[list[str]]:
     return [source.get("path") or [] for source in state.get("sources", [])]
 
 
+def redis_command(name: str) -> list[str]:
+    """How scripts/prod runs Redis's `name` (redis-server, redis-cli): from PATH, else from the
+    Debian packages it unpacked into .data/redis-root."""
+    if shutil.which(name):
+        return [name]
+    root = ROOT / ".data" / "redis-root"
+    return ["env", f"LD_LIBRARY_PATH={root / 'usr/lib/x86_64-linux-gnu'}", str(root / "usr" / "bin" / name)]
+
+
 async def outage(
     stack: ProdStack, report: Report, name: str, stop: list[str], start: list[str], needed_by: set[str]
 ) -> None:
@@ -458,9 +468,9 @@ async def main_async(args: argparse.Namespace) -> int:
                 stack,
                 report,
                 "Redis",
-                ["redis-cli", "-p", port, "shutdown"],
+                [*redis_command("redis-cli"), "-p", port, "shutdown"],
                 [
-                    "redis-server", "--port", port, "--bind", "127.0.0.1", "--dir", str(redis_dir),
+                    *redis_command("redis-server"), "--port", port, "--bind", "127.0.0.1", "--dir", str(redis_dir),
                     "--appendonly", "yes", "--daemonize", "yes", "--pidfile", str(redis_dir / "redis.pid"),
                     "--logfile", str(redis_dir / "redis.log"),
                 ],

@@ -1,5 +1,6 @@
-"""Wait until a LangGraph server answers `GET /ok` (`python -m scripts.ready URL PID`); exit 0
-then, 1 if the process PID ends first or nothing answers within TIMEOUT_S seconds."""
+"""Wait until a LangGraph server answers `GET /ok` (`python -m scripts.ready URL PID [PATH]`, PATH
+another health route such as Aegra's `/health`); exit 0 then, 1 if the process PID ends first or
+nothing answers within TIMEOUT_S seconds."""
 
 import os
 import sys
@@ -22,12 +23,13 @@ def alive(pid: int) -> bool:
         return True
 
 
-def wait_ready(url: str, pid: int, timeout: float = TIMEOUT_S) -> bool:
-    """Poll `url`/ok every 0.25 s until it answers 200 (True), or the server is gone or the time is up (False)."""
+def wait_ready(url: str, pid: int, timeout: float = TIMEOUT_S, path: str = "/ok") -> bool:
+    """Poll `url` + `path` every 0.25 s until it answers 200 (True), or the server is gone or the
+    time is up (False)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and alive(pid):
         try:
-            if httpx.get(f"{url}/ok", timeout=2).status_code == 200:
+            if httpx.get(f"{url}{path}", timeout=2).status_code == 200:
                 return True
         except httpx.TransportError:
             pass
@@ -37,6 +39,7 @@ def wait_ready(url: str, pid: int, timeout: float = TIMEOUT_S) -> bool:
 
 if __name__ == "__main__":
     try:
-        raise SystemExit(0 if wait_ready(sys.argv[1], int(sys.argv[2])) else 1)
+        path = sys.argv[3] if len(sys.argv) > 3 else "/ok"
+        raise SystemExit(0 if wait_ready(sys.argv[1], int(sys.argv[2]), path=path) else 1)
     except KeyboardInterrupt:  # Ctrl-C while the server starts: scripts/serve stops it
         raise SystemExit(130) from None
