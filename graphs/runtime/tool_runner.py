@@ -42,6 +42,15 @@ TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 
+FIX_AND_RETRY = (
+    "Correct the arguments as this message says and call {tool} again now; tell the user about "
+    "this error only if it cannot be corrected."
+)
+"""Added to the error of a call whose arguments were wrong (`ToolInputError`): a small model
+otherwise tends to pass the error on to the user ("you need to use the 'semantic' kind") instead
+of calling again."""
+
+
 def _error_text(exc: BaseException, timeout_s: float) -> str:
     if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) and not str(exc):
         return f"timed out after {timeout_s:g} s"
@@ -155,12 +164,10 @@ def _failed(call, step, started, exc, timeout_s, attempts, log) -> ToolMessage:
         attempts=attempts,
     )
     log.append(_log_entry(call, step, "error", duration_ms, attempts, error))
-    return ToolMessage(
-        content=f"Error calling {call['name']}: {error}",
-        tool_call_id=call["id"],
-        name=call["name"],
-        status="error",
-    )
+    content = f"Error calling {call['name']}: {error}"
+    if isinstance(exc, ToolInputError):  # the arguments were wrong: the model can fix them
+        content += f"\n{FIX_AND_RETRY.format(tool=call['name'])}"
+    return ToolMessage(content=content, tool_call_id=call["id"], name=call["name"], status="error")
 
 
 def _log_entry(call, step, status, duration_ms, attempts, error: str | None = None) -> dict:

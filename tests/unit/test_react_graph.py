@@ -139,6 +139,7 @@ async def test_raising_tool_becomes_error_message_and_agent_goes_on(model_slot):
     )
     error = next(m for m in state["messages"] if isinstance(m, ToolMessage))
     assert error.status == "error" and "boom: disk full" in error.content
+    assert "call explode again" not in error.content  # nothing the model could correct
     failed = kinds(events, "tool_call_failed")
     assert failed[0]["tool_call_id"] == "x1" and failed[0]["error_type"] == "RuntimeError"
     assert failed[0]["attempts"] == 1  # not transient: not retried
@@ -161,6 +162,7 @@ async def test_bad_arguments_and_unknown_tool_are_answered_with_errors(model_slo
     )
     results = {m.tool_call_id: m for m in state["messages"] if isinstance(m, ToolMessage)}
     assert results["bad"].status == "error" and "expression" in results["bad"].content
+    assert "try again" in results["bad"].content  # LangGraph's own advice on arguments its schema refused
     assert results["ghost"].status == "error" and "no_such_tool" in results["ghost"].content
     assert len(kinds(events, "tool_call_failed")) == 2
 
@@ -182,6 +184,7 @@ async def test_a_tool_call_with_oversized_arguments_is_answered_with_an_error_an
     )
     results = {m.tool_call_id: m for m in state["messages"] if isinstance(m, ToolMessage)}
     assert results["big"].status == "error" and "at most 1,000 are accepted" in results["big"].content
+    assert "call slow_echo again" in results["big"].content
     assert results["ok"].content == "echo:small"
     # never run, and its arguments never went out in an event
     assert [e["tool_call_id"] for e in kinds(events, "tool_call_started")] == ["ok"]
