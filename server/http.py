@@ -200,13 +200,14 @@ async def tip(
 @app.get("/api/v1/tools/list", tags=["tools"], include_in_schema=False)
 async def list_tools() -> dict:
     """Every tool the agents can call (built-in and MCP) as an OpenAI-style function schema,
-    and the configured MCP servers that could not be reached."""
+    their `count`, and the configured MCP servers that could not be reached."""
     from langchain_core.utils.function_calling import convert_to_openai_tool
 
     from tools.registry import available_tools
 
     tools, problems = await available_tools()
-    return {"tools": [convert_to_openai_tool(tool) for tool in tools.values()], "unavailable": problems}
+    schemas = [convert_to_openai_tool(tool) for tool in tools.values()]
+    return {"tools": schemas, "count": len(schemas), "unavailable": problems}
 
 
 # --- knowledge bases ------------------------------------------------------------------------------

@@ -150,6 +150,7 @@ async def test_tool_list_has_json_schemas(http_server):
         answer = await client.get("/api/v1/tools")
     assert answer.status_code == 200
     tools = {t["function"]["name"]: t["function"] for t in answer.json()["tools"]}
+    assert answer.json()["count"] == len(answer.json()["tools"]) == len(tools)
     assert {"web_search", "web_read", "knowledge_base_search", "calculator"} <= set(tools)
     assert tools["web_search"]["parameters"]["required"] == ["query"]
     assert "runtime" not in tools["web_read"]["parameters"]["properties"]
