@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from langchain.chat_models import init_chat_model
@@ -246,7 +247,33 @@ async def ainvoke_with_retries(
             f"The model call failed ({type(exc).__name__}, attempt {failed.attempts}): {error}"
         ) from exc
     report_usage(result, step)
+    stamp_answer(result, model)
     return result
+
+
+def _model_name(model: Any) -> str | None:
+    """The model a runnable calls (through `bind_tools` / structured-output bindings)."""
+    for _ in range(4):
+        name = getattr(model, "model_name", None) or getattr(model, "model", None)
+        if isinstance(name, str) and name:
+            return name
+        model = getattr(model, "bound", None) or getattr(model, "first", None)
+        if model is None:
+            return None
+    return None
+
+
+def stamp_answer(result: Any, model: Any) -> None:
+    """Record on the model's message when it was produced (`response_metadata.created_at`, UTC
+    ISO 8601) and by which model (`response_metadata.model`, unless the provider named it
+    already); its token usage is the message's `usage_metadata`, as the provider reported it."""
+    message = result.get("raw") if isinstance(result, dict) else result
+    if not isinstance(message, AIMessage):
+        return
+    message.response_metadata.setdefault("created_at", datetime.now(UTC).isoformat(timespec="milliseconds"))
+    name = message.response_metadata.get("model_name") or _model_name(model)
+    if name:
+        message.response_metadata.setdefault("model", name)
 
 
 def report_usage(result: Any, step: int) -> dict | None:

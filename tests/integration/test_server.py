@@ -212,6 +212,8 @@ async def test_restart_keeps_thread_state(dev_server, openai_server):
     client = dev_server.client()
     state = await client.threads.get_state(tid)
     assert state["values"]["messages"][-1]["content"] == "remembered answer"
+    metadata = state["values"]["messages"][-1]["response_metadata"]  # when and by which model, kept across restarts
+    assert metadata["created_at"].startswith("20") and metadata["model"]
     final = await client.runs.wait(tid, "react", input=user("and now?"))
     assert [m["content"] for m in final["messages"]][-1] == "after restart"
 

@@ -129,6 +129,21 @@ async def test_parallel_tool_calls_run_concurrently_and_all_results_precede_the_
     assert [e["step"] for e in kinds(events, "step")] == [1, 2]
 
 
+async def test_every_answer_says_when_and_by_which_model_it_was_produced(model_slot):
+    from datetime import UTC, datetime
+
+    before = datetime.now(UTC)
+    state, _, _, _ = await run(
+        model_slot,
+        [{"tool_calls": [{"name": "calculator", "args": {"expression": "6*7"}, "id": "c1"}]}, "It is 42."],
+    )
+    answers = [m for m in state["messages"] if isinstance(m, AIMessage)]
+    assert len(answers) == 2  # the tool call and the answer
+    for message in answers:
+        created = datetime.fromisoformat(message.response_metadata["created_at"])
+        assert before <= created <= datetime.now(UTC) and message.response_metadata["model"] == "scripted"
+
+
 async def test_raising_tool_becomes_error_message_and_agent_goes_on(model_slot):
     state, events, _, model = await run(
         model_slot,
