@@ -54,6 +54,18 @@ class RunSettings(BaseModel):
         description="Chat model as 'provider:model', e.g. 'openai:gpt-4o-mini', or 'openai:qwen2.5' against OPENAI_BASE_URL (vLLM, Ollama, llama.cpp). Default openai:gpt-4o-mini.",
     )
     AGENT_TEMPERATURE: float = Field(0.0, ge=0, le=2, description="Sampling temperature (default 0).")
+    AGENT_TOP_P: float | None = Field(
+        None,
+        ge=0.01,
+        le=1,
+        description="Nucleus sampling: the model samples from the tokens holding this share of the probability (unset: the provider's default).",
+    )
+    AGENT_MAX_TOKENS: int | None = Field(
+        None,
+        ge=1,
+        le=200_000,
+        description="Most tokens the model may write in one answer (unset: the provider's default); the graphs' own structured calls (routing, plans, memory extraction) are not limited by it.",
+    )
     AGENT_MAX_STEPS: int = Field(
         10,
         ge=1,

@@ -294,6 +294,8 @@ class ScriptedOpenAIApp:
         }
         if "response_format" in body:
             record["response_format"] = body["response_format"]
+        sampling = ("temperature", "top_p", "max_tokens", "max_completion_tokens")
+        record["sampling"] = {name: body[name] for name in sampling if name in body}
         self.records.append(record)
         if not self._authorized(request):
             record["status"] = 401

@@ -415,7 +415,7 @@ async def write_report(state: State, runtime: Runtime[ResearchContext], config: 
     budget = int(context.context_window_tokens * (1 - REPORT_OUTPUT_RESERVE)) - approx_tokens(template)
     fitted = fit_to_budget(texts, budget, stage="report")
     emit("report_writing", sources=len(catalog), notes=len(texts), notes_tokens=sum(map(approx_tokens, fitted)))
-    model = load_chat_model(context.model_for("report"), temperature=context.temperature, timeout=context.model_timeout)
+    model = load_chat_model(context.model_for("report"), **context.sampling(), timeout=context.model_timeout)
     response = await invoke_fitted(
         model,
         lambda fitted: REPORT_PROMPT.format(

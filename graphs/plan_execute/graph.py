@@ -489,7 +489,7 @@ async def synthesizer(state: State, runtime: Runtime[PlanExecuteContext], config
         status=status,
         failed_steps=[e["step_id"] for e in log if e["status"] in ("failed", "skipped")],
     )
-    model = load_chat_model(context.model, temperature=context.temperature, timeout=context.model_timeout)
+    model = load_chat_model(context.model, **context.sampling(), timeout=context.model_timeout)
     prompt = SYNTHESIZER_PROMPT.format(status=status, log=_log_text(log), now=_now())
     try:
         response = await ainvoke_with_retries(

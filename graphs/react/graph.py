@@ -81,7 +81,7 @@ async def call_model(state: State, runtime: Runtime[Context], config: RunnableCo
     last_step = step >= context.max_steps
     emit("step", step=step, max_steps=context.max_steps)
 
-    model = load_chat_model(context.model, temperature=context.temperature, timeout=context.model_timeout)
+    model = load_chat_model(context.model, **context.sampling(), timeout=context.model_timeout)
     update: dict = {"steps": step}
     summary = state.get("summary", "")
     if needs_summary(messages, context.context_window_tokens):

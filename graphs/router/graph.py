@@ -363,7 +363,7 @@ async def answer(state: State, runtime: Runtime[RouterContext], config: Runnable
     failed = [run["worker_name"] for run in state.get("worker_runs", []) if run["status"] == "error"]
     emit("progress", stage="generation", completed=0, total=1, agent_type="", retrieval_count=len(sources), error=None)
     try:
-        model = load_chat_model(context.model, temperature=context.temperature, timeout=context.model_timeout)
+        model = load_chat_model(context.model, **context.sampling(), timeout=context.model_timeout)
     except ModelConfigError:
         text = extractive_answer(sources, EXTRACTIVE_HEADER.format(kb=kb), EXTRACTIVE_EMPTY.format(kb=kb))
         response = AIMessage(content=text, response_metadata={"extractive": True})

@@ -125,6 +125,8 @@ class Context:
 
     model: str = env_field("AGENT_MODEL")
     temperature: float = env_field("AGENT_TEMPERATURE")
+    top_p: float | None = env_field("AGENT_TOP_P")
+    max_tokens: int | None = env_field("AGENT_MAX_TOKENS")
     max_steps: int = env_field("AGENT_MAX_STEPS")
     user_id: str = env_field("AGENT_DEFAULT_USER_ID")
     tools: list[str] | None = env_field("AGENT_TOOLS")
@@ -140,6 +142,11 @@ class Context:
     recall_top_k: int = env_field("AGENT_RECALL_TOP_K")
     recover_tool_calls: bool = env_field("AGENT_RECOVER_TOOL_CALLS")
     run_timeout: float = env_field("AGENT_RUN_TIMEOUT")
+
+    def sampling(self) -> dict[str, Any]:
+        """The model parameters of the run's answers to the user (`load_chat_model` keywords):
+        temperature, top_p, max_tokens. The graphs' structured calls take the temperature only."""
+        return {"temperature": self.temperature, "top_p": self.top_p, "max_tokens": self.max_tokens}
 
     def __post_init__(self) -> None:
         validate_fields(self)

@@ -131,19 +131,29 @@ def check_model_spec(spec: str) -> tuple[str, str]:
     return provider, name
 
 
-def load_chat_model(spec: str, *, temperature: float = 0.0, timeout: float | None = None) -> BaseChatModel:
+def load_chat_model(
+    spec: str,
+    *,
+    temperature: float = 0.0,
+    timeout: float | None = None,
+    top_p: float | None = None,
+    max_tokens: int | None = None,
+) -> BaseChatModel:
     """Build the chat model for `spec` ('provider:model'); raise ModelConfigError if unusable.
 
     The provider client's own retries are off: `ainvoke_with_retries` retries every provider
     the same way and reports each retry as an event. `timeout` bounds each HTTP request.
+    `top_p` and `max_tokens` (None: the provider's default) go to the provider as its client
+    names them (`top_p`, `max_tokens`; OpenAI's client sends the latter as `max_completion_tokens`).
     """
     try:
         provider, name = check_model_spec(spec)
     except ValueError as exc:
         raise ModelConfigError(f"model {exc}") from None
+    sampling = {key: value for key, value in (("top_p", top_p), ("max_tokens", max_tokens)) if value is not None}
     if provider in _PROVIDERS:
-        return _PROVIDERS[provider](name, temperature=temperature)
-    kwargs: dict = {"temperature": temperature, "max_retries": 0}
+        return _PROVIDERS[provider](name, temperature=temperature, **sampling)
+    kwargs: dict = {"temperature": temperature, "max_retries": 0, **sampling}
     if timeout is not None:
         kwargs["timeout"] = timeout
     if provider == "openai":

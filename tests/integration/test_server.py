@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import uuid
 
@@ -416,3 +417,18 @@ async def test_turns_record_who_spoke_and_a_fact_from_many_turns_back_is_recalle
     stored = next(item["value"] for item in chat["items"] if "Ines" in item["value"]["text"])
     assert stored["passages"][0].startswith("bob: Long week. My sister Ines") and len(stored["passages"]) == 2
     assert "passages" not in fact
+
+
+async def test_a_run_sends_its_model_parameters_to_the_model(dev_server, openai_server):
+    client = dev_server.client()
+    k = key()
+    openai_server.script(k, ["brief"])
+    thread = await client.threads.create()
+    context = {"top_p": 0.25, "max_tokens": 32, "remember": False}
+    final = await client.runs.wait(thread["thread_id"], "react", input=user(f"{k} be brief"), context=context)
+    assert final["messages"][-1]["content"] == "brief"
+    [sent] = [r["sampling"] for r in openai_server.requests() if k in json.dumps(r.get("messages"))]
+    assert sent["top_p"] == 0.25 and 32 in (sent.get("max_tokens"), sent.get("max_completion_tokens"))
+    with pytest.raises(Exception) as refused:  # checked before anything is written
+        await client.runs.create(thread["thread_id"], "react", input=user("x"), context={"top_p": 2})
+    assert type(refused.value).__name__ == "UnprocessableEntityError" and "`top_p`" in str(refused.value)

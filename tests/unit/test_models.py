@@ -103,3 +103,19 @@ def test_the_private_chatopenai_hooks_we_extend_still_exist_with_their_signature
     assert list(chunk.parameters) == ["self", "chunk", "default_chunk_class", "base_generation_info"]
     result = inspect.signature(ChatOpenAI._create_chat_result)
     assert list(result.parameters)[:3] == ["self", "response", "generation_info"]
+
+
+async def test_top_p_and_max_tokens_reach_the_provider_only_when_set(openai_endpoint):
+    openai_endpoint.script("default", ["short answer", "plain answer"])
+    context = Context(model="openai:qwen3", top_p=0.5, max_tokens=64, remember=False)
+    await graph.ainvoke({"messages": [HumanMessage("hi")]}, context=context)
+    await graph.ainvoke({"messages": [HumanMessage("hi")]}, context=Context(model="openai:qwen3", remember=False))
+    limited, plain = [r["sampling"] for r in openai_endpoint.requests() if r["path"] == "/v1/chat/completions"]
+    assert limited["top_p"] == 0.5 and 64 in (limited.get("max_tokens"), limited.get("max_completion_tokens"))
+    assert "top_p" not in plain and "max_tokens" not in plain and "max_completion_tokens" not in plain
+
+
+@pytest.mark.parametrize("bad", [{"top_p": 0}, {"top_p": 1.5}, {"max_tokens": 0}, {"max_tokens": "64"}])
+def test_out_of_range_model_parameters_are_refused(bad):
+    with pytest.raises(ValueError, match="Invalid context field"):
+        Context(**bad)
