@@ -112,7 +112,8 @@ _PROVIDERS: dict[str, Callable[..., BaseChatModel]] = {}
 
 
 def register_model_provider(name: str, factory: Callable[..., BaseChatModel]) -> None:
-    """Make `name:<model>` resolve through `factory(model_name, temperature=...)`.
+    """Make `name:<model>` resolve through `factory(model_name, temperature=...)`, plus `top_p=`
+    and `max_tokens=` when the run sets them.
 
     The extension point for chat models `init_chat_model` does not know: an application that
     embeds these graphs registers its in-house model class at import (the scripted models of
