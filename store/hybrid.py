@@ -267,9 +267,9 @@ def with_neighbours(
     hit's score (a reply whose topic the message before it carries is found by that message's
     words). A neighbour written by someone else than its hit (`policy.speaker_field`: the question
     the hit answers, the reply to it) shares the hit's topic but not its speaker: it scores at
-    least w times the hit's score before bonuses plus its own bonuses, so "Audrey: Sure! Here's a
-    pic, super cozy." after "Andrew: Any pictures of the new beds?" ranks as Audrey's answer to a
-    question about Audrey's beds. A neighbour by the same person gets w times the whole score, so
+    least w times the hit's score before bonuses plus its own bonuses, so "Sam: Sure! Here's a
+    pic, super cozy." after "Alex: Any pictures of the new beds?" ranks as Sam's answer to a
+    question about Sam's beds. A neighbour by the same person gets w times the whole score, so
     their small talk around a hit does not come in on their own speaker bonus."""
     weight, field = policy.neighbour_weight, policy.speaker_field
     scores = dict(fused)

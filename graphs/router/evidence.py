@@ -32,10 +32,9 @@ def merge_runs(runs: list[dict], top_k: int) -> list[dict]:
     Each run is `{"kb", "agent_type", "strategy", "retrieval_results": [...]}` ranked best first,
     all of one question's signals. When one run's strategy covers every other run's (`COVERS`:
     the default plan's hybrid covers dense and keyword), its order is the merged order: fusing
-    it again with the lists it already weighs would count those signals twice (on the realistic
-    evaluation, reciprocal rank fusion of the hybrid, dense and keyword lists found 78.4 % of
-    the evidence in its first 5 where hybrid alone found 96.4 %, questions reusing the
-    conversation's words). Otherwise (say dense and keyword workers only) the lists are fused by
+    it again with the lists it already weighs would count those signals twice, and a passage
+    one weak list ranks high would push out one the fused ranking put first (figures:
+    docs/knowledge.md, router's merged sources). Otherwise (say dense and keyword workers only) the lists are fused by
     reciprocal rank fusion. A chunk appears once; `found_by` names every worker that found it.
     Returns sources `{index, kb, chunk_id, source, title, locator, page, section, content, score,
     found_by}`.

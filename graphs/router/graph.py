@@ -54,7 +54,7 @@ from graphs.router.prompts import (
 from graphs.router.protocol import GENERAL_KB, RouteDecision, worker_name_for
 from graphs.router.retrieval import graph as retrieval_graph
 from graphs.router.retrieval import merge_evidence
-from graphs.router.state import InputState, State
+from graphs.router.state import InputState, State, question_of
 from graphs.router.workers import MULTI_HOP_AGENTS
 from graphs.runtime.events import emit
 from graphs.runtime.failures import explain_failures
@@ -81,10 +81,6 @@ CLASSIFY_ATTEMPTS = 3
 def available_routes() -> list[str]:
     """Every route this router serves."""
     return ["general", "retrieval", *SUBAGENTS]
-
-
-def _question(messages: list[AnyMessage]) -> str:
-    return messages[-1].text if messages and isinstance(messages[-1], HumanMessage) else ""
 
 
 def _run_id(config: RunnableConfig) -> str:
@@ -230,7 +226,7 @@ async def intent_detect(state: State, runtime: Runtime[RouterContext], config: R
     nobody else's knowledge base can catch this user's questions."""
     context = runtime.context
     emit("progress", stage="routing", completed=0, total=0, agent_type="", retrieval_count=None, error=None)
-    message = _question(state["messages"])
+    message = question_of(state["messages"])
     store = runtime.store
     if context.kb and store is not None and not context.route:
         embed_ahead(store, message)  # a question to a named knowledge base: its search embeds it next
@@ -316,7 +312,7 @@ async def worker_select(state: State, runtime: Runtime[RouterContext]) -> dict:
     plan: list[dict] = []
     if decision["route"] == "retrieval":
         agent_types = runtime.context.retrieval_agents
-        if cue := is_multi_hop(_question(state["messages"])):  # graph walk and fusion first
+        if cue := is_multi_hop(question_of(state["messages"])):  # graph walk and fusion first
             agent_types = [*MULTI_HOP_AGENTS, *(t for t in agent_types if t not in MULTI_HOP_AGENTS)]
             decision["reason"] = f"{decision['reason']}; multi-hop cue {cue!r}: graph and fusion workers"
         decision["worker_name"] = worker_name_for(decision["kb_prefix"], agent_types[0])

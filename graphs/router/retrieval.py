@@ -24,7 +24,7 @@ import operator
 import time
 from typing import Annotated, Any
 
-from langchain_core.messages import AnyMessage, HumanMessage
+from langchain_core.messages import AnyMessage
 from langgraph.graph import START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Command, Send
@@ -32,7 +32,7 @@ from typing_extensions import TypedDict
 
 from graphs.router.context import RouterContext
 from graphs.router.evidence import merge_runs
-from graphs.router.state import State
+from graphs.router.state import State, question_of
 from graphs.router.workers import Worker, worker_for
 from graphs.runtime.events import emit
 from store import knowledge
@@ -75,10 +75,6 @@ class WorkerTask(TypedDict):
     started_at: float
 
 
-def _question(messages: list[AnyMessage]) -> str:
-    return messages[-1].text if messages and isinstance(messages[-1], HumanMessage) else ""
-
-
 async def gather(state: RetrievalState, runtime: Runtime[RouterContext]) -> Command:
     """Open the knowledge base and gather the question's signals once; one `Send` per worker."""
     started = time.time()
@@ -101,7 +97,7 @@ async def gather(state: RetrievalState, runtime: Runtime[RouterContext]) -> Comm
             if runtime.store is None:
                 raise RuntimeError("retrieval needs a store; this graph runs without one")
             handle = await knowledge.open(runtime.store, kb, reader=run_kb_reader(runtime))
-            question = _question(state["messages"])
+            question = question_of(state["messages"])
             top_k = runtime.context.retrieval_top_k
             try:
                 found = await handle.gather(question, top_k=top_k, strategies=strategies)

@@ -5,10 +5,16 @@ from __future__ import annotations
 import operator
 from typing import Annotated, Any
 
+from langchain_core.messages import AnyMessage, HumanMessage
 from typing_extensions import TypedDict
 
 from graphs.runtime.state import Messages
 from graphs.runtime.ui import UIMessages
+
+
+def question_of(messages: list[AnyMessage]) -> str:
+    """The text of the turn's question: the last message when the user sent it, else ""."""
+    return messages[-1].text if messages and isinstance(messages[-1], HumanMessage) else ""
 
 
 def per_turn(left: list | None, right: list | None) -> list:

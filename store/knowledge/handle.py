@@ -20,7 +20,7 @@ ranks many times.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
 from typing import Any, cast
@@ -53,7 +53,7 @@ FUSED_STRATEGIES = frozenset({"hybrid", "fusion"})
 class Gathered:
     """One question's signals over one knowledge base, gathered once (`KnowledgeBase.gather`).
 
-    `signals` are `depth` deep (the deepest any of `strategies` needs, `depths`); `graph` is the
+    `signals` are as deep as the deepest of `strategies` needs (`depths`); `graph` is the
     graph walk when a graph strategy was asked for. Every strategy of `strategies` ranks them
     (`rank`) without another store call."""
 
@@ -64,7 +64,6 @@ class Gathered:
     strategies: frozenset[str]
     signals: hybrid.Signals
     graph: GraphRanking | None = None
-    depth: int = field(default=0)
 
     def as_data(self) -> dict[str, Any]:
         """These signals as plain data (JSON types only, each chunk's value once: what a graph may
@@ -88,7 +87,6 @@ class Gathered:
             "query": self.query,
             "top_k": self.top_k,
             "strategies": sorted(self.strategies),
-            "depth": self.depth,
             "signal_query": signals.query,
             "dense": pairs(signals.dense),
             "keyword": pairs(signals.keyword),
@@ -143,7 +141,6 @@ class Gathered:
             frozenset(data["strategies"]),
             signals,
             walk,
-            data["depth"],
         )
 
 
@@ -299,7 +296,7 @@ class KnowledgeBase:
                 cast(list[Hit], [hit for hit, _ in signals.keyword[:RELEVANT_DEPTH]]),
                 graph_depth,
             )
-        return Gathered(self.name, self.policy, query, top_k, wanted, signals, walk, depth)
+        return Gathered(self.name, self.policy, query, top_k, wanted, signals, walk)
 
     async def search(
         self, query: str, *, strategy: str = "hybrid", top_k: int = 5, now: datetime | None = None

@@ -18,7 +18,7 @@ import pytest
 
 from scripts.free_port import free_port
 from tests.integration.conftest import server_env
-from tests.integration.test_serve_without_node import START_TIMEOUT_S, project_copy
+from tests.integration.test_serve_without_node import project_copy, start_serve, wait_served
 
 pytestmark = pytest.mark.integration
 
@@ -54,21 +54,9 @@ def test_a_stopped_server_leaves_no_ui_bundler_behind(tmp_path, pg_uri, openai_s
         N_JOBS_PER_WORKER="2",
     )
     log_path = tmp_path / "serve.log"
-    with open(log_path, "wb") as log:
-        serve = subprocess.Popen(
-            ["bash", str(project / "scripts" / "serve")],
-            cwd=tmp_path,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    serve = start_serve(project, env, log_path)
     try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while "LangGraph server ready: " not in log_path.read_text(errors="replace") or not running(marker):
-            assert serve.poll() is None, log_path.read_text(errors="replace")[-6000:]
-            assert time.monotonic() < deadline, log_path.read_text(errors="replace")[-6000:]
-            time.sleep(0.5)
+        wait_served(serve, log_path, also=lambda: bool(running(marker)))
         serve.send_signal(signal.SIGTERM)  # the script alone, as a supervisor stops it
         serve.wait(timeout=60)
         deadline = time.monotonic() + 10

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -49,6 +50,31 @@ def project_copy(folder: Path) -> Path:
     return folder
 
 
+def start_serve(project: Path, env: dict[str, str], log_path: Path) -> subprocess.Popen:
+    """`scripts/serve` of `project` (run from the folder of `log_path`) in a session of its own,
+    its output written to `log_path`."""
+    with open(log_path, "wb") as log:
+        return subprocess.Popen(
+            ["bash", str(project / "scripts" / "serve")],
+            cwd=log_path.parent,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
+def wait_served(serve: subprocess.Popen, log_path: Path, also: Callable[[], bool] = lambda: True) -> str:
+    """Wait until `serve` said it is ready and `also()` holds (failing if it ends or takes more
+    than START_TIMEOUT_S); its output so far."""
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while "LangGraph server ready: " not in log_path.read_text(errors="replace") or not also():
+        assert serve.poll() is None, log_path.read_text(errors="replace")[-6000:]
+        assert time.monotonic() < deadline, log_path.read_text(errors="replace")[-6000:]
+        time.sleep(0.5)
+    return log_path.read_text(errors="replace")
+
+
 @pytest.fixture
 def served_without_node(tmp_path, pg_uri, openai_server):
     """`scripts/serve` of a linked copy of the project, on a PATH without Node.js: (its URL, its
@@ -67,22 +93,9 @@ def served_without_node(tmp_path, pg_uri, openai_server):
         AGENT_API_KEYS=f"alice={API_KEYS['alice']}",
     )
     log_path = tmp_path / "serve.log"
-    with open(log_path, "wb") as log:
-        serve = subprocess.Popen(
-            ["bash", str(project / "scripts" / "serve")],
-            cwd=tmp_path,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    serve = start_serve(project, env, log_path)
     try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while "LangGraph server ready: " not in log_path.read_text(errors="replace"):
-            assert serve.poll() is None, log_path.read_text(errors="replace")[-6000:]
-            assert time.monotonic() < deadline, log_path.read_text(errors="replace")[-6000:]
-            time.sleep(0.5)
-        output = log_path.read_text(errors="replace")
+        output = wait_served(serve, log_path)
         yield output.split("LangGraph server ready: ", 1)[1].split()[0], output
         assert serve.poll() is None, log_path.read_text(errors="replace")[-6000:]
     finally:
