@@ -199,11 +199,11 @@ def environment(values: dict[str, str | None]) -> Iterator[None]:
 async def router_target(inputs: dict, env: TargetEnv) -> dict:
     """`router`'s decision for `inputs.message`: the knowledge bases `inputs.kbs` ({name,
     description}) exist in a fresh store, `inputs.context` holds `kb` / `auto_route` / ....
-    The run stops after `worker_select` (the decision), before any answer path runs."""
+    The run stops after `decide_route` (the decision), before any answer path runs."""
     store = env.new_store()
     for kb in inputs.get("kbs", []):
         await knowledge.create_kb(store, kb["name"], kb.get("description", ""))
-    graph = router_builder.compile(checkpointer=InMemorySaver(), store=store, interrupt_after=["worker_select"])
+    graph = router_builder.compile(checkpointer=InMemorySaver(), store=store, interrupt_after=["decide_route"])
     context = RouterContext(
         model=env.model, user_id=f"eval-{uuid.uuid4().hex[:8]}", remember=False, **inputs.get("context", {})
     )

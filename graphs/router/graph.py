@@ -1,9 +1,9 @@
 """The `router` graph: the front door that picks the best answer path for each message.
 
-prepare --(new question)--> intent_detect -> apply_override_policy -> worker_select --+
+prepare --(new question)--> decide_route --------------------------------------------+
    |                                                                                  |
    +--(clear / feedback only)--> END     retrieval: retrieve (subgraph: gather -> Send -> rank x
-                                           workers) -> merge_evidence -> answer -> check_citations -> finish_turn
+                                           workers; then merge_evidence) -> answer -> finish_turn
                                          general / react / other sub-agents -> finish_turn
                                          error (unknown KB) -> route_error -> finish_turn
 """
@@ -52,8 +52,7 @@ from graphs.router.prompts import (
     SUMMARY_SECTION,
 )
 from graphs.router.protocol import GENERAL_KB, RouteDecision, worker_name_for
-from graphs.router.retrieval import graph as retrieval_graph
-from graphs.router.retrieval import merge_evidence
+from graphs.router.retrieval import retrieve
 from graphs.router.state import InputState, State, question_of
 from graphs.router.workers import MULTI_HOP_AGENTS
 from graphs.runtime.events import emit
@@ -146,7 +145,7 @@ def after_prepare(state: State) -> str:
     if not state.get("answering"):
         return END
     pending = state.get("pending")
-    return pending["route"] if pending else "intent_detect"
+    return pending["route"] if pending else "decide_route"
 
 
 # --- the route decision (seed 003 RouterGraph) -------------------------------------------
@@ -219,18 +218,18 @@ async def classify(
     return result.value
 
 
-async def intent_detect(state: State, runtime: Runtime[RouterContext], config: RunnableConfig) -> dict:
-    """Heuristics first (KB names/descriptions in words and in meaning, cue words); the model
-    classifies when unsure.
+async def detect_intent(message: str, runtime: Runtime[RouterContext], config: RunnableConfig) -> dict:
+    """The route the message itself asks for: heuristics first (KB names/descriptions in words and
+    in meaning, cue words); the model classifies when unsure.
     The candidates are the knowledge bases of the user the run acts for and the shared ones:
-    nobody else's knowledge base can catch this user's questions."""
+    nobody else's knowledge base can catch this user's questions. A caller who requested a
+    knowledge base decides the route (see `apply_override_policy`): then the routing list is not
+    read at all."""
     context = runtime.context
-    emit("progress", stage="routing", completed=0, total=0, agent_type="", retrieval_count=None, error=None)
-    message = question_of(state["messages"])
     store = runtime.store
     if context.kb and store is not None and not context.route:
         embed_ahead(store, message)  # a question to a named knowledge base: its search embeds it next
-    kbs = await knowledge.list_kbs(store, reader=run_user_id(runtime)) if store is not None else []
+    kbs = await knowledge.list_kbs(store, reader=run_user_id(runtime)) if store is not None and not context.kb else []
     choosing = context.auto_route and not context.kb and not context.route
     similar = await rank_kbs(message, kbs) if choosing else []
     guess = guess_route(message, kbs, similar, context.kb_similarity)
@@ -242,7 +241,7 @@ async def intent_detect(state: State, runtime: Runtime[RouterContext], config: R
             method = "llm"
         except (ModelConfigError, ValueError) as exc:
             guess = replace(guess, reason=f"{guess.reason}; model classification unavailable: {exc}")
-    decision = {
+    return {
         "requested_kb_prefix": context.kb or "",
         "routed_kb_prefix": guess.kb,
         "kb_prefix": guess.kb,
@@ -252,13 +251,13 @@ async def intent_detect(state: State, runtime: Runtime[RouterContext], config: R
         "route": guess.route,
         "worker_name": "",
     }
-    return {"decision": decision, "sources": [], "citation_check": {}, "plan": []}
 
 
-async def apply_override_policy(state: State, runtime: Runtime[RouterContext]) -> dict:
-    """Apply the caller's choices: requested KB, forced route, auto-routing off, served routes."""
+async def apply_override_policy(decision: dict, runtime: Runtime[RouterContext]) -> dict:
+    """Apply the caller's choices to `decision` (a new dict is returned): requested KB, forced
+    route, auto-routing off, served routes."""
     context = runtime.context
-    decision = dict(state["decision"])
+    decision = dict(decision)
     if context.route:
         if context.route not in available_routes():
             decision.update(
@@ -266,7 +265,7 @@ async def apply_override_policy(state: State, runtime: Runtime[RouterContext]) -
                 method="forced",
                 reason=f"route {context.route!r} is not served; routes: {', '.join(available_routes())}",
             )
-            return {"decision": decision}
+            return decision
         decision.update(
             route=context.route,
             method="forced",
@@ -280,7 +279,7 @@ async def apply_override_policy(state: State, runtime: Runtime[RouterContext]) -
             await knowledge.get_kb(runtime.store, context.kb, reader=run_kb_reader(runtime))
         except ValueError as exc:
             decision.update(route="error", kb_prefix=context.kb, method="requested", reason=str(exc))
-            return {"decision": decision}
+            return decision
         if not context.route or context.route == "retrieval":
             decision.update(
                 route="retrieval",
@@ -303,29 +302,42 @@ async def apply_override_policy(state: State, runtime: Runtime[RouterContext]) -
         decision.update(route="react", reason=f"{decision['reason']}; {wanted} is not served here, react handles it")
     if decision["route"] != "retrieval" and decision["route"] != "error":
         decision["kb_prefix"] = GENERAL_KB
-    return {"decision": decision}
+    return decision
 
 
-async def worker_select(state: State, runtime: Runtime[RouterContext]) -> dict:
-    """Fix the worker name and the retrieval plan; stream the decision."""
-    decision = dict(state["decision"])
+def select_workers(decision: dict, message: str, context: RouterContext) -> tuple[dict, list[dict]]:
+    """The worker name and the retrieval plan of `decision` (a new dict is returned)."""
+    decision = dict(decision)
     plan: list[dict] = []
     if decision["route"] == "retrieval":
-        agent_types = runtime.context.retrieval_agents
-        if cue := is_multi_hop(question_of(state["messages"])):  # graph walk and fusion first
+        agent_types = context.retrieval_agents
+        if cue := is_multi_hop(message):  # graph walk and fusion first
             agent_types = [*MULTI_HOP_AGENTS, *(t for t in agent_types if t not in MULTI_HOP_AGENTS)]
             decision["reason"] = f"{decision['reason']}; multi-hop cue {cue!r}: graph and fusion workers"
         decision["worker_name"] = worker_name_for(decision["kb_prefix"], agent_types[0])
         plan = [{"agent_type": t, "worker_name": worker_name_for(decision["kb_prefix"], t)} for t in agent_types]
     else:
         decision["worker_name"] = ""
+    return decision, plan
+
+
+async def decide_route(state: State, runtime: Runtime[RouterContext], config: RunnableConfig) -> dict:
+    """Decide the route in one step (seed 003's intent_detect -> apply_override_policy ->
+    worker_select, as functions: each step of a graph costs a checkpoint): what the message asks
+    for, the caller's choices over it, then the workers of the retrieval route; stream the
+    decision."""
+    emit("progress", stage="routing", completed=0, total=0, agent_type="", retrieval_count=None, error=None)
+    message = question_of(state["messages"])
+    decision = await detect_intent(message, runtime, config)
+    decision = await apply_override_policy(decision, runtime)
+    decision, plan = select_workers(decision, message, runtime.context)
     final = RouteDecision(**decision)
     emit("route_decided", **final.as_dict())
-    return {"decision": final.as_dict(), "plan": plan}
+    return {"decision": final.as_dict(), "plan": plan, "sources": [], "citation_check": {}}
 
 
-def route_after_select(state: State) -> str:
-    """The retrieval route's subgraph (it fans out to the workers), or the route's node."""
+def route_after_decision(state: State) -> str:
+    """The retrieval route's node (its subgraph fans out to the workers), or the route's node."""
     route = state["decision"]["route"]
     if route == "retrieval":
         return "retrieve"
@@ -352,7 +364,8 @@ def _history(messages: list[AnyMessage], budget_tokens: int) -> list[AnyMessage]
 
 async def answer(state: State, runtime: Runtime[RouterContext], config: RunnableConfig) -> dict:
     """Answer from the merged passages with numbered citations (streamed as tokens), or, with no
-    chat model configured, with the top passages themselves, labelled as extracted."""
+    chat model configured, with the top passages themselves, labelled as extracted; then check
+    the citations (`check_citations`)."""
     context = runtime.context
     sources = state.get("sources", [])
     kb = state["decision"]["kb_prefix"]
@@ -376,13 +389,13 @@ async def answer(state: State, runtime: Runtime[RouterContext], config: Runnable
             update={"content": response.text + DEGRADED_NOTE.format(workers=", ".join(failed))}
         )
     emit("progress", stage="generation", completed=1, total=1, agent_type="", retrieval_count=len(sources), error=None)
-    return {"messages": [response]}
+    return check_citations(response, sources)
 
 
-async def check_citations(state: State) -> dict:
-    """Remove citations that match no source of this run and flag links that are not sources."""
-    message = state["messages"][-1]
-    result = check_answer_citations(message.text, state.get("sources", []))
+def check_citations(message: AIMessage, sources: list[dict]) -> dict:
+    """Remove the citations of `message` that match no source of this run and flag links that
+    are not sources; the state update with the checked message."""
+    result = check_answer_citations(message.text, sources)
     emit(
         "citations_checked",
         cited=len(result["cited"]),
@@ -390,14 +403,12 @@ async def check_citations(state: State) -> dict:
         invented_urls=result["unknown_urls"],
         invalid_numbers=result["invalid"],
         sources=[
-            {k: source.get(k) for k in ("index", "kb", "title", "source", "locator", "section")}
-            for source in state.get("sources", [])
+            {k: source.get(k) for k in ("index", "kb", "title", "source", "locator", "section")} for source in sources
         ],
     )
-    update: dict[str, Any] = {"citation_check": {k: v for k, v in result.items() if k != "text"}}
     if result["text"] != message.text:
-        update["messages"] = [message.model_copy(update={"content": result["text"]})]
-    return update
+        message = message.model_copy(update={"content": result["text"]})
+    return {"messages": [message], "citation_check": {k: v for k, v in result.items() if k != "text"}}
 
 
 # --- other routes -------------------------------------------------------------------------
@@ -490,13 +501,9 @@ async def finish_turn(state: State, runtime: Runtime[RouterContext], config: Run
 # (mypy reports the first such call as call-overload, later ones as arg-type).
 builder = StateGraph(State, input_schema=InputState, context_schema=RouterContext)
 builder.add_node("prepare", prepare)  # type: ignore[call-overload, arg-type]
-builder.add_node("intent_detect", intent_detect)  # type: ignore[call-overload, arg-type]
-builder.add_node("apply_override_policy", apply_override_policy)
-builder.add_node("worker_select", worker_select)
-builder.add_node("retrieve", retrieval_graph)
-builder.add_node("merge_evidence", merge_evidence)  # type: ignore[call-overload, arg-type]
+builder.add_node("decide_route", decide_route)  # type: ignore[call-overload, arg-type]
+builder.add_node("retrieve", retrieve)  # type: ignore[call-overload, arg-type]
 builder.add_node("answer", answer)  # type: ignore[call-overload, arg-type]
-builder.add_node("check_citations", check_citations)
 builder.add_node("general", subagent_node(react_graph, tools=GENERAL_TOOLS))
 for _name, _subgraph in SUBAGENTS.items():
     builder.add_node(_name, subagent_node(_subgraph))
@@ -505,14 +512,10 @@ builder.add_node("route_error", route_error)
 builder.add_node("finish_turn", finish_turn)  # type: ignore[call-overload, arg-type]
 
 builder.add_edge(START, "prepare")
-builder.add_conditional_edges("prepare", after_prepare, ["intent_detect", END, *SUBAGENTS])
-builder.add_edge("intent_detect", "apply_override_policy")
-builder.add_edge("apply_override_policy", "worker_select")
-builder.add_conditional_edges("worker_select", route_after_select, ["retrieve", "general", "route_error", *SUBAGENTS])
-builder.add_edge("retrieve", "merge_evidence")
-builder.add_edge("merge_evidence", "answer")
-builder.add_edge("answer", "check_citations")
-builder.add_edge("check_citations", "finish_turn")
+builder.add_conditional_edges("prepare", after_prepare, ["decide_route", END, *SUBAGENTS])
+builder.add_conditional_edges("decide_route", route_after_decision, ["retrieve", "general", "route_error", *SUBAGENTS])
+builder.add_edge("retrieve", "answer")
+builder.add_edge("answer", "finish_turn")
 for _name in ("general", "route_error"):
     builder.add_edge(_name, "finish_turn")
 for _name in SUBAGENTS:

@@ -1,5 +1,5 @@
-"""The router's retrieval route: one compiled subgraph (`graph`, the router's `retrieve` node),
-then the router's `merge_evidence`:
+"""The router's retrieval route, its `retrieve` node: one compiled subgraph (`graph`), then
+`merge_evidence` in the router itself:
 
     retrieve = [gather --(one Send per worker of the plan)--> rank (x workers)] --> merge_evidence
 
@@ -8,9 +8,9 @@ gathers the question's signals once for every strategy of the plan (store/knowle
 one query embedding, one BM25 query, the graph walk only when a graph worker is planned). Each
 `Send` carries its worker's preset (name, type, strategy) and the gathered signals as plain data;
 `rank` ranks them with the preset, without a store call. `merge_evidence` takes the workers' runs
-from the graph state (`worker_runs`, appended by a reducer), streams one `progress` event per
+(`worker_runs`, appended by a reducer in the subgraph), streams one `progress` event per
 finished worker, in the order they finished, and merges their passages
-(graphs/router/evidence.py). It runs in the router itself, not in the subgraph: a client
+(graphs/router/evidence.py). It runs in the router's node, not in the subgraph: a client
 streaming the router without `stream_subgraphs` gets these events, as it always has.
 
 A failure is reported and recorded, never raised: a knowledge base that cannot be opened or
@@ -25,6 +25,7 @@ import time
 from typing import Annotated, Any
 
 from langchain_core.messages import AnyMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.graph import START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Command, Send
@@ -35,6 +36,7 @@ from graphs.router.evidence import merge_runs
 from graphs.router.state import State, question_of
 from graphs.router.workers import Worker, worker_for
 from graphs.runtime.events import emit
+from graphs.runtime.subgraphs import without_checkpoints
 from store import knowledge
 from store.knowledge.handle import GRAPH_STRATEGIES
 from tools.identity import run_kb_reader
@@ -172,12 +174,10 @@ async def rank(task: WorkerTask) -> dict:
     return {"worker_runs": [run], "execution_log": [entry]}
 
 
-async def merge_evidence(state: State, runtime: Runtime[RouterContext]) -> dict:
+def merge_evidence(runs: list[dict], top_k: int) -> list[dict]:
     """Stream each worker's `progress` (in the order they finished) and its evidence paths or
-    failure, then merge the passages of the workers that succeeded."""
-    planned = state.get("worker_runs") or []  # in the plan's order
-    runs = sorted(planned, key=lambda run: run.get("finished_at") or 0.0)
-    for completed, run in enumerate(runs, 1):
+    failure, then merge the passages of the workers that succeeded. `runs` are in the plan's order."""
+    for completed, run in enumerate(sorted(runs, key=lambda run: run.get("finished_at") or 0.0), 1):
         results = run["retrieval_results"]
         if run["status"] == "error":
             emit(
@@ -206,8 +206,24 @@ async def merge_evidence(state: State, runtime: Runtime[RouterContext]) -> dict:
             retrieval_count=len(results),
             error=run["error"],
         )
-    good = [run for run in planned if run["status"] == "success"]
-    return {"sources": merge_runs(good, runtime.context.retrieval_top_k)}
+    return merge_runs([run for run in runs if run["status"] == "success"], top_k)
+
+
+async def retrieve(state: State, runtime: Runtime[RouterContext], config: RunnableConfig) -> dict:
+    """The router's `retrieve` node: the subgraph (`graph`), then `merge_evidence` here in the
+    router, whose events reach every client (see the module's docstring)."""
+    task: RetrievalInput = {
+        "messages": state["messages"],
+        "decision": state["decision"],
+        "plan": state.get("plan") or [],
+    }
+    found = await graph.ainvoke(task, without_checkpoints(config), context=runtime.context)
+    runs = found.get("worker_runs") or []
+    return {
+        "worker_runs": runs,
+        "execution_log": found.get("execution_log") or [],
+        "sources": merge_evidence(runs, runtime.context.retrieval_top_k),
+    }
 
 
 builder = StateGraph(
@@ -216,7 +232,7 @@ builder = StateGraph(
 builder.add_node("gather", gather, destinations=("rank",))  # type: ignore[call-overload, arg-type]
 builder.add_node("rank", rank)  # type: ignore[call-overload, arg-type]
 builder.add_edge(START, "gather")
-# No checkpoints of its own: the subgraph runs as one step of the router, whose checkpoint keeps
-# what it returns (the worker runs). The gathered signals (some 30 KB a question, in every `Send`)
+# No checkpoints of its own: the subgraph runs within one step of the router, whose checkpoint
+# keeps what it returns (the worker runs). The gathered signals (some 30 KB a question, in every `Send`)
 # are never written, and a run resumed after a crash runs the whole step again.
 graph = builder.compile(name="retrieval", checkpointer=False)

@@ -212,3 +212,23 @@ async def test_a_pool_kept_fresh_serves_again_at_once_after_a_postgres_restart(t
             fresh.cancel()
         await pool.close()
         await asyncio.to_thread(pg, "stop")
+
+
+async def test_a_pool_connection_the_server_ended_is_replaced_before_use(pg_schema, pg_uri):
+    """The package's pools check a connection before handing it out: one whose session the server
+    ended while it sat idle (here `pg_terminate_backend`, as a restart or an administrator does)
+    is replaced, and the request gets a working one; a live connection is handed out again."""
+    import asyncio
+
+    from store.pool import open_pool
+
+    async with open_pool(pg_uri, max_size=1) as pool:
+        async with pool.connection() as conn:
+            first = (await (await conn.execute("SELECT pg_backend_pid()")).fetchone())["pg_backend_pid"]
+        async with pool.connection() as conn:  # alive: the same connection again
+            assert (await (await conn.execute("SELECT pg_backend_pid()")).fetchone())["pg_backend_pid"] == first
+        assert sql(pg_uri, "SELECT pg_terminate_backend(%s)", (first,)) == [(True,)]
+        await asyncio.sleep(0.2)  # the server has closed the session
+        async with pool.connection(timeout=5) as conn:
+            second = (await (await conn.execute("SELECT pg_backend_pid()")).fetchone())["pg_backend_pid"]
+        assert second != first

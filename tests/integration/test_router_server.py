@@ -151,7 +151,7 @@ async def test_classified_route_streams_the_sub_agents_tokens_and_events(dev_ser
     first = [r for r in openai_server.requests() if k in str(r.get("messages"))][0]
     assert first["response_format"]["json_schema"]["name"] == "RouteChoice" and kb in first["messages"][0]["content"]
     assert not any(
-        meta.get("langgraph_node") == "intent_detect"
+        meta.get("langgraph_node") == "decide_route"
         for e, (c, meta) in [(e, d) for e, d in parts if e.startswith("messages")]
     )
     # the sub-agent's tokens and custom events reach the client under its namespace

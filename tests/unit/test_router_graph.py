@@ -281,7 +281,7 @@ async def test_model_classifies_when_unsure_and_malformed_answers_are_retried(mo
     assert first.tool_names == ["RouteChoice"] and "- demo: " + DESCRIPTION in first.messages[0].content
     assert "does not exist" in model.calls[2].messages[-1].content
     # classification is not streamed as answer tokens
-    assert not any(meta.get("langgraph_node") == "intent_detect" for ns, (c, meta) in chunks)
+    assert not any(meta.get("langgraph_node") == "decide_route" for ns, (c, meta) in chunks)
     assert state["messages"][-1].content == "Otters live in rivers [1]."
 
 
@@ -311,12 +311,12 @@ async def test_unserved_sub_agent_falls_back_to_react(monkeypatch):
             "worker_name": "",
         }
     }
-    update = await router.apply_override_policy(state, Runtime(context=RouterContext(), store=None))
-    assert update["decision"]["route"] == "react" and "deep_research is not served" in update["decision"]["reason"]
-    forced = await router.apply_override_policy(state, Runtime(context=RouterContext(route="nope"), store=None))
-    assert (
-        forced["decision"]["route"] == "error" and "routes: general, retrieval, react" in forced["decision"]["reason"]
+    update = await router.apply_override_policy(state["decision"], Runtime(context=RouterContext(), store=None))
+    assert update["route"] == "react" and "deep_research is not served" in update["reason"]
+    forced = await router.apply_override_policy(
+        state["decision"], Runtime(context=RouterContext(route="nope"), store=None)
     )
+    assert forced["route"] == "error" and "routes: general, retrieval, react" in forced["reason"]
 
 
 async def test_plan_cue_hands_the_conversation_to_plan_execute(model_slot, demo_store):
@@ -436,8 +436,8 @@ async def test_research_cue_routes_to_deep_research_with_its_context():
         }
     }
     context = RouterContext(max_research_rounds=3, max_plan_steps=4)
-    update = await router.apply_override_policy(state, Runtime(context=context, store=None))
-    assert update["decision"]["route"] == "deep_research" and update["decision"]["kb_prefix"] == "general"
+    update = await router.apply_override_policy(state["decision"], Runtime(context=context, store=None))
+    assert update["route"] == "deep_research" and update["kb_prefix"] == "general"
     assert (context.max_research_rounds, context.max_plan_steps) == (3, 4)  # the sub-agents' own fields
 
 
@@ -892,6 +892,32 @@ async def test_the_gathered_signals_never_reach_a_checkpoint(model_slot, demo_st
     stored = [blob for writes in saver.writes.values() for (_, _, (_, blob), _) in writes.values()]
     stored += [blob for (_, blob) in saver.blobs.values()]
     assert stored and not any(b"signal_query" in blob for blob in stored if isinstance(blob, bytes))
+
+
+async def test_a_question_to_a_requested_kb_skips_the_routing_list(model_slot, counted):
+    store, counts = counted
+    question = f"Which greenhouse irrigation controller fault code means the float switch is stuck, {nonce_word()}?"
+    state, events, _, _, _ = await run(
+        model_slot, store, ["The float switch [1]."], message=question, context={"kb": "demo"}
+    )
+    assert decision(events)["method"] == "requested" and [r["status"] for r in state["worker_runs"]] == ["success"] * 3
+    # the caller's knowledge base is checked, then opened by the search; the routing list is not read
+    assert store.registry_reads == 2 and store.vector_searches == 1 and counts["bm25"] == 1
+
+
+@pytest.mark.parametrize("durability", ["sync", "async", "exit"])
+async def test_the_retrieval_route_runs_under_every_durability(model_slot, demo_store, durability):
+    """The retrieval subgraph keeps no checkpoints; under "sync" langgraph would wait for one
+    (graphs/runtime/subgraphs.py)."""
+    graph = router.builder.compile(checkpointer=InMemorySaver(), store=demo_store)
+    model_slot["model"] = ScriptedChatModel(responses=["The float switch [1]."])
+    config = {"configurable": {"thread_id": f"durability-{durability}"}}
+    context = RouterContext(model="scripted:test", remember=False, kb="demo")
+    message = HumanMessage("What does fault code ZX-4480 mean?")
+    result = await graph.ainvoke({"messages": [message]}, config, context=context, durability=durability)
+    assert [run["status"] for run in result["worker_runs"]] == ["success"] * 3
+    assert result["sources"] and result["messages"][-1].content == "The float switch [1]."
+    assert (await graph.aget_state(config)).values["citation_check"]["cited"] == [1]
 
 
 async def test_a_retrieval_choice_naming_no_kb_with_none_close_goes_general_without_asking_again(
