@@ -36,7 +36,11 @@ from settings import settings
 from settings.redact import add_secret_source
 from tools.cache import TTLCache
 
-HEADERS = {"model_api_key": "x-model-api-key", "model_base_url": "x-model-base-url", "search_api_key": "x-search-api-key"}
+HEADERS = {
+    "model_api_key": "x-model-api-key",
+    "model_base_url": "x-model-base-url",
+    "search_api_key": "x-search-api-key",
+}
 """The request headers, by RequestCredentials field."""
 REF_HEADER = "x-agent-credentials"
 """The header (and `config.configurable` key) carrying a run's reference to its credentials."""

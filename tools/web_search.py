@@ -74,7 +74,10 @@ def search_config() -> SearchConfig:
         raise ToolError(str(exc)) from None
     if sent is not None and sent.search_api_key and (name := request_key_provider(found.provider)):
         # The key sent with the run's request (x-search-api-key), for its provider, which is used.
-        return replace(found, provider=name, **{f"{name}_api_key": sent.search_api_key})
+        key = sent.search_api_key
+        if name == "jina":
+            return replace(found, provider=name, jina_api_key=key)
+        return replace(found, provider=name, tavily_api_key=key)
     return found
 
 

@@ -15,9 +15,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+import httpx
 from langchain.chat_models import init_chat_model
 from langchain_core.language_models import BaseChatModel
-import httpx
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable, RunnableConfig
