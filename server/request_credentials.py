@@ -101,8 +101,8 @@ async def check_base_url(url: str) -> bool:
     except FetchError as exc:
         raise ApiError(
             "BASE_URL_NOT_ALLOWED",
-            f"x-model-base-url is refused: {exc} Only public addresses are allowed unless the server's "
-            "operator lists the URL.",
+            f"x-model-base-url is refused: {str(exc).removeprefix('Refused to fetch ')} Only public addresses "
+            "are allowed unless the server's operator lists the URL.",
             {"header": "x-model-base-url"},
         ) from None
     return False
