@@ -16,14 +16,14 @@ import ipaddress
 import math
 import types
 import typing
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from functools import cache
 from typing import Any
 from urllib.parse import urlsplit
 
 from pydantic import TypeAdapter, ValidationError
 
-from graphs.runtime.models import check_model_spec
+from graphs.runtime.models import check_model_spec, report_ignored
 from settings import bounds, describe, settings
 
 
@@ -192,6 +192,17 @@ class Context:
             except ValueError as exc:
                 raise ValueError(f"Invalid context field `tools`: {exc}") from None
         self._check_tool_choice()
+
+    def restricted_to(self, tools: list[str]) -> Context:
+        """This context with only `tools` offered (a sub-agent with fewer tools). A `tool_choice`
+        naming a tool outside them is dropped, and a `model_parameter_ignored` event says so."""
+        choice = self.tool_choice
+        if choice is not None and choice not in TOOL_CHOICES and choice not in tools:
+            report_ignored(
+                "tool_choice", choice, self.model, f"this agent offers only {', '.join(tools) or 'no tools'}"
+            )
+            choice = None
+        return replace(self, tools=tools, tool_choice=choice)
 
     def _check_tool_choice(self) -> None:
         choice = self.tool_choice

@@ -144,6 +144,13 @@ def report_ignored(parameter: str, value: Any, spec: str, reason: str) -> None:
     emit("model_parameter_ignored", parameter=parameter, value=value, model=spec, reason=reason)
 
 
+def report_unmet_tool_choice(tool_choice: str | None, spec: str) -> None:
+    """For a model call that offers no tools: a `tool_choice` it cannot meet (`required`, a
+    tool's name) is reported, not silently dropped."""
+    if tool_choice not in (None, "auto", "none"):
+        report_ignored("tool_choice", tool_choice, spec, "this model call offers no tools")
+
+
 def _with_reasoning_effort(model: BaseChatModel, effort: str | None, spec: str) -> BaseChatModel:
     if effort is None:
         return model
@@ -393,8 +400,7 @@ async def ainvoke_with_tools(
         bound = model.bind_tools(tool_schemas(tools), **choice)
     else:
         bound = model
-        if tool_choice not in (None, "auto", "none"):
-            report_ignored("tool_choice", tool_choice, _model_name(model) or "", "this model call offers no tools")
+        report_unmet_tool_choice(tool_choice, _model_name(model) or "")
     recover = recover and tool_choice != "none"
     response = await ainvoke_with_retries(bound, messages, config, retries=retries, step=step, timeout=timeout)
     if not recover or not tools:

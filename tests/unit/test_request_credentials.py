@@ -236,3 +236,20 @@ async def test_parameters_a_call_cannot_use_are_reported(model_slot):
 def test_bad_tool_choice_and_reasoning_effort_are_refused(fields, message):
     with pytest.raises(ValueError, match=message):
         Context(**fields)
+
+
+def test_an_agent_with_fewer_tools_drops_a_tool_choice_it_cannot_offer():
+    context = Context(tools=["calculator", "current_time"], tool_choice="calculator")
+    assert context.restricted_to(["search_chat_history"]).tool_choice is None
+    assert context.restricted_to(["calculator"]).tool_choice == "calculator"
+    assert Context(tool_choice="required").restricted_to([]).tool_choice == "required"
+
+
+def test_memory_extraction_of_a_turn_with_its_own_model_key_uses_the_servers_model():
+    from graphs.runtime.memory_schedule import _extraction_model
+
+    assert _extraction_model("openai:own") == {"model": "openai:own"}  # outside a run
+    config = run_config(RequestCredentials(model_api_key=KEY))
+    assert RunnableLambda(lambda _: _extraction_model("openai:own")).invoke(None, config) == {}
+    config = run_config(RequestCredentials(search_api_key="tvly-user-123456"))
+    assert RunnableLambda(lambda _: _extraction_model("openai:own")).invoke(None, config) == {"model": "openai:own"}
