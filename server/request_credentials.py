@@ -17,7 +17,8 @@ Refused before anything is written, in the error shape of server/errors.py:
 - 400 INVALID_REQUEST: an empty header, a search key where the server's search provider takes
   none, or credentials on a cron (a scheduled run outlives the request);
 - 400 NOT_SUPPORTED_ON_THIS_SERVER: on a server whose runs may execute in another process than
-  the one receiving the request (any but `langgraph dev`: Aegra, LangGraph Platform).
+  the one receiving the request (any but `langgraph dev`: Aegra, LangGraph Platform), or whose
+  configuration does not copy `x-agent-credentials` into runs (`reference_reaches_runs`).
 
 A `x-agent-credentials` header sent by a client is dropped: only this middleware sets it.
 """
@@ -40,6 +41,17 @@ _HEADERS = {header.encode(): field for field, header in credentials.HEADERS.item
 _REF = credentials.REF_HEADER.encode()
 
 
+def reference_reaches_runs() -> bool:
+    """Whether the server copies the `x-agent-credentials` header into a run's configurable
+    (langgraph.json `http.configurable_headers` includes it): without it, held credentials would
+    never reach the run, which would silently use the server's keys."""
+    try:
+        from langgraph_api.utils.headers import should_include_header
+    except ImportError:
+        return False
+    return bool(should_include_header(credentials.REF_HEADER))
+
+
 async def read_credentials(path: str, sent: dict[str, str]) -> credentials.RequestCredentials:
     """The credentials of a run request (headers by field), checked; ApiError when refused."""
     config = settings()
@@ -59,11 +71,12 @@ async def read_credentials(path: str, sent: dict[str, str]) -> credentials.Reque
             "A cron cannot carry x-model-api-key, x-model-base-url or x-search-api-key: they are held "
             "for the run of one request only.",
         )
-    if not runs_in_this_process():
+    if not runs_in_this_process() or not reference_reaches_runs():
         raise ApiError(
             "NOT_SUPPORTED_ON_THIS_SERVER",
-            "This server runs requests in other processes and cannot take model or search keys with "
-            "a request (x-model-api-key, x-model-base-url, x-search-api-key).",
+            "This server cannot take model or search keys with a request (x-model-api-key, "
+            "x-model-base-url, x-search-api-key): it runs requests in other processes, or its "
+            "configuration does not pass `x-agent-credentials` to runs (http.configurable_headers).",
         )
     if "search_api_key" in sent:
         from tools.web_search import search_config

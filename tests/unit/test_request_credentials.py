@@ -54,6 +54,7 @@ async def through_middleware(path: str, headers: dict[str, str], method: str = "
 def in_dev(monkeypatch):
     """As under `langgraph dev`: runs execute in the process that received the request."""
     monkeypatch.setattr(request_credentials, "runs_in_this_process", lambda: True)
+    monkeypatch.setattr(request_credentials, "reference_reaches_runs", lambda: True)
     credentials.HELD.clear()
 
 
@@ -112,6 +113,10 @@ async def test_operator_switch_crons_and_other_servers(in_dev, monkeypatch):
     assert seen is None and refused["error"] == "REQUEST_CREDENTIALS_DISABLED"
     monkeypatch.delenv("AGENT_REQUEST_CREDENTIALS")
     monkeypatch.setattr(request_credentials, "runs_in_this_process", lambda: False)
+    seen, refused = await through_middleware("/threads/t/runs", {"x-model-api-key": KEY})
+    assert seen is None and refused["error"] == "NOT_SUPPORTED_ON_THIS_SERVER"
+    monkeypatch.setattr(request_credentials, "runs_in_this_process", lambda: True)
+    monkeypatch.setattr(request_credentials, "reference_reaches_runs", lambda: False)  # no configurable_headers
     seen, refused = await through_middleware("/threads/t/runs", {"x-model-api-key": KEY})
     assert seen is None and refused["error"] == "NOT_SUPPORTED_ON_THIS_SERVER"
 
