@@ -38,7 +38,7 @@ from settings import settings
 from settings.redact import redact
 from tools import credentials
 from tools.identity import check_thread_owner
-from tools.net import policy_transport
+from tools.net import FetchError, policy_transport
 
 NOSTREAM_TAGS = [TAG_NOSTREAM, "langsmith:nostream"]
 """Tags for a graph's internal model calls (planning, summaries, compression): LangGraph keeps
@@ -274,7 +274,10 @@ def _error_text(exc: BaseException, timeout: float | None) -> str:
     the key or base URL the request sent, configured secrets; settings/redact.py)."""
     if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) and not str(exc) and timeout:
         return f"no answer within {timeout:g} s"
-    return redact(str(exc) or type(exc).__name__)[:1000]
+    text = str(exc) or type(exc).__name__
+    if isinstance(exc.__cause__, FetchError):  # a request's base URL refused at connect time
+        text = f"{text} {exc.__cause__}"
+    return redact(text)[:1000]
 
 
 async def ainvoke_with_retries(

@@ -145,9 +145,10 @@ async def test_an_unlisted_base_url_is_checked_at_connect_time(openai_endpoint):
     openai_endpoint.script("default", ["should not be asked"])
     held = RequestCredentials(model_api_key=KEY, model_base_url=openai_endpoint.base_url)
     context = Context(model="openai:byo", remember=False, model_retries=0)
-    with pytest.raises(ModelCallError):
+    with pytest.raises(ModelCallError) as failed:
         await graph.ainvoke({"messages": [HumanMessage("hi")]}, run_config(held), context=context)
     assert openai_endpoint.requests() == []
+    assert "loopback address" in str(failed.value) and KEY not in str(failed.value)
 
 
 async def test_a_provider_error_repeating_the_key_is_reported_without_it(openai_endpoint):
