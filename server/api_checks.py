@@ -39,6 +39,7 @@ from server.limits import replay
 from server.resolve import RUN_PATH as RESOLVE_PATH
 from server.resolve import resolved
 from settings import settings
+from tools.credentials import REF_HEADER
 
 CONTEXTS: dict[str, type[Context]] = {
     "router": RouterContext,
@@ -93,6 +94,18 @@ def check_recursion_limit(config: Any) -> None:
         )
 
 
+def check_no_credentials_reference(payload: dict) -> None:
+    """A run names held request credentials only through server/request_credentials.py."""
+    config = payload.get("config")
+    for where, fields in (("context", payload.get("context")), ("config.configurable", _configurable(config))):
+        if isinstance(fields, dict) and REF_HEADER in fields:
+            raise _invalid(f"`{where}` must not set `{REF_HEADER}`: the server sets it.", f"{where}.{REF_HEADER}")
+
+
+def _configurable(config: Any) -> Any:
+    return config.get("configurable") if isinstance(config, dict) else None
+
+
 def check_run(payload: Any) -> None:
     if not isinstance(payload, dict):
         return  # the server's own validation answers
@@ -103,6 +116,7 @@ def check_run(payload: Any) -> None:
         except ValueError as exc:
             raise _invalid(str(exc), "input.messages") from None
     check_recursion_limit(payload.get("config"))
+    check_no_credentials_reference(payload)
     check_context(payload.get("assistant_id"), payload.get("context"))
 
 

@@ -46,6 +46,12 @@ def _runtime() -> Any | None:
     return sys.modules.get(RUNTIME)
 
 
+def runs_in_this_process() -> bool:
+    """Whether runs execute in the process that received their request: `langgraph dev`'s
+    in-memory runtime (other servers may hand a run to another replica or worker)."""
+    return _runtime() is not None
+
+
 def _locked(store: Any) -> None:
     """Route the runtime's periodic flush of `store` through the same lock (once)."""
     if getattr(store, "_durable", False):

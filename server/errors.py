@@ -38,6 +38,9 @@ STATUS = {
     "INGEST_BUSY": 429,
     "INGEST_FAILED": 503,
     "UI_NOT_FOUND": 404,
+    "REQUEST_CREDENTIALS_DISABLED": 403,
+    "BASE_URL_NOT_ALLOWED": 400,
+    "NOT_SUPPORTED_ON_THIS_SERVER": 400,
 }
 
 # Seconds a client is told to wait (Retry-After) while the database is unavailable.

@@ -28,6 +28,7 @@ from server.errors import ApiError, DatabaseUnavailableMiddleware, api_error_han
 from server.limits import BodyLimitMiddleware
 from server.logs import quiet_duplicate_run_errors
 from server.mcp_tools import mcp
+from server.request_credentials import RequestCredentialsMiddleware
 from server.route_auth import protect_routes
 from server.ui_cards import ui_card
 from settings.redact import install_log_redaction
@@ -106,6 +107,8 @@ app.add_exception_handler(RequestValidationError, validation_error_handler)
 app.add_middleware(BodyLimitMiddleware)
 # `langgraph dev`: thread, run and assistant records on disk when written (server/dev_persistence.py).
 app.add_middleware(DurableWritesMiddleware)
+# Per-request model and search keys taken off every request, held for the run (server/request_credentials.py).
+app.add_middleware(RequestCredentialsMiddleware)
 # The LangGraph server's own routes: runs completed ("Mark as Resolved", cancelled when the client
 # leaves) and checked, bad crons, store searches and compressed bodies refused with a 4xx before
 # anything is written (server/api_checks.py).

@@ -395,6 +395,7 @@ class SettingsValues(RunSettings):
         "ROUTER_RETRIEVAL_AGENTS",
         "AGENT_ADMIN_USERS",
         "AGENT_JWT_ALGORITHMS",
+        "AGENT_REQUEST_BASE_URLS",
         mode="before",
     )
     @classmethod
@@ -403,7 +404,7 @@ class SettingsValues(RunSettings):
             return [item.strip() for item in value.split(",") if item.strip()]
         return value
 
-    @field_validator("AGENT_TOOLS", "RESEARCH_KNOWLEDGE_BASES", mode="after")
+    @field_validator("AGENT_TOOLS", "RESEARCH_KNOWLEDGE_BASES", "AGENT_REQUEST_BASE_URLS", mode="after")
     @classmethod
     def _empty_list_is_none(cls, value: list[str] | None) -> list[str] | None:
         return value or None

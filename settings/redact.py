@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -33,6 +33,7 @@ _URL_QUERY_VALUE = re.compile(r"(?P<head>\b[a-zA-Z][a-zA-Z0-9+.-]{0,30}://[^\s'\
 _QUERY_PAIR = re.compile(r"(?P<name>[^&=;]*)(?P<eq>=?)(?P<value>[^&;]*)")
 
 _registered: set[str] = set()
+_sources: list[Callable[[], Iterable[str]]] = []
 _lock = threading.Lock()
 
 
@@ -79,13 +80,24 @@ def register_secrets(values: Iterable[str]) -> None:
         _registered.update(v for v in values if isinstance(v, str) and len(v) >= MIN_SECRET_LENGTH)
 
 
+def add_secret_source(source: Callable[[], Iterable[str]]) -> None:
+    """Have `redact` also hide the values `source()` returns when it runs: secrets that live
+    for a while only, such as the credentials sent with a run request (tools/credentials.py)."""
+    with _lock:
+        if source not in _sources:
+            _sources.append(source)
+
+
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
-    """`text` with the registered and the given secrets, URL userinfo and URL query values
-    replaced by `***`."""
+    """`text` with the registered, the sources' and the given secrets, URL userinfo and URL
+    query values replaced by `***`."""
     if not text:
         return text
     with _lock:
         values = set(_registered)
+        sources = list(_sources)
+    for source in sources:
+        values.update(v for v in source() if isinstance(v, str) and len(v) >= MIN_SECRET_LENGTH)
     values.update(v for v in secrets if isinstance(v, str) and len(v) >= MIN_SECRET_LENGTH)
     for value in sorted(values, key=len, reverse=True):  # a whole URL before its parts
         if value in text:

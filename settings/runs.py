@@ -34,6 +34,34 @@ class RunSettings(BaseModel):
     MISTRAL_API_KEY: SecretStr | None = Field(
         None, description="Key for `mistralai:*` models (with its integration package)."
     )
+    AGENT_REQUEST_CREDENTIALS: bool = Field(
+        True,
+        description="Accept a model key, an OpenAI-compatible base URL and a web-search key per request, in the "
+        "headers `x-model-api-key`, `x-model-base-url` and `x-search-api-key` of a run request (held in this "
+        "process's memory for the run only, never stored); off, a run request carrying them is refused with "
+        "403 REQUEST_CREDENTIALS_DISABLED (default true).",
+    )
+    AGENT_REQUEST_BASE_URLS: CommaList | None = Field(
+        None,
+        description="Base URLs a request may choose with `x-model-base-url` (comma-separated URL prefixes, e.g. "
+        "`https://api.openai.com/v1,http://10.0.0.5:8000/v1`); a listed URL may be on a private or loopback "
+        "address. `*` stands for any URL on a public address. Unset: `*` only, so addresses of this machine "
+        "and private networks are refused.",
+    )
+    AGENT_REQUEST_CREDENTIALS_TTL: float = Field(
+        900,
+        ge=10,
+        le=86400,
+        description="Seconds per-request credentials stay held after their request or their run's last model or "
+        "search call; a run that needs them later fails saying so (default 900).",
+    )
+    AGENT_REQUEST_CREDENTIALS_MAX: int = Field(
+        10000,
+        ge=10,
+        le=1_000_000,
+        description="Most per-request credentials held at once; past it the least recently used are dropped "
+        "(default 10000).",
+    )
     AGENT_RETRY_BASE_DELAY: float = Field(
         0.5,
         ge=0,
@@ -65,6 +93,22 @@ class RunSettings(BaseModel):
         ge=1,
         le=200_000,
         description="Most tokens the model may write in one answer (unset: the provider's default); the graphs' own structured calls (routing, plans, memory extraction) are not limited by it.",
+    )
+    AGENT_TOOL_CHOICE: str | None = Field(
+        None,
+        description="Whether the model must call a tool: `auto` (it decides), `none` (it answers without tools), "
+        "`required` (the turn's first model call must call a tool; later calls decide) or a tool's name (the "
+        "first call must call that tool); unset: `auto`. Applies to the agents that offer tools (`react`, and "
+        "where `router` and `plan_execute` hand a turn to it); reported as a `model_parameter_ignored` event "
+        "where a call offers no tools.",
+    )
+    AGENT_REASONING_EFFORT: str | None = Field(
+        None,
+        pattern="^(none|minimal|low|medium|high|xhigh)$",
+        description="How much a reasoning model thinks before answering: `none`, `minimal`, `low`, `medium`, "
+        "`high` or `xhigh`, sent to providers whose client takes it (OpenAI and OpenAI-compatible servers, "
+        "DeepSeek, Groq, xAI); other providers answer without it and the run reports a "
+        "`model_parameter_ignored` event (unset: the provider's default).",
     )
     AGENT_MAX_STEPS: int = Field(
         10,

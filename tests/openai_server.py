@@ -20,7 +20,8 @@ seconds before answering and `"delay_per_token"` seconds between streamed chunks
 request uses the script whose key occurs in the text of its FIRST user message (the key that
 occurs first, the longest of those starting there: what the runtime appends to a message, such as
 recalled memories quoting other conversations, never decides), else the `default` script; a missing or exhausted script answers 400 with a message
-saying so. `GET /_requests` returns the recorded requests; `POST /_reset` clears scripts and
+saying so. `GET /_requests` returns the recorded requests (a chat request's record holds its
+`Authorization` header, its `tool_choice` and, in `sampling`, the model parameters it sent); `POST /_reset` clears scripts and
 records; `GET /_health` answers once the server is up.
 
 In-process: `with run_openai_server() as server:` (uvicorn in a background thread).
@@ -294,8 +295,9 @@ class ScriptedOpenAIApp:
         }
         if "response_format" in body:
             record["response_format"] = body["response_format"]
-        sampling = ("temperature", "top_p", "max_tokens", "max_completion_tokens")
+        sampling = ("temperature", "top_p", "max_tokens", "max_completion_tokens", "reasoning_effort")
         record["sampling"] = {name: body[name] for name in sampling if name in body}
+        record["authorization"] = request.headers.get("authorization", "")
         self.records.append(record)
         if not self._authorized(request):
             record["status"] = 401

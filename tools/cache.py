@@ -77,6 +77,19 @@ class TTLCache(Generic[V]):
             while len(self._entries) > self._max_entries:
                 self._entries.popitem(last=False)
 
+    def resize(self, max_entries: int) -> None:
+        """Hold at most `max_entries` from now on (the least recently used go first)."""
+        with self._lock:
+            self._max_entries = max_entries
+            while len(self._entries) > self._max_entries:
+                self._entries.popitem(last=False)
+
+    def values(self) -> list[V]:
+        """The values not yet expired."""
+        now = self._clock()
+        with self._lock:
+            return [entry.value for entry in self._entries.values() if now < entry.expires_at]
+
     def delete(self, key: Hashable) -> None:
         with self._lock:
             self._entries.pop(key, None)

@@ -316,6 +316,20 @@ def _ssl_context() -> ssl.SSLContext:
     return httpx.create_ssl_context(trust_env=False)
 
 
+async def check_public_host(host: str, port: int) -> list[str]:
+    """The addresses `host` resolves to, each checked by the policy: FetchError (URL_NOT_ALLOWED
+    naming the refused address, or URL_NOT_ACCESSIBLE when it does not resolve) otherwise."""
+    _check_host(host, allow_loopback=False)
+    return await _PolicyNetworkBackend(allow_loopback=False)._checked_addresses(host, port)
+
+
+def policy_transport() -> httpx.AsyncBaseTransport:
+    """An httpx transport that connects to public addresses only, each connection's resolved
+    addresses checked (redirects included): for HTTP clients of libraries that send requests to a
+    URL a user chose (an OpenAI-compatible base URL sent with a run request)."""
+    return BackendTransport(network_backend=_PolicyNetworkBackend(allow_loopback=False), ssl_context=_ssl_context())
+
+
 def _policy_client(*, allow_loopback: bool, timeout: float, user_agent: str) -> httpx.AsyncClient:
     # Every connection is opened by the policy backend; the transport knows no proxy (an
     # environment proxy would dial the target itself, out of the policy's reach).

@@ -19,7 +19,7 @@ import logging
 import math
 import re
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
@@ -27,6 +27,8 @@ from langgraph.prebuilt import ToolRuntime
 from pydantic import SecretStr
 
 from settings import settings
+from settings.redact import redact
+from tools import credentials
 from tools.cache import TTLCache, cache_scope
 from tools.errors import ToolError, ToolInputError, TransientToolError, is_transient_http_status
 from tools.json_api import get_json, unreachable
@@ -57,7 +59,7 @@ def search_config() -> SearchConfig:
     def secret(value: SecretStr | None) -> str | None:
         return value.get_secret_value() if value is not None else None
 
-    return SearchConfig(
+    found = SearchConfig(
         provider=config.WEB_SEARCH_PROVIDER,
         tavily_api_key=secret(config.TAVILY_API_KEY),
         searxng_url=config.SEARXNG_URL,
@@ -66,6 +68,29 @@ def search_config() -> SearchConfig:
         cache_ttl=config.WEB_SEARCH_CACHE_TTL,
         timeout=config.WEB_SEARCH_TIMEOUT,
     )
+    try:
+        sent = credentials.current()
+    except credentials.CredentialsUnavailable as exc:
+        raise ToolError(str(exc)) from None
+    if sent is not None and sent.search_api_key and (name := request_key_provider(found.provider)):
+        # The key sent with the run's request (x-search-api-key), for its provider, which is used.
+        key = sent.search_api_key
+        if name == "jina":
+            return replace(found, provider=name, jina_api_key=key)
+        return replace(found, provider=name, tavily_api_key=key)
+    return found
+
+
+REQUEST_KEY_PROVIDERS = ("tavily", "jina")
+
+
+def request_key_provider(provider: str | None) -> str | None:
+    """The provider a search key sent with a request (`x-search-api-key`) is for: the server's
+    WEB_SEARCH_PROVIDER when it takes a key (Tavily, Jina), Tavily when it is unset; None when
+    the server searches with a keyless provider (SearXNG, DuckDuckGo)."""
+    if provider is None:
+        return REQUEST_KEY_PROVIDERS[0]
+    return provider if provider in REQUEST_KEY_PROVIDERS else None
 
 
 # A provider returns raw hits: dicts with "title", "url" and "snippet".
@@ -313,7 +338,14 @@ async def web_search(
     cached = SEARCH_CACHE.get(key)
     if cached is not None:
         return [dict(result) for result in cached]
-    hits = await SEARCH_PROVIDERS[name].search(query, max_results, config)
+    try:
+        hits = await SEARCH_PROVIDERS[name].search(query, max_results, config)
+    except ToolError as exc:  # a provider's error never repeats a key sent with a request
+        held = [value for value in credentials.live_secrets() if value in str(exc)]
+        if held:
+            kind = TransientToolError if isinstance(exc, TransientToolError) else ToolError
+            raise kind(redact(str(exc), held)) from None
+        raise
     results = normalise_results(hits, max_results)
     SEARCH_CACHE.set(key, results, ttl=config.cache_ttl)
     return [dict(result) for result in results]

@@ -46,7 +46,7 @@ from graphs.runtime import hitl
 from graphs.runtime.events import emit
 from graphs.runtime.failures import explain_failures
 from graphs.runtime.memory_schedule import finish_turn
-from graphs.runtime.models import load_chat_model
+from graphs.runtime.models import load_chat_model, report_unmet_tool_choice
 from graphs.runtime.readable import summarize_errors
 from graphs.runtime.structured import ainvoke_structured
 from graphs.runtime.ui import chat_messages, start_progress
@@ -416,6 +416,7 @@ async def write_report(state: State, runtime: Runtime[ResearchContext], config: 
     fitted = fit_to_budget(texts, budget, stage="report")
     emit("report_writing", sources=len(catalog), notes=len(texts), notes_tokens=sum(map(approx_tokens, fitted)))
     model = load_chat_model(context.model_for("report"), **context.sampling(), timeout=context.model_timeout)
+    report_unmet_tool_choice(context.tool_choice, context.model_for("report"))
     response = await invoke_fitted(
         model,
         lambda fitted: REPORT_PROMPT.format(

@@ -48,7 +48,7 @@ from graphs.runtime import hitl
 from graphs.runtime.events import emit
 from graphs.runtime.failures import explain_failures
 from graphs.runtime.memory_schedule import finish_turn
-from graphs.runtime.models import ModelCallError, ainvoke_with_retries, load_chat_model
+from graphs.runtime.models import ModelCallError, ainvoke_with_retries, load_chat_model, report_unmet_tool_choice
 from graphs.runtime.readable import readable
 from graphs.runtime.structured import StructuredOutputError, ainvoke_structured
 from graphs.runtime.ui import chat_messages, start_progress
@@ -490,6 +490,7 @@ async def synthesizer(state: State, runtime: Runtime[PlanExecuteContext], config
         failed_steps=[e["step_id"] for e in log if e["status"] in ("failed", "skipped")],
     )
     model = load_chat_model(context.model, **context.sampling(), timeout=context.model_timeout)
+    report_unmet_tool_choice(context.tool_choice, context.model)
     prompt = SYNTHESIZER_PROMPT.format(status=status, log=_log_text(log), now=_now())
     try:
         response = await ainvoke_with_retries(

@@ -127,6 +127,7 @@ async def call_model(state: State, runtime: Runtime[Context], config: RunnableCo
             step=step,
             timeout=context.model_timeout,
             recover=context.recover_tool_calls,
+            tool_choice=context.tool_choice_for(first_call=new_turn),
         )
     except RunDeadlineExceeded as exc:  # the run's time is up: say so as the answer
         return update | {"messages": [*update.get("messages", []), AIMessage(str(exc))]}
@@ -165,7 +166,9 @@ async def _offered_tools(
     if turn_tools is not None:
         return [tool for tool in tools if tool.name in turn_tools]
     user = run_user_id(runtime)
-    return await tools_for_turn(tools, runtime.store, user, named=bool(context.tools), messages=messages)
+    offered = await tools_for_turn(tools, runtime.store, user, named=bool(context.tools), messages=messages)
+    chosen = [tool for tool in tools if tool.name == context.tool_choice and tool not in offered]
+    return [*offered, *chosen]  # the tool `tool_choice` names is always offered
 
 
 async def call_tools(state: State, runtime: Runtime[Context], config: RunnableConfig) -> dict:

@@ -58,7 +58,7 @@ from graphs.router.workers import MULTI_HOP_AGENTS
 from graphs.runtime.events import emit
 from graphs.runtime.failures import explain_failures
 from graphs.runtime.memory_schedule import remember_turn
-from graphs.runtime.models import ModelConfigError, ainvoke_with_retries, load_chat_model
+from graphs.runtime.models import ModelConfigError, ainvoke_with_retries, load_chat_model, report_unmet_tool_choice
 from graphs.runtime.structured import StructuredOutputError, ainvoke_structured
 from graphs.runtime.ui import link_to_answer
 from store import knowledge
@@ -373,6 +373,7 @@ async def answer(state: State, runtime: Runtime[RouterContext], config: Runnable
     emit("progress", stage="generation", completed=0, total=1, agent_type="", retrieval_count=len(sources), error=None)
     try:
         model = load_chat_model(context.model, **context.sampling(), timeout=context.model_timeout)
+        report_unmet_tool_choice(context.tool_choice, context.model)
     except ModelConfigError:
         text = extractive_answer(sources, EXTRACTIVE_HEADER.format(kb=kb), EXTRACTIVE_EMPTY.format(kb=kb))
         response = AIMessage(content=text, response_metadata={"extractive": True})
@@ -425,7 +426,7 @@ def subagent_node(subgraph: CompiledStateGraph[Any, Any, Any, Any], tools: list[
     """
 
     async def run_subagent(state: State, runtime: Runtime[RouterContext], config: RunnableConfig) -> dict:
-        context = replace(runtime.context, tools=tools) if tools is not None else None
+        context = runtime.context.restricted_to(tools) if tools is not None else None
         before = state["messages"]
         payload: dict[str, Any] = {"messages": before}
         pending = state.get("pending")

@@ -16,14 +16,14 @@ import ipaddress
 import math
 import types
 import typing
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from functools import cache
 from typing import Any
 from urllib.parse import urlsplit
 
 from pydantic import TypeAdapter, ValidationError
 
-from graphs.runtime.models import check_model_spec
+from graphs.runtime.models import check_model_spec, report_ignored
 from settings import bounds, describe, settings
 
 
@@ -94,6 +94,9 @@ def validate_fields(context: Any) -> None:
 
 
 DEFAULT_MODEL_TIMEOUT = 120.0
+TOOL_CHOICES = ("auto", "none", "required")
+"""`tool_choice` values besides a tool's name."""
+REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
 
 
 def default_model_timeout(model: str) -> float:
@@ -127,6 +130,8 @@ class Context:
     temperature: float = env_field("AGENT_TEMPERATURE")
     top_p: float | None = env_field("AGENT_TOP_P")
     max_tokens: int | None = env_field("AGENT_MAX_TOKENS")
+    tool_choice: str | None = env_field("AGENT_TOOL_CHOICE")
+    reasoning_effort: str | None = env_field("AGENT_REASONING_EFFORT")
     max_steps: int = env_field("AGENT_MAX_STEPS")
     user_id: str = env_field("AGENT_DEFAULT_USER_ID")
     tools: list[str] | None = env_field("AGENT_TOOLS")
@@ -145,13 +150,34 @@ class Context:
 
     def sampling(self) -> dict[str, Any]:
         """The model parameters of the run's answers to the user (`load_chat_model` keywords):
-        temperature, top_p, max_tokens. The graphs' structured calls take the temperature only."""
-        return {"temperature": self.temperature, "top_p": self.top_p, "max_tokens": self.max_tokens}
+        temperature, top_p, max_tokens, reasoning_effort. The graphs' structured calls take the
+        temperature only."""
+        return {
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "max_tokens": self.max_tokens,
+            "reasoning_effort": self.reasoning_effort,
+        }
+
+    def tool_choice_for(self, first_call: bool) -> str | None:
+        """The `tool_choice` of a model call offering tools: `none` on every call of the turn;
+        `required` or a tool's name on the turn's first call only (later calls decide, so the
+        turn can end with an answer); None (the provider's default, `auto`) otherwise."""
+        if self.tool_choice in (None, "auto"):
+            return None
+        if self.tool_choice == "none" or first_call:
+            return self.tool_choice
+        return None
 
     def __post_init__(self) -> None:
         validate_fields(self)
         if self.model_timeout is None:  # unset: what fits the model's endpoint
             object.__setattr__(self, "model_timeout", default_model_timeout(self.model))
+        if self.reasoning_effort is not None and self.reasoning_effort not in REASONING_EFFORTS:
+            raise ValueError(
+                f"Invalid context field `reasoning_effort`: {self.reasoning_effort!r} is not one of "
+                f"{', '.join(REASONING_EFFORTS)}."
+            )
         if not self.user_id.strip():
             raise ValueError("Invalid context field `user_id`: must not be empty.")
         try:
@@ -165,6 +191,36 @@ class Context:
                 check_tool_names(self.tools)
             except ValueError as exc:
                 raise ValueError(f"Invalid context field `tools`: {exc}") from None
+        self._check_tool_choice()
+
+    def restricted_to(self, tools: list[str]) -> Context:
+        """This context with only `tools` offered (a sub-agent with fewer tools). A `tool_choice`
+        naming a tool outside them is dropped, and a `model_parameter_ignored` event says so."""
+        choice = self.tool_choice
+        if choice is not None and choice not in TOOL_CHOICES and choice not in tools:
+            report_ignored(
+                "tool_choice", choice, self.model, f"this agent offers only {', '.join(tools) or 'no tools'}"
+            )
+            choice = None
+        return replace(self, tools=tools, tool_choice=choice)
+
+    def _check_tool_choice(self) -> None:
+        choice = self.tool_choice
+        if choice is None or choice in TOOL_CHOICES:
+            return
+        from tools.registry import check_tool_names
+
+        try:
+            check_tool_names([choice])
+        except ValueError:
+            raise ValueError(
+                f"Invalid context field `tool_choice`: {choice!r} is neither one of "
+                f"{', '.join(TOOL_CHOICES)} nor a tool's name."
+            ) from None
+        if self.tools is not None and choice not in self.tools:
+            raise ValueError(
+                f"Invalid context field `tool_choice`: {choice!r} is not one of the run's `tools` ({', '.join(self.tools)})."
+            )
 
 
 def context_fields(schema: type = Context) -> list[tuple[str, str]]:

@@ -26,6 +26,7 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "model_retrying": ("step", "attempt", "error", "delay_s"),
     "model_error": ("step", "error", "error_type"),
     "model_usage": ("step", "input_tokens", "cached_tokens", "output_tokens"),
+    "model_parameter_ignored": ("parameter", "value", "model", "reason"),
     "tool_calls_recovered": ("step", "recovered", "invalid", "names", "errors", "reasked"),
     "structured_output_failed": ("schema", "attempts", "error", "method"),
     "run_deadline_exceeded": ("deadline_s", "elapsed_s", "stage"),

@@ -29,6 +29,7 @@ from graphs.runtime.history import last_turn
 from graphs.runtime.ui import chat_messages, link_to_answer
 from settings import settings
 from store import memory
+from tools import credentials
 from tools.identity import check_thread_owner, run_user_id, run_user_name
 
 logger = logging.getLogger(__name__)
@@ -103,6 +104,17 @@ async def latest_turn_after_delay(
     return latest is None or latest.value.get("turn_id") == turn_id
 
 
+def _extraction_model(model: str) -> dict[str, str]:
+    """The model of an extraction run made by the server: the turn's, unless the turn's request
+    brought its own model key or base URL (tools/credentials.py), which that run does not have:
+    then the server's AGENT_MODEL (the field left out)."""
+    try:
+        sent = credentials.current()
+    except credentials.CredentialsUnavailable:
+        sent = None
+    return {} if sent is not None and sent.for_model else {"model": model}
+
+
 async def schedule_extraction(
     runtime: Runtime[ContextT], user_id: str, turn: list[dict], thread_id: str | None, *, speaker: str | None = None
 ) -> None:
@@ -126,7 +138,7 @@ async def schedule_extraction(
             key,
             MEMORY_WRITER_GRAPH,
             input=run_input,
-            context={"user_id": user_id, "model": context.model},
+            context={"user_id": user_id, **_extraction_model(context.model)},
             if_not_exists="create",
             **options,
         )

@@ -3,7 +3,9 @@
 `provider:model` strings: `openai:*` (OpenAI, or any OpenAI-compatible server through
 `OPENAI_BASE_URL`: vLLM, Ollama, llama.cpp), `anthropic:*` when `langchain-anthropic` is
 installed, and any other provider `init_chat_model` knows. A missing key fails the run at once
-with a message naming what to set.
+with a message naming what to set. A run whose request sent its own key or base URL
+(`x-model-api-key`, `x-model-base-url`; tools/credentials.py) calls its `openai:*` models with
+them instead of the server's.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+import httpx
 from langchain.chat_models import init_chat_model
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
@@ -32,7 +35,10 @@ from graphs.runtime.text_tool_calls import recover as recover_text_calls
 from graphs.runtime.text_tool_calls import with_calls
 from graphs.runtime.tool_offer import tool_schemas
 from settings import settings
+from settings.redact import redact
+from tools import credentials
 from tools.identity import check_thread_owner
+from tools.net import FetchError, policy_transport
 
 NOSTREAM_TAGS = [TAG_NOSTREAM, "langsmith:nostream"]
 """Tags for a graph's internal model calls (planning, summaries, compression): LangGraph keeps
@@ -113,7 +119,8 @@ _PROVIDERS: dict[str, Callable[..., BaseChatModel]] = {}
 
 def register_model_provider(name: str, factory: Callable[..., BaseChatModel]) -> None:
     """Make `name:<model>` resolve through `factory(model_name, temperature=...)`, plus `top_p=`
-    and `max_tokens=` when the run sets them.
+    and `max_tokens=` when the run sets them (`reasoning_effort` is set on the model it returns
+    when its class has that field).
 
     The extension point for chat models `init_chat_model` does not know: an application that
     embeds these graphs registers its in-house model class at import (the scripted models of
@@ -132,6 +139,43 @@ def check_model_spec(spec: str) -> tuple[str, str]:
     return provider, name
 
 
+def report_ignored(parameter: str, value: Any, spec: str, reason: str) -> None:
+    """Say on the run's stream that a model parameter the run set is not used (not silently)."""
+    emit("model_parameter_ignored", parameter=parameter, value=value, model=spec, reason=reason)
+
+
+def report_unmet_tool_choice(tool_choice: str | None, spec: str) -> None:
+    """For a model call that offers no tools: a `tool_choice` it cannot meet (`required`, a
+    tool's name) is reported, not silently dropped."""
+    if tool_choice not in (None, "auto", "none"):
+        report_ignored("tool_choice", tool_choice, spec, "this model call offers no tools")
+
+
+def _with_reasoning_effort(model: BaseChatModel, effort: str | None, spec: str) -> BaseChatModel:
+    if effort is None:
+        return model
+    if "reasoning_effort" in type(model).model_fields:
+        return model.model_copy(update={"reasoning_effort": effort})
+    report_ignored("reasoning_effort", effort, spec, f"{type(model).__name__} takes no reasoning effort")
+    return model
+
+
+def _request_credentials(spec: str, provider: str) -> credentials.RequestCredentials | None:
+    """The model key and base URL the run's request sent, when it sent some."""
+    try:
+        sent = credentials.current()
+    except credentials.CredentialsUnavailable as exc:
+        raise ModelConfigError(str(exc)) from None
+    if sent is None or not sent.for_model:
+        return None
+    if provider != "openai":
+        raise ModelConfigError(
+            "The model key and base URL sent with the request (x-model-api-key, x-model-base-url) are "
+            f"for `openai:*` models (OpenAI or an OpenAI-compatible server); this run's model is {spec!r}."
+        )
+    return sent
+
+
 def load_chat_model(
     spec: str,
     *,
@@ -139,6 +183,7 @@ def load_chat_model(
     timeout: float | None = None,
     top_p: float | None = None,
     max_tokens: int | None = None,
+    reasoning_effort: str | None = None,
 ) -> BaseChatModel:
     """Build the chat model for `spec` ('provider:model'); raise ModelConfigError if unusable.
 
@@ -146,14 +191,23 @@ def load_chat_model(
     the same way and reports each retry as an event. `timeout` bounds each HTTP request.
     `top_p` and `max_tokens` (None: the provider's default) go to the provider as its client
     names them (`top_p`, `max_tokens`; OpenAI's client sends the latter as `max_completion_tokens`).
+    `reasoning_effort` goes to providers whose client takes it; for the others a
+    `model_parameter_ignored` event says it is not used.
+
+    Inside a run whose request sent a model key or base URL (tools/credentials.py), `openai:*`
+    models use them: the request's key (the server's OPENAI_API_KEY never goes to a base URL
+    the request chose) and the request's base URL (else OPENAI_BASE_URL), connections to it
+    checked to reach public addresses only unless the operator listed it.
     """
     try:
         provider, name = check_model_spec(spec)
     except ValueError as exc:
         raise ModelConfigError(f"model {exc}") from None
+    sent = _request_credentials(spec, provider)
     sampling = {key: value for key, value in (("top_p", top_p), ("max_tokens", max_tokens)) if value is not None}
     if provider in _PROVIDERS:
-        return _PROVIDERS[provider](name, temperature=temperature, **sampling)
+        model = _PROVIDERS[provider](name, temperature=temperature, **sampling)
+        return _with_reasoning_effort(model, reasoning_effort, spec)
     kwargs: dict = {"temperature": temperature, "max_retries": 0, **sampling}
     if timeout is not None:
         kwargs["timeout"] = timeout
@@ -161,12 +215,20 @@ def load_chat_model(
         config = settings()
         base_url = config.OPENAI_BASE_URL
         api_key = config.OPENAI_API_KEY
-        if not api_key and not base_url:
+        if sent is not None:
+            base_url = sent.model_base_url or base_url
+            api_key = SecretStr(sent.model_api_key) if sent.model_api_key else None
+            if sent.model_base_url and not sent.base_url_listed:
+                # The graphs call models asynchronously: every connection of this client is checked.
+                kwargs["http_async_client"] = httpx.AsyncClient(transport=policy_transport(), trust_env=False)
+        elif not api_key and not base_url:
             raise ModelConfigError(
                 f"No key for model {spec!r}: set OPENAI_API_KEY, or OPENAI_BASE_URL for an "
                 "OpenAI-compatible server (vLLM, Ollama, llama.cpp), or pick another model "
                 "in the run's context (`model`) / AGENT_MODEL."
             )
+        if reasoning_effort is not None:
+            kwargs["reasoning_effort"] = reasoning_effort
         return ChatOpenAICompatible(
             model=name, base_url=base_url, api_key=api_key or SecretStr("EMPTY"), stream_usage=True, **kwargs
         )
@@ -176,11 +238,12 @@ def load_chat_model(
             "in the run's context (`model`) / AGENT_MODEL."
         )
     try:
-        return init_chat_model(name, model_provider=provider, **kwargs)
+        model = init_chat_model(name, model_provider=provider, **kwargs)
     except ImportError as exc:
         raise ModelConfigError(f"Provider {provider!r} needs its integration package: {exc}") from exc
     except ValueError as exc:
         raise ModelConfigError(f"Cannot use model {spec!r}: {exc}") from exc
+    return _with_reasoning_effort(model, reasoning_effort, spec)
 
 
 _TRANSIENT_NAMES = {
@@ -207,9 +270,14 @@ def is_transient_model_error(exc: BaseException) -> bool:
 
 
 def _error_text(exc: BaseException, timeout: float | None) -> str:
+    """What a failed call is reported with: never a secret it repeats (a provider's error naming
+    the key or base URL the request sent, configured secrets; settings/redact.py)."""
     if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) and not str(exc) and timeout:
         return f"no answer within {timeout:g} s"
-    return (str(exc) or type(exc).__name__)[:1000]
+    text = str(exc) or type(exc).__name__
+    if isinstance(exc.__cause__, FetchError):  # a request's base URL refused at connect time
+        text = f"{text} {exc.__cause__}"
+    return redact(text)[:1000]
 
 
 async def ainvoke_with_retries(
@@ -315,6 +383,7 @@ async def ainvoke_with_tools(
     step: int,
     timeout: float | None = None,
     recover: bool = True,
+    tool_choice: str | None = None,
 ) -> AIMessage:
     """Call `model` with `tools` offered (through `ainvoke_with_retries`) and return its message.
 
@@ -323,8 +392,19 @@ async def ainvoke_with_tools(
     offered tool with arguments its schema accepts. Invalid ones are never run: the model is asked
     once more with the problems, and if it still writes invalid calls their text is dropped
     from the answer. Each recovery is a `tool_calls_recovered` event.
+
+    `tool_choice` (`auto`, `none`, `required` or an offered tool's name; None: the provider's
+    default, auto) goes to the provider with the tools; with `none`, tool calls written as text
+    are not recovered either. Asked of a call that offers no tools, `required` or a tool's name
+    cannot be met: a `model_parameter_ignored` event says so.
     """
-    bound = model.bind_tools(tool_schemas(tools)) if tools else model
+    if tools:
+        choice = {"tool_choice": tool_choice} if tool_choice else {}
+        bound = model.bind_tools(tool_schemas(tools), **choice)
+    else:
+        bound = model
+        report_unmet_tool_choice(tool_choice, _model_name(model) or "")
+    recover = recover and tool_choice != "none"
     response = await ainvoke_with_retries(bound, messages, config, retries=retries, step=step, timeout=timeout)
     if not recover or not tools:
         return response

@@ -339,7 +339,15 @@ def server_env(openai_server, **extra: str) -> dict[str, str]:
 
 
 @pytest.fixture(scope="session")
-def dev_server(request, pg_uri, openai_server, tmp_path_factory):
+def own_model_server():
+    """A second scripted model server: the OpenAI-compatible endpoint a client brings with its
+    own key (`x-model-base-url`), which the session's server lists in AGENT_REQUEST_BASE_URLS."""
+    with run_openai_server() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def dev_server(request, pg_uri, openai_server, own_model_server, tmp_path_factory):
     """One `langgraph dev` (or Aegra stack, `--server aegra`) for the session, on the test
     Postgres and the scripted model server."""
     workdir = tmp_path_factory.mktemp("langgraph-dev")
@@ -349,6 +357,8 @@ def dev_server(request, pg_uri, openai_server, tmp_path_factory):
         POSTGRES_SCHEMA="it_server",
         AGENT_API_KEYS=",".join(f"{user}={key}" for user, key in API_KEYS.items()),
         AGENT_ADMIN_USERS=ADMIN_USER,
+        # `*`: any public base URL; the second scripted server, on loopback, listed by the operator.
+        AGENT_REQUEST_BASE_URLS=f"*,{own_model_server.base_url}",
     )
     server = make_server(request, workdir, env)
     server.start()
