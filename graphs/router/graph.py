@@ -10,6 +10,7 @@ prepare --(new question)--> decide_route ---------------------------------------
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -160,17 +161,37 @@ class RouteChoice(BaseModel):
     reason: str = Field(description="One sentence: why this route.")
 
 
-async def classify(
-    message: str, kbs: list[dict], context: RouterContext, config: RunnableConfig, similar: Sequence[KBMatch] = ()
-) -> Guess:
-    """Ask the model for a route (graphs/runtime/structured.py, retried when malformed).
+def _kb_named(name: str | None, names: list[str]) -> str | None:
+    """The knowledge base of `names` the model meant by `name`: the same name, in any case, or
+    one spelled within a letter or two of it (a small model writes "Handbook" or "hand-book")."""
+    wanted = (name or "").strip()
+    if not wanted:
+        return None
+    if wanted in names:
+        return wanted
+    folded = {known.casefold(): known for known in names}
+    close = difflib.get_close_matches(wanted.casefold(), list(folded), n=1, cutoff=0.85)
+    return folded[close[0]] if close else None
 
-    `similar` ranks `kbs` by meaning (graphs/router/kb_match.py): the prompt lists the knowledge
-    bases closest first, and a `retrieval` answer without a valid knowledge base takes the
-    closest one when it is near the similarity threshold (a small model often leaves `kb` out);
-    one naming no knowledge base when none is near routes to `general` at once (asking again
-    would not help); one naming a knowledge base that does not exist is asked again.
-    Raises ModelConfigError without a usable model and ValueError after repeated bad answers.
+
+async def classify(
+    message: str,
+    kbs: list[dict],
+    context: RouterContext,
+    config: RunnableConfig,
+    similar: Sequence[KBMatch] = (),
+    fallback: Guess | None = None,
+) -> Guess:
+    """Ask the model for a route (graphs/runtime/structured.py: asked again only when the answer
+    is malformed).
+
+    An answer that parses is used at once, asking again being slow on a small model and rarely
+    better: `similar` ranks `kbs` by meaning (graphs/router/kb_match.py), the prompt lists the
+    knowledge bases closest first, and a `retrieval` answer whose knowledge base is missing or
+    does not exist (after `_kb_named`) takes the closest one when it is near the similarity
+    threshold (a small model often leaves `kb` out), else routes to `general`; a route that is
+    not served takes `fallback` (the heuristic's guess).
+    Raises ModelConfigError without a usable model and ValueError after repeated malformed answers.
     """
     routes = [r for r in available_routes() if r != "retrieval" or kbs]
     order = {match.name: index for index, match in enumerate(similar)}
@@ -184,20 +205,23 @@ async def classify(
     model = load_chat_model(context.model, temperature=0, timeout=context.model_timeout)
 
     def check(choice: RouteChoice) -> Guess:
+        confidence = float(choice.confidence)
         if choice.route not in routes:
-            raise ValueError(f"route {choice.route!r} is not one of {', '.join(routes)}")
-        if choice.route == "retrieval" and choice.kb not in names and near is not None:
+            served = fallback or Guess("general", "", 0.0, "no heuristic guess")
+            return replace(served, reason=f"{served.reason} (the model answered {choice.route!r}, not a route here)")
+        if choice.route != "retrieval":
+            return Guess(choice.route, "", confidence, choice.reason)
+        if named := _kb_named(choice.kb, names):
+            return Guess("retrieval", named, confidence, choice.reason)
+        if near is not None:
             reason = f"{choice.reason} (knowledge base {near.name!r}: the closest in meaning, {near.similarity:.2f})"
-            return Guess("retrieval", near.name, float(choice.confidence), reason)
-        if choice.route == "retrieval" and not (choice.kb or "").strip():
-            # No knowledge base named and none close in meaning: asking again cannot make this
-            # valid (a small model answered so three times running for "what is a hash map?").
-            reason = f"{choice.reason} (retrieval named no knowledge base and none is close in meaning: general)"
-            return Guess("general", "", float(choice.confidence), reason)
-        if choice.route == "retrieval" and choice.kb not in names:
-            raise ValueError(f"knowledge base {choice.kb!r} does not exist; existing: {', '.join(names)}")
-        kb = choice.kb if choice.route == "retrieval" else ""
-        return Guess(choice.route, kb or "", float(choice.confidence), choice.reason)
+            return Guess("retrieval", near.name, confidence, reason)
+        what = (
+            f"knowledge base {choice.kb!r} does not exist" if (choice.kb or "").strip() else "named no knowledge base"
+        )
+        return Guess(
+            "general", "", confidence, f"{choice.reason} (retrieval {what} and none is close in meaning: general)"
+        )
 
     messages: list[AnyMessage] = [SystemMessage(prompt), HumanMessage(message)]
     try:
@@ -237,7 +261,7 @@ async def detect_intent(message: str, runtime: Runtime[RouterContext], config: R
     unsure = guess.confidence < context.route_confidence
     if unsure and choosing:
         try:
-            guess = await classify(message, kbs, context, config, similar)
+            guess = await classify(message, kbs, context, config, similar, fallback=guess)
             method = "llm"
         except (ModelConfigError, ValueError) as exc:
             guess = replace(guess, reason=f"{guess.reason}; model classification unavailable: {exc}")

@@ -263,8 +263,7 @@ async def test_model_classifies_when_unsure_and_malformed_answers_are_retried(mo
         demo_store,
         [
             "I think general?",  # no tool call: malformed
-            {"tool_calls": [{"name": "RouteChoice", "args": {**choice, "kb": "wildlife"}}]},  # KB that does not exist
-            {"tool_calls": [{"name": "RouteChoice", "args": choice}]},
+            {"tool_calls": [{"name": "RouteChoice", "args": {**choice, "kb": "Demo"}}]},  # the KB, spelt otherwise
             "Otters live in rivers [1].",
         ],
         message="tell me about the animals",
@@ -279,10 +278,32 @@ async def test_model_classifies_when_unsure_and_malformed_answers_are_retried(mo
     assert route["reason"] == "otters are in the fixtures"
     first = model.calls[0]
     assert first.tool_names == ["RouteChoice"] and "- demo: " + DESCRIPTION in first.messages[0].content
-    assert "does not exist" in model.calls[2].messages[-1].content
+    assert "could not be used" in model.calls[1].messages[-1].content
     # classification is not streamed as answer tokens
     assert not any(meta.get("langgraph_node") == "decide_route" for ns, (c, meta) in chunks)
     assert state["messages"][-1].content == "Otters live in rivers [1]."
+
+
+@pytest.mark.parametrize(
+    ("answer", "route", "why"),
+    [
+        ({"route": "retrieval", "kb": "wildlife"}, "general", "knowledge base 'wildlife' does not exist"),
+        ({"route": "weather"}, "general", "the model answered 'weather', not a route here"),
+    ],
+)
+async def test_a_classification_that_cannot_be_valid_decides_at_once(model_slot, demo_store, answer, route, why):
+    """A parseable answer naming a knowledge base or a route that does not exist is not asked
+    again (each question to a small model on a CPU costs some 20 s)."""
+    choice = {"confidence": 0.7, "reason": "a guess", **answer}
+    _, events, _, model, _ = await run(
+        model_slot,
+        demo_store,
+        [{"tool_calls": [{"name": "RouteChoice", "args": choice}]}, "Here is what I know."],
+        message="tell me about the animals",
+    )
+    found = decision(events)
+    assert (found["route"], found["method"]) == (route, "llm") and why in found["reason"]
+    assert sum(call.tool_names == ["RouteChoice"] for call in model.calls) == 1  # asked once
 
 
 async def test_classification_failing_for_good_falls_back_to_the_heuristic(model_slot, demo_store):
