@@ -38,6 +38,8 @@ STATUS = {
     "INGEST_BUSY": 429,
     "INGEST_FAILED": 503,
     "UI_NOT_FOUND": 404,
+    "TOOL_NOT_FOUND": 404,
+    "TOOL_FAILED": 502,
 }
 
 # Seconds a client is told to wait (Retry-After) while the database is unavailable.

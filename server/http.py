@@ -14,13 +14,13 @@ import logging
 import time
 from typing import Annotated, Any
 
-from fastapi import FastAPI, File, Form, Query, Request, UploadFile
+from fastapi import Body, FastAPI, File, Form, Query, Request, UploadFile
 from fastapi.exceptions import RequestValidationError
 from langchain_core.messages import convert_to_messages
 from pydantic import BaseModel, Field
 
 from graphs.utilities.tasks import conversation_title, daily_tip, related_questions
-from server import ingest_jobs, utilities, web
+from server import ingest_jobs, tool_calls, utilities, web
 from server import kb as kb_service
 from server.api_checks import ApiChecksMiddleware
 from server.dev_persistence import DurableWritesMiddleware, durable_attempts
@@ -120,6 +120,7 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     for status, description in (
         (400, "Bad request: `{error, message, details}`"),
         (401, "Missing or invalid credentials"),
+        (404, "A named item (knowledge base, tool, ...) does not exist"),
         (413, "PAYLOAD_TOO_LARGE: the body is over the route's limit"),
         (422, "VALIDATION_ERROR naming the field"),
         (429, "QUOTA_EXCEEDED or INGEST_BUSY with details.retry_after"),
@@ -208,6 +209,20 @@ async def list_tools() -> dict:
     tools, problems = await available_tools()
     schemas = [convert_to_openai_tool(tool) for tool in tools.values()]
     return {"tools": schemas, "count": len(schemas), "unavailable": problems}
+
+
+@app.post("/api/v1/tools/{name}", tags=["tools"], responses=ERRORS)
+async def call_tool(
+    name: str,
+    request: Request,
+    args: Annotated[dict[str, Any], Body(description="The tool's arguments (its JSON schema in GET /api/v1/tools).")],
+) -> dict:
+    """Run one tool for the caller, as the agents run it (server/tool_calls.py): the same
+    argument checks, timeout, retries and per-user quotas; memory tools act on the caller's own
+    memories. The tool's `result` with `duration_ms`, `attempts`, `started_at`, `finished_at`;
+    404 TOOL_NOT_FOUND, 422 VALIDATION_ERROR for arguments the tool refuses, 429 QUOTA_EXCEEDED,
+    502 TOOL_FAILED."""
+    return await tool_calls.call_tool(await kb_service.server_store(), _user(request), name, args)
 
 
 # --- knowledge bases ------------------------------------------------------------------------------
