@@ -170,3 +170,25 @@ async def test_run_quotas_per_user_concurrent_and_per_window(server, openai_serv
     for _ in range(RUN_QUOTA + 1):
         thread = await admin.threads.create()
         await admin.runs.wait(thread["thread_id"], "react", input=user(f"{k}-fast admin"))
+
+
+async def test_answers_say_whether_web_search_was_on(server, openai_server):
+    k = key()
+    openai_server.script(f"{k}-web", ["Nothing to search."])
+    openai_server.script(f"{k}-sums", ["Sums only."])
+    client = get_client(url=server.url, api_key=token(f"meta-{k}"))
+    answers = {}
+    for name, context in (("web", {}), ("sums", {"tools": ["calculator"]})):
+        thread = await client.threads.create()
+        await client.runs.wait(thread["thread_id"], "react", input=user(f"{k}-{name} hi"), context=context)
+        answers[name] = (await client.threads.get_state(thread["thread_id"]))["values"]["messages"][-1]
+    assert answers["web"]["response_metadata"]["web_search"] is True
+    assert answers["sums"]["response_metadata"]["web_search"] is False
+    assert all(answer["response_metadata"]["model"] for answer in answers.values())
+    offered: dict[str, set] = {}  # the tools of each run's first model call, named by its question
+    for request in openai_server.requests():
+        first = next((m for m in request.get("messages") or [] if m.get("role") == "user"), {})
+        for name in answers:
+            if f"{k}-{name}" in str(first.get("content")):
+                offered.setdefault(name, {tool["function"]["name"] for tool in request.get("tools") or []})
+    assert "web_search" in offered["web"] and "web_search" not in offered["sums"]
