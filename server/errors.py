@@ -40,6 +40,7 @@ STATUS = {
     "UI_NOT_FOUND": 404,
     "TOOL_NOT_FOUND": 404,
     "TOOL_FAILED": 502,
+    "THREAD_BUSY": 409,
 }
 
 # Seconds a client is told to wait (Retry-After) while the database is unavailable.

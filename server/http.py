@@ -19,8 +19,9 @@ from fastapi.exceptions import RequestValidationError
 from langchain_core.messages import convert_to_messages
 from pydantic import BaseModel, Field
 
+from graphs.utilities.spaces import agent_for_auto, title_and_space, title_space_agent
 from graphs.utilities.tasks import conversation_title, daily_tip, related_questions
-from server import ingest_jobs, tool_calls, utilities, web
+from server import clear, ingest_jobs, tool_calls, utilities, web
 from server import kb as kb_service
 from server.api_checks import ApiChecksMiddleware
 from server.dev_persistence import DurableWritesMiddleware, durable_attempts
@@ -182,6 +183,32 @@ async def related(body: utilities.RelatedRequest, request: Request) -> dict:
         return {"questions": await related_questions(body.question, body.answer, context, body.count)}
 
 
+@app.post("/api/v1/title-and-space", tags=["utilities"], responses=ERRORS)
+async def title_space(body: utilities.TitleAndSpaceRequest, request: Request) -> dict:
+    """A title for a conversation's first message and the space (one of `spaces`) it belongs in."""
+    await _charge_utility(request)
+    async with utilities.model_errors(body.model) as context:
+        spaces = [space.model_dump(exclude_none=True) for space in body.spaces]
+        return await title_and_space(body.message, spaces, context)
+
+
+@app.post("/api/v1/title-space-agent", tags=["utilities"], responses=ERRORS)
+async def title_space_and_agent(body: utilities.TitleSpaceAgentRequest, request: Request) -> dict:
+    """A title, the space and that space's agent for a conversation's first message."""
+    await _charge_utility(request)
+    async with utilities.model_errors(body.model) as context:
+        spaces = [space.model_dump(exclude_none=True) for space in body.spacesWithAgents]
+        return await title_space_agent(body.message, spaces, context)
+
+
+@app.post("/api/v1/agent-for-auto", tags=["utilities"], responses=ERRORS)
+async def auto_agent(body: utilities.AgentForAutoRequest, request: Request) -> dict:
+    """The agent of the current space best suited to answer a message (the client's auto mode)."""
+    await _charge_utility(request)
+    async with utilities.model_errors(body.model) as context:
+        return await agent_for_auto(body.message, body.currentSpace.model_dump(exclude_none=True), context)
+
+
 @app.get("/api/v1/daily-tip", tags=["utilities"], responses=ERRORS)
 async def tip(
     request: Request,
@@ -192,6 +219,16 @@ async def tip(
     await _charge_utility(request)
     async with utilities.model_errors(model) as context:
         return await daily_tip(context, topic)
+
+
+# --- conversations (seed 003) ---------------------------------------------------------------------
+
+
+@app.post("/api/v1/clear", tags=["conversations"], responses=ERRORS)
+async def clear_conversation(body: clear.ClearRequest, request: Request) -> dict:
+    """Empty a router conversation's messages and summary (the caller's own thread; long-term
+    memories untouched): `{"status": "ok", "thread_id", "removed_messages", "remaining_messages"}`."""
+    return await clear.clear_thread(_user(request), body.thread)
 
 
 # --- tools --------------------------------------------------------------------------------------
