@@ -8,13 +8,13 @@ memories, knowledge-base tools read the knowledge bases the caller may read.
 
 Answers: 200 with the tool's `result` and its timing; 404 TOOL_NOT_FOUND; 422 VALIDATION_ERROR
 for arguments the tool refuses (schema, size, values such as an unknown knowledge base); 429
-QUOTA_EXCEEDED; 502 TOOL_FAILED when the tool itself failed (after its retries).
+QUOTA_EXCEEDED; 408 TIMEOUT_ERROR past `AGENT_TOOL_TIMEOUT`; 502 TOOL_FAILED when the tool itself
+failed (after its retries).
 """
 
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from typing import Any
 
 from langgraph.prebuilt.tool_node import ToolInvocationError
@@ -27,10 +27,6 @@ from settings.redact import redact
 from tools.errors import ToolInputError
 from tools.quota import QuotaExceeded
 from tools.registry import available_tools
-
-
-def _stamp() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 def _result(content: Any) -> Any:
@@ -59,6 +55,8 @@ def _failure(name: str, error: BaseException | None, entry: dict) -> ApiError:
     if isinstance(error, ToolInputError):
         return ApiError("VALIDATION_ERROR", f"Invalid arguments for {name}: {message}", timing)
     kind = type(error).__name__ if error is not None else "ToolError"
+    if isinstance(error, TimeoutError):  # asyncio.TimeoutError too
+        return ApiError("TIMEOUT_ERROR", f"{name} failed: {message}", {**timing, "error_type": kind})
     return ApiError("TOOL_FAILED", f"{name} failed: {message}", {**timing, "error_type": kind})
 
 
@@ -74,7 +72,6 @@ async def call_tool(store: Any, user: Any, name: str, args: dict[str, Any]) -> d
         )
     config = settings()
     user_id = str(getattr(user, "identity", None) or config.AGENT_DEFAULT_USER_ID)
-    started_at = _stamp()
     run = await run_tool(
         tool,
         args,
@@ -91,6 +88,6 @@ async def call_tool(store: Any, user: Any, name: str, args: dict[str, Any]) -> d
         "result": _result(run.content),
         "duration_ms": run.entry["duration_ms"],
         "attempts": run.entry["attempts"],
-        "started_at": started_at,
-        "finished_at": _stamp(),
+        "started_at": run.entry["started_at"],
+        "finished_at": run.entry["finished_at"],
     }

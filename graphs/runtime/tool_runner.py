@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 from typing import Any
 
@@ -151,7 +152,10 @@ async def _wrap(request: ToolCallRequest, execute: Callable[[ToolCallRequest], A
             duration_ms=duration_ms,
             result_preview=preview(content),
         )
-    log.append(_log_entry(call, step, status, duration_ms, attempt))
+    entry = _log_entry(call, step, status, duration_ms, attempt, preview(content) if status == "error" else None)
+    if status != "error":
+        entry["result_preview"] = preview(content)
+    log.append(entry)
     return result
 
 
@@ -178,6 +182,7 @@ def _failed(call, step, started, exc, timeout_s, attempts, log) -> ToolMessage:
 
 
 def _log_entry(call, step, status, duration_ms, attempts, error: str | None = None) -> dict:
+    finished = datetime.now(UTC)
     entry = {
         "tool_call_id": call["id"],
         "tool": call["name"],
@@ -186,6 +191,8 @@ def _log_entry(call, step, status, duration_ms, attempts, error: str | None = No
         "duration_ms": duration_ms,
         "attempts": attempts,
         "step": step,
+        "started_at": (finished - timedelta(milliseconds=duration_ms)).isoformat(timespec="milliseconds"),
+        "finished_at": finished.isoformat(timespec="milliseconds"),
     }
     if error is not None:
         entry["error"] = error

@@ -143,6 +143,9 @@ async def test_every_answer_says_when_and_by_which_model_it_was_produced(model_s
         created = datetime.fromisoformat(message.response_metadata["created_at"])
         assert before <= created <= datetime.now(UTC) and message.response_metadata["model"] == "scripted"
         assert message.response_metadata["web_search"] is False  # no web_search tool offered
+    [entry] = state["execution_log"]  # the tool call's record: result and times
+    assert entry["result_preview"] == "42" and entry["started_at"] <= entry["finished_at"]
+    assert datetime.fromisoformat(entry["finished_at"]) <= datetime.now(UTC)
 
 
 async def test_an_answer_says_whether_the_model_could_search_the_web(model_slot, monkeypatch):
