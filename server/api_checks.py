@@ -12,7 +12,8 @@ middleware refuses such requests with a 4xx in the routes' error shape
   `config.recursion_limit` at least `MIN_RECURSION_LIMIT`; crons need `assistant_id` and
   `schedule`;
 - `/store/items/search` needs `namespace_prefix`, `/ui/{graph}` a component `name`;
-- a compressed body (`Content-Encoding` other than identity) on any route: 415.
+- a compressed body (`Content-Encoding` other than identity) on any route: 415;
+- a run over its user's run quotas (server/run_quota.py): 429.
 
 Run requests are completed first, in the same pass over the body: agent-chat-ui's "Mark as
 Resolved" becomes the resume that dismisses the question (server/resolve.py), and a streamed or
@@ -38,6 +39,7 @@ from server.errors import ApiError, error_response
 from server.limits import replay
 from server.resolve import RUN_PATH as RESOLVE_PATH
 from server.resolve import resolved
+from server.run_quota import check_run_quota
 from settings import settings
 from tools.credentials import REF_HEADER
 
@@ -156,6 +158,13 @@ def _rewrites(path: str) -> list[Callable[[bytes], bytes | None]]:
     return rewrites
 
 
+def _internal(scope: dict) -> bool:
+    """The server's own in-process client (`langgraph_sdk.get_client()` without a URL), which
+    the LangGraph server serves under the root path `/noauth` without authentication."""
+    root = str(scope.get("root_path") or "")
+    return root == "/noauth" or root.startswith("/noauth/")
+
+
 def _checked(path: str) -> bool:
     return bool(RUNS.match(path) or CRONS.match(path) or STORE_SEARCH.match(path) or UI.match(path))
 
@@ -207,6 +216,8 @@ class ApiChecksMiddleware:
             payload = None  # not JSON: the server's own validation answers
         try:
             check_request(scope["path"], payload)
+            if RUNS.match(scope["path"]) and not _internal(scope):
+                await check_run_quota(headers, len(payload) if isinstance(payload, list) else 1)
         except ApiError as error:
             await error_response(error)(scope, replay(messages, receive), send)
             return

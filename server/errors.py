@@ -41,6 +41,9 @@ STATUS = {
     "REQUEST_CREDENTIALS_DISABLED": 403,
     "BASE_URL_NOT_ALLOWED": 400,
     "NOT_SUPPORTED_ON_THIS_SERVER": 400,
+    "TOOL_NOT_FOUND": 404,
+    "TOOL_FAILED": 502,
+    "THREAD_BUSY": 409,
 }
 
 # Seconds a client is told to wait (Retry-After) while the database is unavailable.

@@ -14,13 +14,14 @@ import logging
 import time
 from typing import Annotated, Any
 
-from fastapi import FastAPI, File, Form, Query, Request, UploadFile
+from fastapi import Body, FastAPI, File, Form, Query, Request, UploadFile
 from fastapi.exceptions import RequestValidationError
 from langchain_core.messages import convert_to_messages
 from pydantic import BaseModel, Field
 
+from graphs.utilities.spaces import agent_for_auto, title_and_space, title_space_agent
 from graphs.utilities.tasks import conversation_title, daily_tip, related_questions
-from server import ingest_jobs, utilities, web
+from server import clear, ingest_jobs, tool_calls, utilities, web
 from server import kb as kb_service
 from server.api_checks import ApiChecksMiddleware
 from server.dev_persistence import DurableWritesMiddleware, durable_attempts
@@ -123,6 +124,7 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     for status, description in (
         (400, "Bad request: `{error, message, details}`"),
         (401, "Missing or invalid credentials"),
+        (404, "A named item (knowledge base, tool, ...) does not exist"),
         (413, "PAYLOAD_TOO_LARGE: the body is over the route's limit"),
         (422, "VALIDATION_ERROR naming the field"),
         (429, "QUOTA_EXCEEDED or INGEST_BUSY with details.retry_after"),
@@ -184,6 +186,32 @@ async def related(body: utilities.RelatedRequest, request: Request) -> dict:
         return {"questions": await related_questions(body.question, body.answer, context, body.count)}
 
 
+@app.post("/api/v1/title-and-space", tags=["utilities"], responses=ERRORS)
+async def title_space(body: utilities.TitleAndSpaceRequest, request: Request) -> dict:
+    """A title for a conversation's first message and the space (one of `spaces`) it belongs in."""
+    await _charge_utility(request)
+    async with utilities.model_errors(body.model) as context:
+        spaces = [space.model_dump(exclude_none=True) for space in body.spaces]
+        return await title_and_space(body.message, spaces, context)
+
+
+@app.post("/api/v1/title-space-agent", tags=["utilities"], responses=ERRORS)
+async def title_space_and_agent(body: utilities.TitleSpaceAgentRequest, request: Request) -> dict:
+    """A title, the space and that space's agent for a conversation's first message."""
+    await _charge_utility(request)
+    async with utilities.model_errors(body.model) as context:
+        spaces = [space.model_dump(exclude_none=True) for space in body.spacesWithAgents]
+        return await title_space_agent(body.message, spaces, context)
+
+
+@app.post("/api/v1/agent-for-auto", tags=["utilities"], responses=ERRORS)
+async def auto_agent(body: utilities.AgentForAutoRequest, request: Request) -> dict:
+    """The agent of the current space best suited to answer a message (the client's auto mode)."""
+    await _charge_utility(request)
+    async with utilities.model_errors(body.model) as context:
+        return await agent_for_auto(body.message, body.currentSpace.model_dump(exclude_none=True), context)
+
+
 @app.get("/api/v1/daily-tip", tags=["utilities"], responses=ERRORS)
 async def tip(
     request: Request,
@@ -194,6 +222,16 @@ async def tip(
     await _charge_utility(request)
     async with utilities.model_errors(model) as context:
         return await daily_tip(context, topic)
+
+
+# --- conversations (seed 003) ---------------------------------------------------------------------
+
+
+@app.post("/api/v1/clear", tags=["conversations"], responses=ERRORS)
+async def clear_conversation(body: clear.ClearRequest, request: Request) -> dict:
+    """Empty a router conversation's messages and summary (the caller's own thread; long-term
+    memories untouched): `{"status": "ok", "thread_id", "removed_messages", "remaining_messages"}`."""
+    return await clear.clear_thread(_user(request), body.thread)
 
 
 # --- tools --------------------------------------------------------------------------------------
@@ -211,6 +249,20 @@ async def list_tools() -> dict:
     tools, problems = await available_tools()
     schemas = [convert_to_openai_tool(tool) for tool in tools.values()]
     return {"tools": schemas, "count": len(schemas), "unavailable": problems}
+
+
+@app.post("/api/v1/tools/{name}", tags=["tools"], responses=ERRORS)
+async def call_tool(
+    name: str,
+    request: Request,
+    args: Annotated[dict[str, Any], Body(description="The tool's arguments (its JSON schema in GET /api/v1/tools).")],
+) -> dict:
+    """Run one tool for the caller, as the agents run it (server/tool_calls.py): the same
+    argument checks, timeout, retries and per-user quotas; memory tools act on the caller's own
+    memories. The tool's `result` with `duration_ms`, `attempts`, `started_at`, `finished_at`;
+    404 TOOL_NOT_FOUND, 422 VALIDATION_ERROR for arguments the tool refuses, 429 QUOTA_EXCEEDED,
+    502 TOOL_FAILED."""
+    return await tool_calls.call_tool(await kb_service.server_store(), _user(request), name, args)
 
 
 # --- knowledge bases ------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from graphs.runtime.context import Context
 from graphs.runtime.models import ModelCallError, ModelConfigError
@@ -28,6 +28,52 @@ class RelatedRequest(BaseModel):
     answer: str = Field(..., min_length=1, max_length=100_000)
     count: int = Field(3, ge=1, le=10)
     model: str | None = Field(None, description="'provider:model'; default AGENT_MODEL.")
+
+
+MODEL_FIELD = Field(None, description="'provider:model'; default AGENT_MODEL.")
+
+
+class Space(BaseModel):
+    """A space of the client (seed 000's Qurio): its other fields are returned as sent."""
+
+    model_config = ConfigDict(extra="allow")
+    label: str = Field(..., min_length=1, max_length=200)
+    description: str | None = Field(None, max_length=2000)
+
+
+class SpaceAgent(BaseModel):
+    name: str = Field(..., min_length=1, max_length=200)
+    description: str | None = Field(None, max_length=2000)
+
+
+class SpaceWithAgents(Space):
+    agents: list[SpaceAgent] = Field(default_factory=list, max_length=50)
+
+    @field_validator("agents", mode="before")
+    @classmethod
+    def _names_alone(cls, value: object) -> object:
+        """An agent may be sent as its name alone."""
+        if isinstance(value, list):
+            return [{"name": agent} if isinstance(agent, str) else agent for agent in value]
+        return value
+
+
+class TitleAndSpaceRequest(BaseModel):
+    message: str = Field(..., min_length=1, max_length=10_000, description="The conversation's first message.")
+    spaces: list[Space] = Field(default_factory=list, max_length=100)
+    model: str | None = MODEL_FIELD
+
+
+class TitleSpaceAgentRequest(BaseModel):
+    message: str = Field(..., min_length=1, max_length=10_000, description="The conversation's first message.")
+    spacesWithAgents: list[SpaceWithAgents] = Field(default_factory=list, max_length=100)
+    model: str | None = MODEL_FIELD
+
+
+class AgentForAutoRequest(BaseModel):
+    message: str = Field(..., min_length=1, max_length=10_000)
+    currentSpace: SpaceWithAgents
+    model: str | None = MODEL_FIELD
 
 
 @contextlib.asynccontextmanager

@@ -151,6 +151,22 @@ class SettingsValues(RunSettings):
     UTILITY_QUOTA_WINDOW: float = Field(
         60, ge=1, le=86400, description="Length of the model utility quota window in seconds."
     )
+    RUN_QUOTA_RUNS: int = Field(
+        0,
+        ge=0,
+        le=1_000_000,
+        description="Runs one user may create per run quota window, on every graph (`/threads/{id}/runs`, "
+        "`/runs/stream`, `/runs/wait`, batches count each run); over it, 429 QUOTA_EXCEEDED with Retry-After. "
+        "Administrators and the server's own runs are not limited; 0 (default) = unlimited.",
+    )
+    RUN_QUOTA_WINDOW: float = Field(60, ge=1, le=86400, description="Length of the run quota window in seconds.")
+    RUN_QUOTA_CONCURRENT: int = Field(
+        0,
+        ge=0,
+        le=10_000,
+        description="Runs one user may have pending or running at once; a run created beyond it is refused with "
+        "429 QUOTA_EXCEEDED (Retry-After) instead of queued. Administrators are not limited; 0 (default) = unlimited.",
+    )
 
     # Tools (tools/)
     TOOL_ARGS_MAX_CHARS: int = Field(

@@ -3,8 +3,9 @@ shared by the tools inside runs and the HTTP routes (server/http.py), which also
 knowledge-base ingest fetches as web reads; the model utility routes (`UTILITY_QUOTA_REQUESTS` per
 `UTILITY_QUOTA_WINDOW`); and the bytes of documents a user may ingest (`KB_INGEST_QUOTA_BYTES`
 per `KB_INGEST_QUOTA_WINDOW`, `charge_bytes`) and the chunks an ingest embeds, its work
-(`KB_INGEST_QUOTA_CHUNKS` per the same window, `charge_chunks`): a request that does not fit is
-refused and not counted.
+(`KB_INGEST_QUOTA_CHUNKS` per the same window, `charge_chunks`); and the runs a user creates
+(`RUN_QUOTA_RUNS` per `RUN_QUOTA_WINDOW`, `charge_runs`, server/run_quota.py): a request that does
+not fit is refused and not counted.
 
 Counters live in Postgres (store/sql/quotas.py `charge_quota`, table `web_quota`) when the store is the
 project's Postgres store, so every server process counts the same uses; on any other store (the
@@ -28,6 +29,7 @@ from tools.identity import acts_for_any_user
 KINDS = ("web_search", "web_read", "utility")
 INGEST_BYTES = "ingest_bytes"
 INGEST_CHUNKS = "ingest_chunks"
+RUNS = "runs"
 
 
 class QuotaExceeded(ToolError):
@@ -149,6 +151,26 @@ async def charge_chunks(store: Any, user_id: str | None, amount: int) -> None:
             f"documents make {amount:,}. {wait}"
         )
     raise QuotaExceeded(INGEST_CHUNKS, limit, window, retry_after, message)
+
+
+async def charge_runs(store: Any, user: Any, amount: int = 1) -> None:
+    """Take `amount` runs created by `user` from their run budget (`RUN_QUOTA_RUNS` per
+    `RUN_QUOTA_WINDOW`); QuotaExceeded (not counted) when they do not fit."""
+    config = settings()
+    limit, window = config.RUN_QUOTA_RUNS, config.RUN_QUOTA_WINDOW
+    user_id = limited_user(user)
+    if user_id is None or limit == 0:
+        return
+    granted, _used, retry_after = await _charge_budget(store, user_id, RUNS, amount, limit, window)
+    if not granted:
+        raise QuotaExceeded(
+            RUNS,
+            limit,
+            window,
+            retry_after,
+            f"Run quota exceeded: at most {limit} runs per {window:g} seconds for this user. "
+            f"Try again in {max(1, math.ceil(retry_after))} seconds.",
+        )
 
 
 async def charge_run(runtime: Any, kind: str) -> None:

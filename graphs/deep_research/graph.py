@@ -436,7 +436,14 @@ async def write_report(state: State, runtime: Runtime[ResearchContext], config: 
         invented_urls=check.invented_urls,
         invalid_numbers=check.removed_numbers,
     )
-    return {"report": check.report, "messages": [AIMessage(check.report, id=response.id)]}
+    # The report keeps its model call's metadata (model, time, token usage); it was written from the web.
+    report = AIMessage(
+        check.report,
+        id=response.id,
+        response_metadata={**response.response_metadata, "web_search": True},
+        usage_metadata=response.usage_metadata,
+    )
+    return {"report": check.report, "messages": [report]}
 
 
 # Nodes take (state, runtime, config), which LangGraph runs but add_node's overloads do not type

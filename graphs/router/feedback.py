@@ -4,7 +4,9 @@ With a LangSmith key configured (`LANGSMITH_API_KEY`), feedback goes to LangSmit
 `create_feedback` on the run id (the server traces each run under its run id); otherwise it is
 written to the store under `("memories", <user>, "feedback")`, keyed by run id, where the user
 reads it back (`client.store.search_items(["memories", user, "feedback"])`). Either way it is
-also appended to the thread's `feedback_log`.
+also appended to the thread's `feedback_log`, and the record carries what it is about
+(`about_answer`): the question, the graph and route (agent type) that answered, and the answer's
+metadata (model, time, web search, token usage).
 
 Which runs feedback may name: the thread's state is its owner's to write (`threads.update_state`),
 so its `answered_runs` only helps say what went wrong; on a server, the server's own run records
@@ -17,12 +19,15 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime
 
+from langchain_core.messages import AnyMessage, HumanMessage
 from langgraph.store.base import BaseStore
 
 from store import memory
 from tools.server_api import thread_run
 
 SCORES = {"up": 1, "down": 0}
+ANSWER_METADATA = ("created_at", "model", "web_search")
+"""The answer's `response_metadata` fields a feedback record keeps (with its `usage_metadata`)."""
 FEEDBACK_KEY = "user_score"
 MAX_COMMENT_CHARS = 4000
 
@@ -71,10 +76,43 @@ async def check_thread_run(thread_id: str | None, run_id: str, act_as: str | Non
         raise ValueError(f"run {run_id!r} is not a run of this thread; feedback is refused")
 
 
-async def record_feedback(store: BaseStore | None, user_id: str, thread_id: str | None, request: dict) -> dict:
-    """Record checked feedback in LangSmith when configured, else in the store; return the record."""
+def about_answer(messages: list[AnyMessage], answered_runs: list[dict], run_id: str) -> dict:
+    """What feedback on run `run_id` is about, from the thread: `question` (the user's message the
+    run answered), `graph` ("router") and `agent_type` (the route that answered: general,
+    retrieval, react, plan_execute, deep_research), `message_id` and the answer's `metadata`
+    (`created_at`, `model`, `web_search`, `usage`). After a clear, the question and metadata are
+    gone with the messages (null)."""
+    run: dict = next((r for r in reversed(answered_runs) if r.get("run_id") == run_id), {})
+    message_id = run.get("message_id")
+    ids = [message.id for message in messages]
+    at = ids.index(message_id) if message_id in ids else None
+    question = None
+    metadata: dict | None = None
+    if at is not None:
+        answer = messages[at]
+        asked = [m for m in messages[:at] if isinstance(m, HumanMessage)]
+        question = asked[-1].text if asked else None
+        kept = answer.response_metadata or {}
+        metadata = {name: kept[name] for name in ANSWER_METADATA if name in kept}
+        if usage := getattr(answer, "usage_metadata", None):
+            metadata["usage"] = dict(usage)
+    return {
+        "question": question,
+        "graph": "router",
+        "agent_type": run.get("route"),
+        "message_id": message_id,
+        "metadata": metadata,
+    }
+
+
+async def record_feedback(
+    store: BaseStore | None, user_id: str, thread_id: str | None, request: dict, about: dict | None = None
+) -> dict:
+    """Record checked feedback in LangSmith when configured, else in the store; return the record.
+    `about`: what it is about (`about_answer`), kept in the record (LangSmith: the feedback's `extra`)."""
     record = {
         **request,
+        **(about or {}),
         "thread_id": thread_id,
         "user_id": user_id,
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -87,6 +125,7 @@ async def record_feedback(store: BaseStore | None, user_id: str, thread_id: str 
             key=FEEDBACK_KEY,
             score=SCORES[request["score"]],
             comment=request["comment"] or None,
+            **({"extra": about} if about else {}),
         )
         return {**record, "sink": "langsmith", "feedback_id": str(getattr(created, "id", "") or "")}
     if store is None:

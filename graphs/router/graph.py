@@ -130,7 +130,8 @@ async def prepare(state: State, runtime: Runtime[RouterContext], config: Runnabl
             if runtime.server_info is not None:  # the state is the user's to write: the server decides
                 caller = getattr(runtime.server_info.user, "identity", None) or None
                 await feedback_sink.check_thread_run(thread_id, checked["run_id"], act_as=caller)
-            record = await feedback_sink.record_feedback(runtime.store, run_user_id(runtime), thread_id, checked)
+            about = feedback_sink.about_answer(messages, state.get("answered_runs", []), checked["run_id"])
+            record = await feedback_sink.record_feedback(runtime.store, run_user_id(runtime), thread_id, checked, about)
         except Exception as exc:
             emit("router_error", stage="feedback", error=str(exc) or type(exc).__name__)
         else:

@@ -43,6 +43,8 @@ from tools.net import FetchError, policy_transport
 NOSTREAM_TAGS = [TAG_NOSTREAM, "langsmith:nostream"]
 """Tags for a graph's internal model calls (planning, summaries, compression): LangGraph keeps
 their tokens off the `messages` stream, so clients see only the answer's tokens."""
+WEB_SEARCH_TOOL = "web_search"
+"""The tool whose offer makes an answer's `response_metadata.web_search` true (tools/web_search.py)."""
 
 
 class ModelConfigError(RuntimeError):
@@ -330,6 +332,18 @@ async def ainvoke_with_retries(
     return result
 
 
+def _offered_tools(model: Any) -> set[str]:
+    """The names of the tools bound to a model runnable (`bind_tools`), found through its bindings."""
+    for _ in range(4):
+        tools = (getattr(model, "kwargs", None) or {}).get("tools")
+        if tools:
+            return {str((tool.get("function") or tool).get("name")) for tool in tools if isinstance(tool, dict)}
+        model = getattr(model, "bound", None) or getattr(model, "first", None)
+        if model is None:
+            break
+    return set()
+
+
 def _model_name(model: Any) -> str | None:
     """The model a runnable calls (through `bind_tools` / structured-output bindings)."""
     for _ in range(4):
@@ -344,8 +358,10 @@ def _model_name(model: Any) -> str | None:
 
 def stamp_answer(result: Any, model: Any) -> None:
     """Record on the model's message when it was produced (`response_metadata.created_at`, UTC
-    ISO 8601) and by which model (`response_metadata.model`, unless the provider named it
-    already); its token usage is the message's `usage_metadata`, as the provider reported it."""
+    ISO 8601), by which model (`response_metadata.model`, unless the provider named it
+    already) and whether it could search the web (`response_metadata.web_search`: the
+    `web_search` tool was offered to it); its token usage is the message's `usage_metadata`, as
+    the provider reported it."""
     message = result.get("raw") if isinstance(result, dict) else result
     if not isinstance(message, AIMessage):
         return
@@ -353,6 +369,7 @@ def stamp_answer(result: Any, model: Any) -> None:
     name = message.response_metadata.get("model_name") or _model_name(model)
     if name:
         message.response_metadata.setdefault("model", name)
+    message.response_metadata.setdefault("web_search", WEB_SEARCH_TOOL in _offered_tools(model))
 
 
 def report_usage(result: Any, step: int) -> dict | None:

@@ -12,9 +12,12 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 from typing import Any
 
 import httpx
@@ -23,6 +26,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import ToolCallRequest
+from langgraph.runtime import Runtime, ServerInfo
 
 from graphs.runtime.deadline import RunDeadlineExceeded, bounded
 from graphs.runtime.events import emit, preview
@@ -65,6 +69,8 @@ class _Batch:
     timeout_s: float
     retries: int
     log: list[dict]
+    errors: dict[str, BaseException] | None = None
+    """`run_tool` only: each failed call's exception by call id, for its caller to answer."""
 
 
 _BATCH: ContextVar[_Batch] = ContextVar("tool_batch")
@@ -146,12 +152,17 @@ async def _wrap(request: ToolCallRequest, execute: Callable[[ToolCallRequest], A
             duration_ms=duration_ms,
             result_preview=preview(content),
         )
-    log.append(_log_entry(call, step, status, duration_ms, attempt))
+    entry = _log_entry(call, step, status, duration_ms, attempt, preview(content) if status == "error" else None)
+    if status != "error":
+        entry["result_preview"] = preview(content)
+    log.append(entry)
     return result
 
 
 def _failed(call, step, started, exc, timeout_s, attempts, log) -> ToolMessage:
     duration_ms = round((time.perf_counter() - started) * 1000, 1)
+    if (errors := _BATCH.get().errors) is not None:
+        errors[call["id"]] = exc
     error = _error_text(exc, timeout_s)
     emit(
         "tool_call_failed",
@@ -171,6 +182,7 @@ def _failed(call, step, started, exc, timeout_s, attempts, log) -> ToolMessage:
 
 
 def _log_entry(call, step, status, duration_ms, attempts, error: str | None = None) -> dict:
+    finished = datetime.now(UTC)
     entry = {
         "tool_call_id": call["id"],
         "tool": call["name"],
@@ -179,6 +191,8 @@ def _log_entry(call, step, status, duration_ms, attempts, error: str | None = No
         "duration_ms": duration_ms,
         "attempts": attempts,
         "step": step,
+        "started_at": (finished - timedelta(milliseconds=duration_ms)).isoformat(timespec="milliseconds"),
+        "finished_at": finished.isoformat(timespec="milliseconds"),
     }
     if error is not None:
         entry["error"] = error
@@ -224,3 +238,48 @@ async def run_tool_calls(
     order = {call["id"]: i for i, call in enumerate(last.tool_calls)}
     log.sort(key=lambda entry: order.get(entry["tool_call_id"], 0))
     return {"messages": messages, "execution_log": log, **({"ui": cards} if cards else {})}
+
+
+@dataclass(frozen=True)
+class ToolRun:
+    """One tool call made outside a graph (`run_tool`): the tool's answer and how it went."""
+
+    content: Any
+    """The tool's result as the model would read it (a failed call: the error text)."""
+    entry: dict
+    """Its execution-log entry: status, duration_ms, attempts (and error)."""
+    error: BaseException | None
+    """Why it failed (None: it succeeded)."""
+
+
+async def run_tool(
+    tool: BaseTool,
+    args: dict[str, Any],
+    *,
+    user: Any,
+    user_id: str,
+    store: Any,
+    timeout_s: float,
+    retries: int,
+) -> ToolRun:
+    """Call one tool for `user` outside a graph (the HTTP tool route) exactly as a run's tool
+    node calls it: the same argument checks (schema, `TOOL_ARGS_MAX_CHARS`), timeout, retries and
+    quotas, with the tool's injected runtime acting for `user` (as a run of theirs would,
+    tools/identity.py) on `store`."""
+    call_id = f"call_{uuid.uuid4().hex}"
+    call = {"id": call_id, "name": tool.name, "args": args, "type": "tool_call"}
+    runtime = Runtime(
+        context=SimpleNamespace(user_id=user_id),
+        store=store,
+        server_info=ServerInfo(assistant_id="", graph_id="", user=user),
+    )
+    log: list[dict] = []
+    errors: dict[str, BaseException] = {}
+    token = _BATCH.set(_Batch(0, timeout_s, retries, log, errors))
+    try:
+        output = await _node_for([tool]).ainvoke({"messages": [AIMessage("", tool_calls=[call])]}, {}, runtime=runtime)
+    finally:
+        _BATCH.reset(token)
+    message = (output["messages"] if isinstance(output, dict) else output)[0]
+    entry = {key: value for key, value in log[0].items() if key not in ("tool_call_id", "step")}
+    return ToolRun(content=message.content, entry=entry, error=errors.get(call_id))

@@ -17,3 +17,33 @@ Answer: {answer}"""
 TIP_PROMPT = """Give one practical tip for today ({today}) for a user of an AI assistant with
 web search, knowledge bases and long-term memory{topic}. One or two sentences, concrete and
 actionable, in English unless the topic is written in another language."""
+
+SPACE_PROMPT = """A user starts a conversation with the first message below. Write a short title
+for it (at most 8 words, no quotes, no final period, in the message's language) and pick the
+space it belongs in from the list (by its label exactly as written), or null when none fits.
+
+Spaces:
+{spaces}
+
+First message:
+{message}"""
+
+SPACE_AGENT_PROMPT = """A user starts a conversation with the first message below. Write a short
+title for it (at most 8 words, no quotes, no final period, in the message's language), pick the
+space it belongs in from the list (by its label exactly as written) and the agent of that space
+best suited to answer (by its name exactly as written); null for what does not fit.
+
+Spaces and their agents:
+{spaces}
+
+First message:
+{message}"""
+
+AUTO_AGENT_PROMPT = """Pick the agent best suited to answer the user's message below from the
+agents of the space "{space}" (by its name exactly as written), or null when none fits.
+
+Agents:
+{agents}
+
+Message:
+{message}"""

@@ -36,7 +36,8 @@ class DailyTip(BaseModel):
     tip: str = Field(min_length=1, max_length=1000)
 
 
-async def _ask(context: Context, schema: type[BaseModel], prompt: str) -> BaseModel:
+async def ask(context: Context, schema: type[BaseModel], prompt: str) -> BaseModel:
+    """`schema` filled in by the context's model for `prompt` (validated structured output)."""
     model = load_chat_model(context.model, temperature=context.temperature, timeout=context.model_timeout)
     messages: list[AnyMessage] = [HumanMessage(prompt)]
     result = await ainvoke_structured(
@@ -48,15 +49,20 @@ async def _ask(context: Context, schema: type[BaseModel], prompt: str) -> BaseMo
 async def conversation_title(messages: Sequence[BaseMessage], context: Context) -> str:
     """A short title for the conversation in `messages`."""
     conversation = get_buffer_string(list(messages))[-MAX_CONVERSATION_CHARS:]
-    result = await _ask(context, Title, TITLE_PROMPT.format(conversation=conversation))
+    result = await ask(context, Title, TITLE_PROMPT.format(conversation=conversation))
     assert isinstance(result, Title)
-    return result.title.strip().strip('"').rstrip(".")
+    return clean_title(result.title)
+
+
+def clean_title(title: str) -> str:
+    """A model's title without surrounding quotes, spaces and a final period."""
+    return title.strip().strip('"').rstrip(".")
 
 
 async def related_questions(question: str, answer: str, context: Context, count: int = 3) -> list[str]:
     """`count` follow-up questions to `question` and its `answer` (duplicates removed)."""
     prompt = RELATED_PROMPT.format(count=count, question=question, answer=answer[:MAX_CONVERSATION_CHARS])
-    result = await _ask(context, RelatedQuestions, prompt)
+    result = await ask(context, RelatedQuestions, prompt)
     assert isinstance(result, RelatedQuestions)
     unique = list(dict.fromkeys(q.strip() for q in result.questions if q.strip()))
     return unique[:count]
@@ -66,6 +72,6 @@ async def daily_tip(context: Context, topic: str | None = None) -> dict:
     """Today's tip (on `topic` when given) and the date it is for (UTC)."""
     today = datetime.now(UTC).date().isoformat()
     prompt = TIP_PROMPT.format(today=today, topic=f", about: {topic}" if topic else "")
-    result = await _ask(context, DailyTip, prompt)
+    result = await ask(context, DailyTip, prompt)
     assert isinstance(result, DailyTip)
     return {"tip": result.tip.strip(), "date": today}

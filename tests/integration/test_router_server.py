@@ -280,7 +280,12 @@ async def test_feedback_names_only_runs_of_its_own_thread(dev_server, openai_ser
     _, parts = await stream(alice, alice_thread["thread_id"], {"feedback": {"run_id": alice_run, "score": "up"}})
     [recorded] = custom(parts, "feedback_recorded")
     assert recorded["run_id"] == alice_run and recorded["sink"] == "store"
-    assert (await alice.store.get_item(["memories", "alice", "feedback"], alice_run))["value"]["score"] == "up"
+    record = (await alice.store.get_item(["memories", "alice", "feedback"], alice_run))["value"]
+    assert record["score"] == "up"
+    # what it is about: the question, the graph and route that answered, the answer's metadata
+    assert record["question"] == f"{k_alice} Hello!" and record["graph"] == "router"
+    assert record["agent_type"] == "general" and record["metadata"]["model"] and record["metadata"]["created_at"]
+    assert record["metadata"]["web_search"] is False  # the general route offers memory tools only
 
 
 async def test_progress_and_sources_as_generative_ui_messages_in_the_stream_and_the_thread(

@@ -282,6 +282,9 @@ async def test_researchers_run_in_parallel_and_the_report_cites_only_retrieved_s
         engine.url(p) for t in ("kettle", "pump", "clock") for p, _, _ in CORPUS[t]
     }
     assert isinstance(state["messages"][-1], AIMessage) and state["messages"][-1].content == state["report"]
+    # it keeps its model call's metadata, and was written from the web
+    report_metadata = state["messages"][-1].response_metadata
+    assert report_metadata["web_search"] is True and report_metadata["model"] and report_metadata["created_at"]
 
     # Only the report streams as chat tokens; planning and compression are not streamed.
     nodes = {meta["langgraph_node"] for chunk, meta in chunks if chunk.content}

@@ -142,6 +142,24 @@ async def test_every_answer_says_when_and_by_which_model_it_was_produced(model_s
     for message in answers:
         created = datetime.fromisoformat(message.response_metadata["created_at"])
         assert before <= created <= datetime.now(UTC) and message.response_metadata["model"] == "scripted"
+        assert message.response_metadata["web_search"] is False  # no web_search tool offered
+    [entry] = state["execution_log"]  # the tool call's record: result and times
+    assert entry["result_preview"] == "42" and entry["started_at"] <= entry["finished_at"]
+    assert datetime.fromisoformat(entry["finished_at"]) <= datetime.now(UTC)
+
+
+async def test_an_answer_says_whether_the_model_could_search_the_web(model_slot, monkeypatch):
+    web = registry.builtin_tools()["web_search"]
+
+    async def available_tools():
+        return {"calculator": registry.builtin_tools()["calculator"], "web_search": web}, []
+
+    monkeypatch.setattr(registry, "available_tools", available_tools)
+    state, _, _, model = await run(model_slot, ["Searched nothing."], message="search the web for otter news")
+    assert "web_search" in str(model.calls[0])
+    assert state["messages"][-1].response_metadata["web_search"] is True
+    state, _, _, _ = await run(model_slot, ["Sums only."], context={"tools": ["calculator"]}, thread="t2")
+    assert state["messages"][-1].response_metadata["web_search"] is False
 
 
 async def test_raising_tool_becomes_error_message_and_agent_goes_on(model_slot):

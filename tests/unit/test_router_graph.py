@@ -711,6 +711,13 @@ async def test_feedback_is_recorded_against_an_answered_run(model_slot, demo_sto
     ]
     item = await demo_store.aget(feedback_sink.feedback_namespace("anonymous"), "run-a")
     assert item.value["score"] == "down" and item.value["comment"] == "too short" and item.value["thread_id"] == "f"
+    # what it is about: the question, the graph and route that answered, the answer's metadata
+    answer = state["messages"][-1]
+    assert item.value["question"] == "Hello!" and item.value["graph"] == "router"
+    assert item.value["agent_type"] == "general" and item.value["message_id"] == answer.id
+    assert item.value["metadata"]["model"] == answer.response_metadata["model"]
+    assert item.value["metadata"]["created_at"] == answer.response_metadata["created_at"]
+    assert item.value["metadata"]["web_search"] is False
     assert state["feedback_log"][0]["sink"] == "store" and len(state["messages"]) == 2
     bad_score = {"feedback": {"run_id": "run-a", "score": "meh"}}
     _, events, _, _, _ = await run(model_slot, demo_store, [], payload=bad_score, graph=graph, thread="f")
@@ -761,7 +768,13 @@ async def test_feedback_goes_to_langsmith_when_configured(model_slot, demo_store
     state, events, _, _, _ = await run(
         model_slot, demo_store, [], graph=graph, thread="l", payload={"feedback": {"run_id": "run-l", "score": "up"}}
     )
-    assert sent == [("run-l", {"key": "user_score", "score": 1, "comment": None})]
+    [(run_id, sent_kwargs)] = sent
+    assert run_id == "run-l" and {k: sent_kwargs[k] for k in ("key", "score", "comment")} == {
+        "key": "user_score",
+        "score": 1,
+        "comment": None,
+    }
+    assert sent_kwargs["extra"]["question"] == "Hello!" and sent_kwargs["extra"]["agent_type"] == "general"
     assert state["feedback_log"][0]["sink"] == "langsmith" and state["feedback_log"][0]["feedback_id"] == "fb-1"
     assert await demo_store.aget(feedback_sink.feedback_namespace("anonymous"), "run-l") is None
 
