@@ -34,7 +34,13 @@ from settings.redact import install_log_redaction
 from store import knowledge
 from store.embeddings import preload_embeddings
 from store.knowledge.config import KB_NAME
-from store.postgres import StoreLocationError, close_server_backends, keep_pool_fresh, prepare_server_store
+from store.postgres import (
+    StoreIndexMismatch,
+    StoreLocationError,
+    close_server_backends,
+    keep_pool_fresh,
+    prepare_server_store,
+)
 from tools.identity import kb_reader
 from tools.quota import QuotaExceeded, charge
 from tools.server_api import server_pool
@@ -48,8 +54,13 @@ async def _load_embeddings() -> None:
     started = time.monotonic()
     try:
         model = await preload_embeddings()
-    except Exception as exc:  # a bad configuration: the first search reports it to its caller
-        logger.warning("Embeddings model not loaded at start-up: %s", exc)
+    except Exception as exc:  # a bad configuration: each search by meaning reports it to its caller
+        logger.error(
+            "Embeddings model not loaded at start-up: %s. Searches by meaning (memory recall, knowledge-base "
+            "dense, hybrid and graph search, the store API's search by query) and writes to the store's index "
+            "fail with this error until it loads.",
+            exc,
+        )
         return
     logger.info("Embeddings model %s ready (loaded in %.1f s)", model, time.monotonic() - started)
 
@@ -84,10 +95,15 @@ async def _prepare_server_store() -> None:
     `prepare_server_store`); with Postgres down, the first request that needs them does it."""
     try:
         await prepare_server_store(await kb_service.server_store())
-    except StoreLocationError:
+    except (StoreLocationError, StoreIndexMismatch):
         raise  # a misconfiguration: the replica does not start, its log says why
     except Exception as exc:
-        logger.warning("The package's tables beside the server's store are not ready yet: %s", exc)
+        logger.warning(
+            "The package's tables and the store's vector index beside the server's store are not ready yet "
+            "(the first request that needs them prepares them; until then a search by meaning answers an "
+            "error): %s",
+            exc,
+        )
 
 
 app = FastAPI(
