@@ -146,5 +146,6 @@ async def test_store_api_search_ranks_by_meaning(dev_server):
         found = (await admin.store.search_items(ns, query=question, limit=3))["items"]
         row(dev_server.kind, "store api search", question, [item["value"]["text"] for item in found])
         assert found[0]["key"] == f"fact{index}", (question, found)
-        scores = [item["score"] for item in found]
-        assert all(score is not None for score in scores) and scores == sorted(scores, reverse=True)
+        if dev_server.kind == "dev":  # Aegra's store API answers key, value and namespace only, no score
+            scores = [item["score"] for item in found]
+            assert all(score is not None for score in scores) and scores == sorted(scores, reverse=True)
