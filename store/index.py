@@ -11,6 +11,7 @@ answer a search by meaning with unscored items: `require_index` raises `NoVector
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -22,6 +23,7 @@ from store.migrations import LOCK_ID
 from store.sql import StoreSQL
 
 logger = logging.getLogger(__name__)
+VECTOR_LOCK_ID = LOCK_ID + 1  # pg advisory lock key of the vector table's setup beside a server's store
 
 
 class StoreIndexMismatch(RuntimeError):
@@ -93,8 +95,7 @@ async def index_server_store(server_store: AsyncPostgresStore, adapter: StoreSQL
     from now on are embedded with the configured model (MiniLM by default, in process) and a
     search by query ranks by meaning, for the graphs and the store API alike. The vector table is
     LangGraph's own (`store_vectors`, with its versioned `vector_migrations`), created beside the
-    server's `store` table once, under the package's advisory lock (replicas starting together
-    create it once); the dimension and the model that built an existing one are checked first
+    server's `store` table once, one replica at a time (an advisory lock they poll for); the dimension and the model that built an existing one are checked first
     (`StoreIndexMismatch`). A store the server already indexed (`store.index` in aegra.json) is
     left as it is. Returns a line for the start-up log."""
     if server_store.index_config:
@@ -106,11 +107,18 @@ async def index_server_store(server_store: AsyncPostgresStore, adapter: StoreSQL
     await check_index_dims(adapter, index["dims"])
     configured = AsyncPostgresStore(conn=server_store.conn, index=index)  # type: ignore[arg-type]
     async with adapter.pool.connection() as conn:
-        await conn.execute("SELECT pg_advisory_lock(%s)", (LOCK_ID,))
+        # The setup builds the vector index with CREATE INDEX CONCURRENTLY, which waits for every
+        # transaction open when it starts: another replica waiting for a lock would be one, and
+        # never end. So the others take turns by polling for a lock of their own, never waiting.
+        while True:
+            cursor = await conn.execute("SELECT pg_try_advisory_lock(%s) AS got", (VECTOR_LOCK_ID,))
+            if (await cursor.fetchone())["got"]:
+                break
+            await asyncio.sleep(0.2)
         try:
             await configured.setup()  # the vector table and its index (idempotent)
         finally:
-            await conn.execute("SELECT pg_advisory_unlock(%s)", (LOCK_ID,))
+            await conn.execute("SELECT pg_advisory_unlock(%s)", (VECTOR_LOCK_ID,))
     await check_index_model(adapter, model, existing_index)
     attach: Any = server_store
     attach.index_config, attach.embeddings = configured.index_config, configured.embeddings
