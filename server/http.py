@@ -30,8 +30,10 @@ from server.logs import quiet_duplicate_run_errors
 from server.mcp_tools import mcp
 from server.route_auth import protect_routes
 from server.ui_cards import ui_card
+from settings import settings
 from settings.redact import install_log_redaction
 from store import knowledge
+from store.budget import PoolSizes, check, postgres_limit
 from store.embeddings import preload_embeddings
 from store.knowledge.config import KB_NAME
 from store.postgres import (
@@ -43,7 +45,7 @@ from store.postgres import (
 )
 from tools.identity import kb_reader
 from tools.quota import QuotaExceeded, charge
-from tools.server_api import server_pool
+from tools.server_api import server_pool, server_pool_sizes
 
 KB_NAME_PATTERN = f"^{KB_NAME.pattern}$"
 logger = logging.getLogger(__name__)
@@ -81,6 +83,7 @@ async def lifespan(app: FastAPI):
     if pool is not None:
         # The package's tables beside Aegra's store, migrated before the first request needs them.
         await _prepare_server_store()
+        await _check_connection_budget(pool)
     async with mcp.session_manager.run():
         yield
     await ingest_jobs.RUNNER.close()
@@ -88,6 +91,30 @@ async def lifespan(app: FastAPI):
     if fresh is not None:
         fresh.cancel()
     await close_server_backends()
+
+
+async def _check_connection_budget(pool: Any) -> None:
+    """Under Aegra: stop the replica (ConnectionBudgetError, in its log) when REPLICAS replicas'
+    pools can open more connections than Postgres accepts (store/budget.py); with Postgres down
+    the check is skipped, with a warning."""
+    sizes = PoolSizes(**server_pool_sizes(), POSTGRES_POOL_SIZE=settings().POSTGRES_POOL_SIZE)
+    try:
+        async with pool.connection() as conn:
+            limit = await postgres_limit(conn)
+    except Exception as exc:
+        logger.warning("The Postgres connection budget was not checked (Postgres unreachable): %s", exc)
+        return
+    replicas, reserved = settings().REPLICAS, settings().POSTGRES_RESERVED_CONNECTIONS
+    check(limit, replicas, reserved, sizes)
+    logger.info(
+        "Postgres connections: %d replica(s) x (%s = %d) + %d reserved = %d of %d",
+        replicas,
+        sizes.formula(),
+        sizes.per_replica(),
+        reserved,
+        replicas * sizes.per_replica() + reserved,
+        limit,
+    )
 
 
 async def _prepare_server_store() -> None:

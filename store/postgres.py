@@ -36,6 +36,7 @@ from store.index import (  # noqa: F401  (re-exported: the store's semantic inde
 )
 from store.migrations import migrate
 from store.pool import (  # noqa: F401  (re-exported: the package's connections, see store/pool.py)
+    DATABASE_BUSY_MESSAGE,
     DATABASE_UNAVAILABLE_MESSAGE,
     PROJECT_ROOT,
     DatabasePool,
@@ -44,6 +45,7 @@ from store.pool import (  # noqa: F401  (re-exported: the package's connections,
     _embedded_postgres,
     ensure_embedded_postgres,
     exception_chain,
+    is_database_busy,
     is_database_unavailable,
     keep_pool_fresh,
     open_pool,

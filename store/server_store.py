@@ -65,7 +65,11 @@ class ServerStorePool(DatabasePool["AsyncConnection[DictRow]"]):
 
     def __init__(self, server_store: AsyncPostgresStore) -> None:
         super().__init__(
-            conninfo=_store_conninfo(server_store), min_size=1, max_size=10, open=False, **_pool_settings("public")
+            conninfo=_store_conninfo(server_store),
+            min_size=1,
+            max_size=settings().POSTGRES_POOL_SIZE,
+            open=False,
+            **_pool_settings("public"),
         )
         self.server_store = server_store
         self.prepared = False
