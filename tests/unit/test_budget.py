@@ -15,7 +15,9 @@ def test_the_default_pools_of_two_replicas_do_not_fit_the_embedded_postgres():
     with pytest.raises(ConnectionBudgetError) as raised:
         check(LIMIT, 2, 5, DEFAULTS)
     message = str(raised.value)
-    assert "2 replica(s) x (SQLALCHEMY_POOL_SIZE 10 + SQLALCHEMY_MAX_OVERFLOW 20 + LANGGRAPH_MAX_POOL_SIZE 20" in message
+    assert (
+        "2 replica(s) x (SQLALCHEMY_POOL_SIZE 10 + SQLALCHEMY_MAX_OVERFLOW 20 + LANGGRAPH_MAX_POOL_SIZE 20" in message
+    )
     assert "= 125, but Postgres accepts 97" in message
     assert "Sizes that fit: SQLALCHEMY_POOL_SIZE 10 + SQLALCHEMY_MAX_OVERFLOW 9 + LANGGRAPH_MAX_POOL_SIZE 18" in message
 
