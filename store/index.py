@@ -97,12 +97,22 @@ async def index_server_store(server_store: AsyncPostgresStore, adapter: StoreSQL
     LangGraph's own (`store_vectors`, with its versioned `vector_migrations`), created beside the
     server's `store` table once, one replica at a time (an advisory lock they poll for); the dimension and the model that built an existing one are checked first
     (`StoreIndexMismatch`). A store the server already indexed (`store.index` in aegra.json) is
-    left as it is. Returns a line for the start-up log."""
+    left as it is, if it names the configured model (else `StoreIndexMismatch`). Returns a line
+    for the start-up log."""
+    spec = embeddings_spec()
     if server_store.index_config:
-        embed = server_store.index_config.get("embed")
+        # The server's own index (`store.index` in aegra.json): the package (the knowledge bases'
+        # `embeddings_model`, the CLI's vectors) must name the model it embeds with.
+        embed, dims = server_store.index_config.get("embed"), server_store.index_config.get("dims")
+        if isinstance(embed, str) and (embed != spec.model or dims != spec.dims):
+            raise StoreIndexMismatch(
+                f"The server's store is indexed with {embed} ({dims} dimensions), but EMBEDDINGS_MODEL is "
+                f"{spec.model} ({spec.dims}): set EMBEDDINGS_MODEL (and EMBEDDINGS_DIMS) to the server's model, "
+                "or remove `store.index` from the server's configuration to use the package's own index."
+            )
         return f"the server's own index ({embed if isinstance(embed, str) else type(embed).__name__})"
     index = store_index_config()
-    model = embeddings_spec().model
+    model = spec.model
     existing_index = await adapter.vector_dims() is not None
     await check_index_dims(adapter, index["dims"])
     configured = AsyncPostgresStore(conn=server_store.conn, index=index)  # type: ignore[arg-type]
