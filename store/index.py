@@ -111,6 +111,13 @@ async def index_server_store(server_store: AsyncPostgresStore, adapter: StoreSQL
                 "or remove `store.index` from the server's configuration to use the package's own index."
             )
         return f"the server's own index ({embed if isinstance(embed, str) else type(embed).__name__})"
+    if not await _sees_vector_type(server_store):
+        logger.error(
+            "The server's store cannot have a vector index: its connections do not see pgvector's `vector` "
+            "type (the extension is in schema public: put public on the server's search_path). Searches by "
+            "meaning answer SEMANTIC_SEARCH_UNAVAILABLE."
+        )
+        return "none (pgvector's type is not on the server's search_path)"
     index = store_index_config()
     model = spec.model
     existing_index = await adapter.vector_dims() is not None
@@ -133,3 +140,17 @@ async def index_server_store(server_store: AsyncPostgresStore, adapter: StoreSQL
     attach: Any = server_store
     attach.index_config, attach.embeddings = configured.index_config, configured.embeddings
     return f"{model} ({index['dims']} dimensions), in the package's process"
+
+
+async def _sees_vector_type(server_store: AsyncPostgresStore) -> bool:
+    """Whether the server store's own connections resolve pgvector's `vector` type (its vector
+    table and searches need it on their search_path)."""
+    conn: Any = server_store.conn
+    if hasattr(conn, "connection"):  # a pool
+        async with conn.connection() as connection:
+            cursor = await connection.execute("SELECT to_regtype('vector') IS NOT NULL AS found")
+            row = await cursor.fetchone()
+    else:
+        cursor = await conn.execute("SELECT to_regtype('vector') IS NOT NULL AS found")
+        row = await cursor.fetchone()
+    return bool(row["found"] if isinstance(row, dict) else row[0])
