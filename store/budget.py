@@ -14,12 +14,12 @@ connections, and the stack fits when
 (`POSTGRES_RESERVED_CONNECTIONS`: migrations, the CLI, psql, the package's probes while a pool is
 busy). `plan` sizes the pools to fit, never above their defaults (`DEFAULTS`); `scripts/prod` uses
 it (`python -m store.budget plan`) for every pool size the operator has not set, and each replica
-checks the sum when it starts (`check`, `ConnectionBudgetError` naming every figure).
+checks the sum of the sizes it runs with when it starts (`check`, `ConnectionBudgetError` naming
+every figure).
 """
 
 from __future__ import annotations
 
-import os
 import sys
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -104,9 +104,9 @@ async def postgres_limit(conn: Any) -> int:
 
 
 def main(argv: list[str]) -> int:
-    """`python -m store.budget plan`: `export NAME=size` lines for scripts/prod, sized from REPLICAS
-    and the limit of the Postgres at POSTGRES_URI, for each pool size not set in the environment;
-    a line on stderr says what was chosen."""
+    """`python -m store.budget plan`: `NAME=size` lines (scripts/prod exports each one the
+    operator has not set), sized from REPLICAS and the limit of the Postgres at POSTGRES_URI; a
+    line on stderr says what they add up to."""
     import asyncio
 
     import psycopg
@@ -124,15 +124,13 @@ def main(argv: list[str]) -> int:
             return await postgres_limit(conn)
 
     max_connections = asyncio.run(limit())
-    sizes = plan(max_connections, config.REPLICAS, config.POSTGRES_RESERVED_CONNECTIONS)
-    chosen = {name: os.environ.get(name) or str(size) for name, size in asdict(sizes).items()}
-    for name, size in chosen.items():
-        print(f"export {name}={int(size)}")
-    used = PoolSizes(**{name: int(size) for name, size in chosen.items()})
+    replicas, reserved = config.REPLICAS, config.POSTGRES_RESERVED_CONNECTIONS
+    sizes = plan(max_connections, replicas, reserved)
+    for name, size in asdict(sizes).items():
+        print(f"{name}={size}")
     print(
-        f"Postgres connections: {config.REPLICAS} replica(s) x ({used.formula()} = {used.per_replica()}) + "
-        f"{config.POSTGRES_RESERVED_CONNECTIONS} reserved = "
-        f"{config.REPLICAS * used.per_replica() + config.POSTGRES_RESERVED_CONNECTIONS} of {max_connections}",
+        f"Postgres connections planned: {replicas} replica(s) x ({sizes.formula()} = {sizes.per_replica()}) + "
+        f"{reserved} reserved = {replicas * sizes.per_replica() + reserved} of {max_connections}",
         file=sys.stderr,
     )
     return 0
