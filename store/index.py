@@ -95,8 +95,8 @@ async def index_server_store(server_store: AsyncPostgresStore, adapter: StoreSQL
     from now on are embedded with the configured model (MiniLM by default, in process) and a
     search by query ranks by meaning, for the graphs and the store API alike. The vector table is
     LangGraph's own (`store_vectors`, with its versioned `vector_migrations`), created beside the
-    server's `store` table once, one replica at a time (an advisory lock they poll for); the dimension and the model that built an existing one are checked first
-    (`StoreIndexMismatch`). A store the server already indexed (`store.index` in aegra.json) is
+    server's `store` table once, one replica at a time (an advisory lock they poll for); the
+    dimension and the model that built an existing one are checked first (`StoreIndexMismatch`). A store the server already indexed (`store.index` in aegra.json) is
     left as it is, if it names the configured model (else `StoreIndexMismatch`). Returns a line
     for the start-up log."""
     spec = embeddings_spec()
