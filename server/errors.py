@@ -9,7 +9,14 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from store.postgres import DATABASE_UNAVAILABLE_MESSAGE, exception_chain, is_database_unavailable
+from store.postgres import (
+    DATABASE_BUSY_MESSAGE,
+    DATABASE_UNAVAILABLE_MESSAGE,
+    NoVectorIndex,
+    exception_chain,
+    is_database_busy,
+    is_database_unavailable,
+)
 
 # code -> HTTP status (seed 002's table, plus the knowledge-base and validation codes)
 STATUS = {
@@ -34,7 +41,9 @@ STATUS = {
     "JSON_TOO_DEEP": 400,
     "UNSUPPORTED_CONTENT_ENCODING": 415,
     "DATABASE_UNAVAILABLE": 503,
+    "DATABASE_BUSY": 503,
     "QUEUE_UNAVAILABLE": 503,
+    "SEMANTIC_SEARCH_UNAVAILABLE": 503,
     "INGEST_BUSY": 429,
     "INGEST_FAILED": 503,
     "UI_NOT_FOUND": 404,
@@ -113,11 +122,17 @@ def is_queue_unavailable(exc: BaseException) -> bool:
 
 
 def unavailable_error(exc: BaseException) -> ApiError | None:
-    """The 503 answering `exc` when it says a backend cannot be reached, else None."""
+    """The 503 answering `exc` when it says a backend cannot be reached (or the store has no
+    vector index for a search by meaning), else None."""
+    if is_database_busy(exc):
+        return ApiError("DATABASE_BUSY", DATABASE_BUSY_MESSAGE, {"retry_after": DATABASE_RETRY_AFTER_S})
     if is_database_unavailable(exc):
         return ApiError("DATABASE_UNAVAILABLE", DATABASE_UNAVAILABLE_MESSAGE, {"retry_after": DATABASE_RETRY_AFTER_S})
     if is_queue_unavailable(exc):
         return ApiError("QUEUE_UNAVAILABLE", QUEUE_UNAVAILABLE_MESSAGE, {"retry_after": DATABASE_RETRY_AFTER_S})
+    for error in exception_chain(exc):
+        if isinstance(error, NoVectorIndex):
+            return ApiError("SEMANTIC_SEARCH_UNAVAILABLE", str(error))
     return None
 
 

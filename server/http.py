@@ -32,14 +32,22 @@ from server.mcp_tools import mcp
 from server.request_credentials import RequestCredentialsMiddleware
 from server.route_auth import protect_routes
 from server.ui_cards import ui_card
+from settings import settings
 from settings.redact import install_log_redaction
 from store import knowledge
+from store.budget import PoolSizes, check, postgres_limit
 from store.embeddings import preload_embeddings
 from store.knowledge.config import KB_NAME
-from store.postgres import StoreLocationError, close_server_backends, keep_pool_fresh, prepare_server_store
+from store.postgres import (
+    StoreIndexMismatch,
+    StoreLocationError,
+    close_server_backends,
+    keep_pool_fresh,
+    prepare_server_store,
+)
 from tools.identity import kb_reader
 from tools.quota import QuotaExceeded, charge
-from tools.server_api import server_pool
+from tools.server_api import server_pool, server_pool_sizes
 
 KB_NAME_PATTERN = f"^{KB_NAME.pattern}$"
 logger = logging.getLogger(__name__)
@@ -50,8 +58,13 @@ async def _load_embeddings() -> None:
     started = time.monotonic()
     try:
         model = await preload_embeddings()
-    except Exception as exc:  # a bad configuration: the first search reports it to its caller
-        logger.warning("Embeddings model not loaded at start-up: %s", exc)
+    except Exception as exc:  # a bad configuration: each search by meaning reports it to its caller
+        logger.error(
+            "Embeddings model not loaded at start-up: %s. Searches by meaning (memory recall, knowledge-base "
+            "dense, hybrid and graph search, the store API's search by query) and writes to the store's index "
+            "fail with this error until it loads.",
+            exc,
+        )
         return
     logger.info("Embeddings model %s ready (loaded in %.1f s)", model, time.monotonic() - started)
 
@@ -72,6 +85,7 @@ async def lifespan(app: FastAPI):
     if pool is not None:
         # The package's tables beside Aegra's store, migrated before the first request needs them.
         await _prepare_server_store()
+        await _check_connection_budget(pool)
     async with mcp.session_manager.run():
         yield
     await ingest_jobs.RUNNER.close()
@@ -81,15 +95,44 @@ async def lifespan(app: FastAPI):
     await close_server_backends()
 
 
+async def _check_connection_budget(pool: Any) -> None:
+    """Under Aegra: stop the replica (ConnectionBudgetError, in its log) when REPLICAS replicas'
+    pools can open more connections than Postgres accepts (store/budget.py); with Postgres down
+    the check is skipped, with a warning."""
+    sizes = PoolSizes(**server_pool_sizes(), POSTGRES_POOL_SIZE=settings().POSTGRES_POOL_SIZE)
+    try:
+        async with pool.connection() as conn:
+            limit = await postgres_limit(conn)
+    except Exception as exc:
+        logger.warning("The Postgres connection budget was not checked (Postgres unreachable): %s", exc)
+        return
+    replicas, reserved = settings().REPLICAS, settings().POSTGRES_RESERVED_CONNECTIONS
+    check(limit, replicas, reserved, sizes)
+    logger.info(
+        "Postgres connections: %d replica(s) x (%s = %d) + %d reserved = %d of %d",
+        replicas,
+        sizes.formula(),
+        sizes.per_replica(),
+        reserved,
+        replicas * sizes.per_replica() + reserved,
+        limit,
+    )
+
+
 async def _prepare_server_store() -> None:
     """Open and migrate the package's tables beside the server's own store (store/server_store.py
     `prepare_server_store`); with Postgres down, the first request that needs them does it."""
     try:
         await prepare_server_store(await kb_service.server_store())
-    except StoreLocationError:
+    except (StoreLocationError, StoreIndexMismatch):
         raise  # a misconfiguration: the replica does not start, its log says why
     except Exception as exc:
-        logger.warning("The package's tables beside the server's store are not ready yet: %s", exc)
+        logger.warning(
+            "The package's tables and the store's vector index beside the server's store are not ready yet "
+            "(the first request that needs them prepares them; until then a search by meaning answers an "
+            "error): %s",
+            exc,
+        )
 
 
 app = FastAPI(

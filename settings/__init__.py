@@ -72,6 +72,29 @@ class SettingsValues(RunSettings):
         "they get DATABASE_UNAVAILABLE (503) within about half a second, and the server serves again as soon as "
         "Postgres is back (connections are checked before each use).",
     )
+    POSTGRES_POOL_SIZE: int = Field(
+        10,
+        ge=1,
+        le=1000,
+        description="Most connections the package's own pool opens per server process (checkpoints and store on "
+        "`langgraph dev`; the package's tables beside the store on Aegra). `scripts/prod` sizes it, with Aegra's pools, "
+        "to fit Postgres' `max_connections` (docs/deployment.md, connection budget) unless set.",
+    )
+    POSTGRES_RESERVED_CONNECTIONS: int = Field(
+        5,
+        ge=0,
+        le=10000,
+        description="Postgres connections the production stack's replicas leave free (migrations, the CLI, psql, "
+        "probes while a pool is busy); part of the connection budget checked when a replica starts.",
+    )
+    REPLICAS: int = Field(
+        1,
+        ge=1,
+        le=1000,
+        description="Server processes sharing the Postgres (`scripts/prod` starts this many Aegra replicas, default "
+        "2, and sets it for them); each replica checks at start-up that all of their pools fit in Postgres' "
+        "`max_connections`.",
+    )
     STORE_TTL_SWEEP_MINUTES: float = Field(
         60,
         ge=0,

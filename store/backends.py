@@ -17,6 +17,7 @@ from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchItem
 from store.bm25 import bm25_rank, tokenize
 from store.dates import expired, parse_stamp, stamp
 from store.graph_part import GraphPart, MemoryGraph
+from store.index import require_index
 from store.sql import MEMORY_TEXT_SEARCH_CONFIG, StoreSQL
 from store.sql.graph import PostgresGraph
 
@@ -69,7 +70,9 @@ class InProcessBackend:
     ) -> list[SearchItem]:
         """The store's vector search for values containing `wanted`, best first; with `span`,
         only values whose `date_field` is in [start, end) (InMemoryStore compares range filters
-        as numbers, so the dated values are filtered here)."""
+        as numbers, so the dated values are filtered here). A store without a vector index raises
+        `NoVectorIndex` (its search would return items unscored, by recency)."""
+        require_index(self.store)
         if span is None:
             return await self.store.asearch(ns, query=query, filter=wanted or None, limit=limit, refresh_ttl=False)
         start, end = stamp(span[0]), stamp(span[1])
@@ -196,6 +199,12 @@ class SQLBackend(InProcessBackend):
     async def vector_search(
         self, ns: tuple[str, ...], query: str, limit: int, wanted: dict, date_field: str, span: Span = None
     ) -> list[SearchItem]:
+        if not getattr(self.store, "index_config", True):
+            # a server's own store gets its index when the package's pool is prepared
+            # (store/server_store.py): after a start with Postgres down, the first use does it
+            async with self.sql.pool.connection():
+                pass
+        require_index(self.store)
         if span is not None:  # stamps are UTC ISO strings of one format: text order is time order
             wanted = {**wanted, date_field: {"$gte": stamp(span[0]), "$lt": stamp(span[1])}}
         return await self.store.asearch(ns, query=query, filter=wanted or None, limit=limit, refresh_ttl=False)

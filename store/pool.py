@@ -103,6 +103,28 @@ def is_database_unavailable(exc: BaseException) -> bool:
     )
 
 
+DATABASE_BUSY_MESSAGE = (
+    "The database is busy (every connection the server may open is in use); nothing was read or "
+    "written by this request: retry shortly."
+)
+# asyncpg's and SQLAlchemy's errors that mean no connection was free (Aegra's own tables go
+# through them): Postgres' connection limit reached, or the SQLAlchemy pool's wait timed out.
+_BUSY_ERRORS = {("asyncpg", "TooManyConnectionsError"), ("sqlalchemy", "TimeoutError")}
+_TOO_MANY_CONNECTIONS = "53300"
+
+
+def is_database_busy(exc: BaseException) -> bool:
+    """Whether `exc` (or an exception it wraps or groups) says every connection is in use:
+    Postgres refused one more ("too many clients already", SQLSTATE 53300) or a pool of the
+    server's own (Aegra's SQLAlchemy pool) gave up waiting for a free one."""
+    for error in exception_chain(exc):
+        if getattr(error, "sqlstate", None) == _TOO_MANY_CONNECTIONS or "too many clients" in str(error):
+            return True
+        if any((cls.__module__.split(".")[0], cls.__name__) in _BUSY_ERRORS for cls in type(error).__mro__):
+            return True
+    return False
+
+
 # asyncpg's errors that mean the connection failed (Aegra's own tables go through asyncpg).
 _ASYNCPG_CONNECTION_ERRORS = {"ConnectionDoesNotExistError", "CannotConnectNowError", "ConnectionFailureError"}
 
@@ -324,9 +346,10 @@ def _pool_settings(schema: str) -> dict:
 
 @asynccontextmanager
 async def open_pool(
-    uri: str | None = None, max_size: int = 10
+    uri: str | None = None, max_size: int | None = None
 ) -> AsyncIterator[AsyncConnectionPool[AsyncConnection[DictRow]]]:
-    """An open psycopg pool on our schema, with the settings LangGraph's Postgres classes need."""
+    """An open psycopg pool on our schema, with the settings LangGraph's Postgres classes need
+    (at most `max_size` connections, default POSTGRES_POOL_SIZE)."""
     conninfo = uri if uri else await asyncio.to_thread(postgres_uri)
     schema = _schema()
     async with await _connect_once(conninfo) as conn:
@@ -334,7 +357,11 @@ async def open_pool(
         await conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
     # Typed for the dict rows `row_factory` gives below.
     pool: AsyncConnectionPool[AsyncConnection[DictRow]] = DatabasePool(
-        conninfo=conninfo, min_size=1, max_size=max_size, open=False, **_pool_settings(schema)
+        conninfo=conninfo,
+        min_size=1,
+        max_size=max_size or settings().POSTGRES_POOL_SIZE,
+        open=False,
+        **_pool_settings(schema),
     )
     await pool.open(wait=True, timeout=30)
     try:

@@ -26,9 +26,17 @@ from psycopg_pool import AsyncConnectionPool
 
 from settings import settings
 from store.backends import SQLBackend
-from store.embeddings import embeddings_spec, get_embeddings
+from store.embeddings import embeddings_spec
+from store.index import (  # noqa: F401  (re-exported: the store's semantic index, see store/index.py)
+    NoVectorIndex,
+    StoreIndexMismatch,
+    check_index_dims,
+    check_index_model,
+    store_index_config,
+)
 from store.migrations import migrate
 from store.pool import (  # noqa: F401  (re-exported: the package's connections, see store/pool.py)
+    DATABASE_BUSY_MESSAGE,
     DATABASE_UNAVAILABLE_MESSAGE,
     PROJECT_ROOT,
     DatabasePool,
@@ -37,6 +45,7 @@ from store.pool import (  # noqa: F401  (re-exported: the package's connections,
     _embedded_postgres,
     ensure_embedded_postgres,
     exception_chain,
+    is_database_busy,
     is_database_unavailable,
     keep_pool_fresh,
     open_pool,
@@ -58,10 +67,6 @@ if TYPE_CHECKING:
     from psycopg.rows import DictRow
 
 logger = logging.getLogger(__name__)
-
-
-class StoreIndexMismatch(RuntimeError):
-    """The store's vector index was built with another embeddings model or dimension than configured."""
 
 
 class PostgresSaver(AsyncPostgresSaver):
@@ -89,50 +94,6 @@ class PostgresStore(AsyncPostgresStore):
         super().__init__(conn=pool, **kwargs)
         self.sql = StoreSQL(pool)
         self.backend = SQLBackend(self, self.sql, text_search_config)
-
-
-async def check_index_dims(adapter: StoreSQL, dims: int) -> None:
-    """Fail with a clear message when the existing vector table has another dimension."""
-    found = await adapter.vector_dims()
-    if found not in (None, -1, dims):
-        raise StoreIndexMismatch(
-            f"The store's vector index holds {found}-dimension embeddings, but the "
-            f"configured embeddings model ({embeddings_spec().model}) gives {dims}. Use the model "
-            "the index was built with (EMBEDDINGS_MODEL / EMBEDDINGS_DIMS), or point POSTGRES_URI / "
-            "POSTGRES_SCHEMA at a fresh database or schema and re-ingest."
-        )
-
-
-async def check_index_model(adapter: StoreSQL, model: str, existing_index: bool) -> None:
-    """Fail with a clear message when the store's vectors were built with another embeddings
-    model than `model`, the configured one (`existing_index`: the store had vectors before it
-    opened). Two models of the same dimension pass
-    `check_index_dims`, but their vectors are not comparable: search would quietly rank
-    unrelated items first. The model is recorded (`agent_store_meta`) the first time a store
-    opens. A store built before models were recorded is recorded as the configured model: which
-    model built it cannot be known, so a warning says so."""
-    recorded, first = await adapter.record_embeddings_model(model)
-    if recorded != model:
-        raise StoreIndexMismatch(
-            f"The store's vector index was built with the embeddings model {recorded}, but "
-            f"EMBEDDINGS_MODEL is {model}: their vectors are not comparable, even at the same "
-            f"dimension, and search would return unrelated items. Set EMBEDDINGS_MODEL={recorded} "
-            "back, or point POSTGRES_SCHEMA (or POSTGRES_URI) at a fresh schema or database and "
-            "re-ingest the knowledge bases (memories start empty there)."
-        )
-    if first and existing_index:
-        logger.warning(
-            "The store's vector index predates recording its embeddings model; recorded %s, the "
-            "configured model. If the index was built with another model, search returns unrelated "
-            "items: use a fresh POSTGRES_SCHEMA and re-ingest.",
-            model,
-        )
-
-
-def store_index_config() -> dict:
-    """The store's semantic index: the configured embeddings, whole value embedded by default."""
-    spec = embeddings_spec()
-    return {"dims": spec.dims, "embed": get_embeddings(spec), "fields": ["$"]}
 
 
 @asynccontextmanager

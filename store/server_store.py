@@ -15,6 +15,7 @@ from langgraph.store.postgres.aio import AsyncPostgresStore
 
 from settings import settings
 from store.backends import SQLBackend
+from store.index import index_server_store
 from store.migrations import LOCK_ID as MIGRATION_LOCK_ID
 from store.migrations import migrate
 from store.pool import DatabasePool, _pool_settings
@@ -59,11 +60,16 @@ class ServerStorePool(DatabasePool["AsyncConnection[DictRow]"]):
     (StoreLocationError otherwise), and brings the package's tables there to their current
     version (store/sql/schema.py `migrations`, the knowledge graph's; versioned, under an advisory lock:
     replicas starting together apply each step once; a store that had rows before gets their
-    full text and speakers filled in)."""
+    full text and speakers filled in), and gives the server's store the package's semantic index
+    (store/index.py `index_server_store`: the local embeddings model, vectors beside its table)."""
 
     def __init__(self, server_store: AsyncPostgresStore) -> None:
         super().__init__(
-            conninfo=_store_conninfo(server_store), min_size=1, max_size=10, open=False, **_pool_settings("public")
+            conninfo=_store_conninfo(server_store),
+            min_size=1,
+            max_size=settings().POSTGRES_POOL_SIZE,
+            open=False,
+            **_pool_settings("public"),
         )
         self.server_store = server_store
         self.prepared = False
@@ -105,8 +111,13 @@ class ServerStorePool(DatabasePool["AsyncConnection[DictRow]"]):
                 await migrate(self, MIGRATION_COMPONENT, migrations(text_search_config))
                 await StoreSQL(self).sync_kb_fulltext(text_search_config)
                 await ensure_graph_schema(self)
+                index = await index_server_store(self.server_store, StoreSQL(self))
                 self.prepared = True
-                logger.info("The package's tables are ready beside the server's store (schema %s)", schema)
+                logger.info(
+                    "The package's tables are ready beside the server's store (schema %s); search by meaning: %s",
+                    schema,
+                    index,
+                )
             finally:
                 _PREPARING.reset(token)
 

@@ -22,7 +22,8 @@ Aegra (self-hosted, several replicas). This module owns where they differ:
 - delayed runs: `langgraph_api` honours `after_seconds` and `multitask_strategy`, Aegra neither
   (`server_delays_runs`; graphs/runtime/memory_schedule.py debounces without them);
 - the server's own Postgres pool: Aegra's (checkpoints and store) is reached as `server_pool`,
-  for server/http.py to keep it quick to reconnect (store/pool.py `keep_pool_fresh`);
+  for server/http.py to keep it quick to reconnect (store/pool.py `keep_pool_fresh`), and its
+  pools' sizes as `server_pool_sizes`, for the connection budget (store/budget.py);
   `langgraph dev` serves on our factories' pools, which reconnect by themselves.
 """
 
@@ -98,6 +99,22 @@ def server_pool() -> Any:
     from aegra_api.core.database import db_manager
 
     return db_manager.lg_pool
+
+
+def server_pool_sizes() -> dict[str, int]:
+    """The most connections each of Aegra's pools opens (its settings, from the environment):
+    `SQLALCHEMY_POOL_SIZE`, `SQLALCHEMY_MAX_OVERFLOW`, `LANGGRAPH_MAX_POOL_SIZE`; empty on another
+    server."""
+    if server_kind() != "aegra":
+        return {}
+    from aegra_api.settings import settings as aegra_settings
+
+    pool = aegra_settings.pool
+    return {
+        "SQLALCHEMY_POOL_SIZE": pool.SQLALCHEMY_POOL_SIZE,
+        "SQLALCHEMY_MAX_OVERFLOW": pool.SQLALCHEMY_MAX_OVERFLOW,
+        "LANGGRAPH_MAX_POOL_SIZE": pool.LANGGRAPH_MAX_POOL_SIZE,
+    }
 
 
 def request_headers(authorization: Any, headers: Any = None) -> dict[str, str]:

@@ -281,8 +281,10 @@ class KnowledgeBase:
             policy = replace(policy, time_weight=0.0, neighbour_weight=0.0)
         # The vector searches embed the query (without the names most chunks hold, usually none):
         # embedding starts now, while the names and the keyword hits are looked up.
-        embed_ahead(self.store, query)
-        signals = await hybrid.gather(self.corpus, policy, query, depth, now or datetime.now(UTC))
+        corpus = self.corpus if wanted != {"keyword"} else replace(self.corpus, by_meaning=False)
+        if corpus.by_meaning:
+            embed_ahead(self.store, query)
+        signals = await hybrid.gather(corpus, policy, query, depth, now or datetime.now(UTC))
         walk = None
         if wanted & GRAPH_STRATEGIES:
             graph_depth, _ = depths(top_k)

@@ -156,16 +156,21 @@ def kb_policy(config: KnowledgeConfig, keyword_weight: float | None = None) -> h
 
 @dataclass
 class KnowledgeBaseCorpus:
-    """Knowledge base `kb` (registry entry `entry`) as a corpus of the hybrid pipeline."""
+    """Knowledge base `kb` (registry entry `entry`) as a corpus of the hybrid pipeline; without
+    `by_meaning` (a keyword-only search) it has no dense candidates, so keyword search needs no
+    vector index."""
 
     store: BaseStore
     kb: str
     entry: dict
+    by_meaning: bool = True
 
     async def names(self, query: str) -> set[str]:
         return await common_names(self.store, self.kb, self.entry, query)
 
     async def dense(self, query: str, limit: int, span: tuple[datetime, datetime] | None = None) -> list[Scored]:
+        if not self.by_meaning:
+            return []
         return [(hit, hit.score) for hit in await _dense_hits(self.store, self.kb, query, limit, span)]
 
     async def keyword(self, query: str, limit: int) -> list[Scored]:

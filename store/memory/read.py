@@ -11,6 +11,7 @@ from langgraph.store.base import BaseStore, GetOp, Item, SearchItem, SearchOp
 from store import hybrid
 from store.backend import Listing, backend_for, haystack
 from store.dates import expired, names_time
+from store.index import require_index
 from store.memory import times
 from store.memory.config import (
     CATEGORIES,
@@ -91,6 +92,7 @@ async def recall(
         hits = [_scored(cast(Item, r.item), r.score) for r in fused]
         similarity = {r.item.key: r.similarity for r in fused}
     else:
+        require_index(store)
         hits = await store.asearch(ns, query=query, filter=wanted or None, limit=pool, refresh_ttl=False)
         hits = [hit for hit in hits if not expired(hit.value, now)]
         similarity = {hit.key: hit.score for hit in hits}

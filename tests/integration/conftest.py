@@ -163,10 +163,6 @@ AEGRA_PER_USER = (
 )
 AEGRA_NO_MULTITASK = "Aegra ignores multitask_strategy: a second run on a busy thread starts at once instead of pending"
 AEGRA_NO_ROLLBACK = "Aegra has no cancel(action='rollback')"
-AEGRA_NO_INDEX = (
-    "Aegra's store has no vector index by default (store.index.embed takes only a provider:model "
-    "name, and the local embeddings have none): searches have no score and no semantic order"
-)
 AEGRA_NO_DELAYED_RUNS = (
     "Aegra has no after_seconds: extraction is debounced by the run's own wait (checked by python -m bench.prod_faults)"
 )

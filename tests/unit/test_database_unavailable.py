@@ -11,7 +11,7 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 
 from server.errors import DatabaseUnavailableMiddleware, is_queue_unavailable
-from store.postgres import DatabaseUnavailable, is_database_unavailable
+from store.postgres import DatabaseUnavailable, is_database_busy, is_database_unavailable
 
 
 def _wrapped(outer: BaseException, inner: BaseException) -> BaseException:
@@ -135,3 +135,37 @@ async def test_the_middleware_answers_503_queue_unavailable_and_database_unavail
         assert queue.json()["error"] == "QUEUE_UNAVAILABLE" and "Redis" in queue.json()["message"]
         database = await client.get("/asyncpg")
         assert database.status_code == 503 and database.json()["error"] == "DATABASE_UNAVAILABLE"
+
+
+@pytest.mark.parametrize(
+    ("error", "busy"),
+    [
+        # Postgres at max_connections: asyncpg (Aegra's tables), psycopg (with and without SQLSTATE)
+        (_wrapped(RuntimeError("sqlalchemy"), _foreign("asyncpg.exceptions", "TooManyConnectionsError")), True),
+        (errors.TooManyConnections("sorry, too many clients already"), True),
+        (psycopg.OperationalError("connection failed: FATAL:  sorry, too many clients already"), True),
+        # Aegra's SQLAlchemy pool waited for a free connection in vain
+        (_foreign("sqlalchemy.exc", "TimeoutError"), True),
+        (PoolTimeout("couldn't get a connection after 5.00 sec"), False),  # DATABASE_UNAVAILABLE
+        (TimeoutError("a tool timed out"), False),
+        (errors.UniqueViolation("duplicate key"), False),
+    ],
+)
+def test_a_saturated_database_is_told_from_other_errors(error, busy):
+    assert is_database_busy(error) is busy
+
+
+async def test_the_middleware_answers_503_database_busy_when_no_connection_is_free():
+    app = Starlette(
+        routes=[
+            Route("/limit", _raise(_foreign("asyncpg.exceptions", "TooManyConnectionsError"))),
+            Route("/pool", _raise(_foreign("sqlalchemy.exc", "TimeoutError"))),
+        ]
+    )
+    app.add_middleware(DatabaseUnavailableMiddleware)
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=True)
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+        for path in ("/limit", "/pool"):
+            reply = await client.get(path)
+            assert reply.status_code == 503 and reply.headers["retry-after"] == "2"
+            assert reply.json()["error"] == "DATABASE_BUSY" and "busy" in reply.json()["message"]

@@ -15,6 +15,7 @@ from graphs.memory_writer.graph import builder as memory_writer_builder
 from graphs.runtime import memory_schedule
 from graphs.runtime.context import Context
 from graphs.runtime.memory_schedule import latest_turn_after_delay, schedule_extraction
+from store.index import store_index_config
 from tests.fakes import ScriptedChatModel
 from tools import server_api
 
@@ -77,7 +78,7 @@ async def test_on_aegra_each_run_carries_its_turn_and_start_time_and_the_latest_
 async def test_the_superseded_run_writes_nothing_and_the_latest_one_extracts(runs, monkeypatch, model_slot):
     monkeypatch.setattr(server_api, "server_kind", lambda: "aegra")
     monkeypatch.setenv("MEMORY_EXTRACTION_DELAY", "0")
-    store = InMemoryStore()
+    store = InMemoryStore(index=store_index_config())  # extraction compares with memories by meaning
     runtime = server_runtime(store)
     await schedule_extraction(runtime, "alice", TURN, "t1")
     await schedule_extraction(runtime, "alice", TURN, "t1")
