@@ -57,6 +57,8 @@ def summarize(rows: Iterable[dict]) -> dict:
         having = [r for r in rows if check in r["score"]["checks"]]
         return _rate(sum(bool(r["score"]["checks"][check]) for r in having), len(having))
 
+    counts = [r["score"]["counts"] for r in rows if "counts" in r["score"]]
+    stored, true = sum(c["stored"] for c in counts), sum(c["true"] for c in counts)
     plan_done = [r for r in rows if "plan_valid" in r["score"]["checks"] or "finished" in r["score"]["checks"]]
     return {
         "tasks": len(rows),
@@ -88,6 +90,11 @@ def summarize(rows: Iterable[dict]) -> dict:
         "extracted": share("extracted"),
         "search_down_ended_in_time": share("ended_in_time"),
         "search_down_message_clear": share("message_clear"),
+        # writer_facts: items stored, the true ones among them, expected facts found
+        "writer_stored": stored if counts else None,
+        "writer_false_facts": stored - true if counts else None,
+        "writer_precision": (_rate(true, stored) if stored else 1.0) if counts else None,
+        "writer_recall": _rate(sum(c["found"] for c in counts), sum(c["facts"] for c in counts)) if counts else None,
     }
 
 
@@ -136,6 +143,8 @@ TARGETS = (
     ("deep_research, search down: clear message", "deep_research", "search_down_message_clear", 1.0),
     ("memory told in one thread, recalled in another", "memory", "success", 0.9),
     ("memory_writer extracts from a turn stating a fact", "memory_writer", "extracted", 0.8),
+    ("memory_writer precision: stored items that are true facts", "writer_facts", "writer_precision", 0.95),
+    ("memory_writer recall: expected facts stored", "writer_facts", "writer_recall", 0.8),
 )
 
 
@@ -146,6 +155,14 @@ def _target_cell(column: dict | None, suite: str, key: str) -> str:
     cell = _pct(group["all"].get(key))
     parts = [f"{s} {_pct(group[s].get(key))}" for s in SPLITS if s in group and group[s].get(key) is not None]
     return f"{cell} ({', '.join(parts)})" if parts else cell
+
+
+def writer_line(group: dict) -> str:
+    """The writer_facts figures of one group: precision, recall and false facts."""
+    return (
+        f"precision {_pct(group['writer_precision'])}, recall {_pct(group['writer_recall'])}, "
+        f"{group['writer_false_facts']} false fact(s) of {group['writer_stored']} stored over {group['tasks']} turns"
+    )
 
 
 def render_markdown(results: dict) -> str:
@@ -199,6 +216,10 @@ def render_markdown(results: dict) -> str:
                     f"| {_pct(g['tool_call_validity'])} | {_pct(g['executed_validity'])} "
                     f"| {_num(g['wall_s_per_task'])} ({_num(g['max_wall_s'])}) | {g['timeouts']} |"
                 )
+        if "writer_facts" in column["suites"]:
+            groups = column["suites"]["writer_facts"]
+            lines += ["", "Memory writer extraction (writer_facts):", ""]
+            lines += [f"- {split}: {writer_line(groups[split])}" for split in ("all", *SPLITS) if split in groups]
         if column.get("examples"):
             lines += ["", f"Failed tasks ({name}), a few per graph:", ""]
             for suite, examples in column["examples"].items():

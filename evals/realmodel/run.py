@@ -289,4 +289,8 @@ def main(argv: list[str] | None = None) -> int:
             f"prompt/call {g['prompt_tokens_per_call'] or 0:.0f}  cached/call {g['cached_tokens_per_call'] or 0:.0f}  "
             f"text tool calls {g['tool_calls_as_text']}/{g['tool_call_attempts']}  wall/task {g['wall_s_per_task']:.0f} s"
         )
+        if g.get("writer_precision") is not None:
+            for split in ("all", *SPLITS):
+                if split in groups:
+                    print(f"{'':<13} {split:<7} {report.writer_line(groups[split])}")
     return 0
