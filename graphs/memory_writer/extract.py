@@ -223,9 +223,11 @@ async def extract_and_save(
         )
     saves += _memories_about_others(others, extraction.profile_updates, saves)
     evidence = Evidence.of([m["content"] for m in last_turn(messages) if m["role"] == "user"], prompt_texts())
-    dropped = [text for _, text, _, _, _ in saves if not evidence.supports(text)]
+    # a memory about the user is dropped when the turn's words give it to someone else only
+    kept = [s for s in saves if evidence.supports(s[1]) and not (s[4] is None and evidence.someone_elses(s[1], people))]
+    dropped = [text for _, text, _, _, _ in saves if not any(text == k[1] for k in kept)]
     dropped += [f"{field}: {value}" for field, value in own.items() if not evidence.supports_field(field, value)]
-    saves = [save for save in saves if evidence.supports(save[1])]
+    saves = kept
     own = {field: value for field, value in own.items() if evidence.supports_field(field, value)}
     if dropped:
         logger.info(

@@ -16,6 +16,8 @@ memory and profile field must be borne out by what the user states in the turn:
 - a memory or profile value holding a placeholder of the writer's prompt (`<...>`), or that
   repeats a sentence or a name of the prompt and its schema the user's statements do not hold, is
   never stored (`copies_prompt`);
+- a memory written as the user's whose words the statements give to one other person only ("The
+  user is a dentist" after "My sister Ana is a dentist") is not the user's and is not stored;
 - a profile value is kept only when a statement holds it verbatim and speaks of the same
   attribute: the field's own words ("favourite colour") or the cues of a common field ("live",
   "moved" for a city; "work", "job" for an occupation).
@@ -30,7 +32,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
-from graphs.memory_writer.attribution import FIRST_PERSON
+from graphs.memory_writer.attribution import FIRST_PERSON, USER, attribute
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
 _NUMBER = re.compile(r"\d[\d,.]*")
@@ -193,6 +195,22 @@ class Evidence:
         if any(n in prompt_numbers and n not in stated_numbers for n in _numbers(text)):
             return True
         return any(name in prompt_names and not self._holds(name) for name in _names(text))
+
+    def someone_elses(self, text: str, people: Sequence[str]) -> str | None:
+        """The person a memory written as the user's is really about ("The user is a dentist in
+        Madrid" when the user said "My sister Ana is a dentist in Madrid"): the one the
+        statements give every content word of it that they hold to; None when any is the user's
+        or no one's."""
+        said = " ".join(self.sentences)
+        whose = set()
+        for word in {w for w in _words(text) if len(w) >= 3 and w not in FILLER}:
+            found = attribute(word, said, people)
+            if found is None:
+                continue
+            if found.about == USER:
+                return None
+            whose.add(found.about)
+        return next(iter(whose)) if len(whose) == 1 else None
 
     def supports_field(self, field: str, value: str) -> bool:
         """Whether a statement holds `value` verbatim and speaks of the attribute `field`."""

@@ -234,3 +234,29 @@ def test_a_fields_own_words_and_cues_say_what_it_is_about():
     assert not evidence.supports_field("favourite_colour", "blue")
     assert evidence.supports_field("city", "Porto") and evidence.supports_field("occupation", "nurse")
     assert not evidence.supports_field("city", "Porto, Portugal")  # not the user's words
+
+
+async def test_another_persons_fact_written_as_the_users_is_not_stored(store):
+    """What the small model also wrote for "My sister Ana is a dentist in Madrid": the sister's job
+    and city as a memory about the user."""
+    model = ScriptedChatModel(
+        responses=[
+            extraction(
+                people=["sister Ana"],
+                semantic=[
+                    {"about": "user", "text": "The user is a dentist in Madrid", "category": "fact"},
+                    {
+                        "about": "sister Ana",
+                        "text": "The user's sister Ana is a dentist in Madrid",
+                        "category": "relationship",
+                    },
+                ],
+            )
+        ]
+    )
+    turn = [HumanMessage("My sister Ana is a dentist in Madrid."), AIMessage("Nice!")]
+    counts = await extract_and_save(store, "ida", turn, model, "t1")
+    assert [(v["text"], v.get("subject")) for v in await stored(store, "ida")] == [
+        ("The user's sister Ana is a dentist in Madrid", "sister Ana")
+    ]
+    assert counts["dropped"] == 1
