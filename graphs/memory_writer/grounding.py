@@ -73,6 +73,8 @@ FIELD_CUES: dict[str, set[str]] = {
     "job": {"work", "works", "working", "job", "am", "i'm", "im", "profession", "employed"},
     "language": {"speak", "speaks", "language", "answer", "reply", "respond", "write", "talk"},
     "age": {"old", "age", "years", "born"},
+    "salary": {"earn", "earns", "salary", "income", "paid", "make"},
+    "income": {"earn", "earns", "salary", "income", "paid", "make"},
     "diet": {"eat", "vegetarian", "vegan", "diet", "pescatarian"},
 }
 _FIELD_SYNONYMS = {
@@ -87,6 +89,10 @@ _FIELD_SYNONYMS = {
     "first_name": "name",
     "full_name": "name",
     "preferred_language": "language",
+    "monthly_salary": "salary",
+    "monthly_income": "income",
+    "annual_income": "income",
+    "yearly_income": "income",
 }
 
 

@@ -234,6 +234,8 @@ def test_a_fields_own_words_and_cues_say_what_it_is_about():
     assert not evidence.supports_field("favourite_colour", "blue")
     assert evidence.supports_field("city", "Porto") and evidence.supports_field("occupation", "nurse")
     assert not evidence.supports_field("city", "Porto, Portugal")  # not the user's words
+    earning = Evidence.of(["I earn 4,250 a month and spend 37% on rent. How much is left?"])
+    assert earning.supports_field("salary", "4,250") and not earning.supports_field("savings", "4,250")
 
 
 async def test_another_persons_fact_written_as_the_users_is_not_stored(store):
