@@ -12,7 +12,7 @@ import re
 from collections.abc import Awaitable
 from datetime import UTC, datetime
 
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.graph import END, START, StateGraph
@@ -86,16 +86,6 @@ def arithmetic_note(message: str, tool_names: list[str]) -> str:
     return ARITHMETIC_NOTE
 
 
-def _tool_ran(messages: list[AnyMessage]) -> bool:
-    """Whether a tool (the calculator or any other) already ran in the latest turn."""
-    for message in reversed(messages):
-        if isinstance(message, HumanMessage):
-            return False
-        if isinstance(message, ToolMessage):
-            return True
-    return False
-
-
 async def call_model(state: State, runtime: Runtime[Context], config: RunnableConfig) -> dict:
     """One model step: summarize if over budget, then answer or request tool calls."""
     context = runtime.context
@@ -153,20 +143,6 @@ async def call_model(state: State, runtime: Runtime[Context], config: RunnableCo
             timeout=context.model_timeout,
             recover=context.recover_tool_calls,
         )
-        if ARITHMETIC_NOTE in recalled and not last_step and not response.tool_calls and not _tool_ran(messages):
-            # A word problem answered by the model's own arithmetic, no tool run: asked again
-            # with the calculator alone, which it must call.
-            response = await ainvoke_with_tools(
-                model,
-                [tool for tool in tools if tool.name == CALCULATOR],
-                prompt,
-                config,
-                retries=context.model_retries,
-                step=step,
-                timeout=context.model_timeout,
-                recover=context.recover_tool_calls,
-                tool_choice="required",
-            )
     except RunDeadlineExceeded as exc:  # the run's time is up: say so as the answer
         return update | {"messages": [*update.get("messages", []), AIMessage(str(exc))]}
 

@@ -315,10 +315,8 @@ async def ainvoke_with_tools(
     step: int,
     timeout: float | None = None,
     recover: bool = True,
-    tool_choice: str | None = None,
 ) -> AIMessage:
-    """Call `model` with `tools` offered (through `ainvoke_with_retries`) and return its message;
-    `tool_choice` ("required": one of the tools must be called) is passed to the model's binding.
+    """Call `model` with `tools` offered (through `ainvoke_with_retries`) and return its message.
 
     With `recover` (context `recover_tool_calls`), tool calls the model wrote as text instead of
     making them (graphs/runtime/text_tool_calls.py) become real tool calls when they name an
@@ -326,8 +324,7 @@ async def ainvoke_with_tools(
     once more with the problems, and if it still writes invalid calls their text is dropped
     from the answer. Each recovery is a `tool_calls_recovered` event.
     """
-    choice = {"tool_choice": tool_choice} if tool_choice else {}
-    bound = model.bind_tools(tool_schemas(tools), **choice) if tools else model
+    bound = model.bind_tools(tool_schemas(tools)) if tools else model
     response = await ainvoke_with_retries(bound, messages, config, retries=retries, step=step, timeout=timeout)
     if not recover or not tools:
         return response
