@@ -8,7 +8,6 @@ results, so a run stopped between the two leaves no tool call without a result i
 
 from __future__ import annotations
 
-import re
 from collections.abc import Awaitable
 from datetime import UTC, datetime
 
@@ -18,7 +17,7 @@ from langchain_core.tools import BaseTool
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
-from graphs.react.prompts import ARITHMETIC_NOTE, STEP_LIMIT_PROMPT, SUMMARY_SECTION, SYSTEM_PROMPT, TIME_NOTE
+from graphs.react.prompts import STEP_LIMIT_PROMPT, SUMMARY_SECTION, SYSTEM_PROMPT, TIME_NOTE
 from graphs.react.state import InputState, State
 from graphs.runtime.context import Context
 from graphs.runtime.deadline import RunDeadlineExceeded
@@ -73,19 +72,6 @@ def _with_time(messages: list[AnyMessage], recalled: str = "") -> list[AnyMessag
     return messages
 
 
-NUMBER = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?%?")
-CALCULATOR = "calculator"
-
-
-def arithmetic_note(message: str, tool_names: list[str]) -> str:
-    """ARITHMETIC_NOTE for a message with two numbers or more when the calculator is offered: a
-    word problem ("I earn 4,250 a month and spend 37% on rent. How much is left each year?")
-    reaches the calculator though it never says "calculate"; "" otherwise."""
-    if CALCULATOR not in tool_names or len(NUMBER.findall(message)) < 2:
-        return ""
-    return ARITHMETIC_NOTE
-
-
 async def call_model(state: State, runtime: Runtime[Context], config: RunnableConfig) -> dict:
     """One model step: summarize if over budget, then answer or request tool calls."""
     context = runtime.context
@@ -127,7 +113,6 @@ async def call_model(state: State, runtime: Runtime[Context], config: RunnableCo
         recalled = await recall_note(
             runtime.store, run_user_id(runtime), messages[-1].text, top_k=context.recall_top_k, thread_id=thread_id
         )
-        recalled = arithmetic_note(messages[-1].text, update["turn_tools"] if not last_step else []) + recalled
         update["turn_recall"] = recalled
     else:
         recalled = state.get("turn_recall", "")

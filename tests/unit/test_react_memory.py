@@ -162,25 +162,3 @@ async def test_recall_into_the_prompt_can_be_turned_off_and_skips_this_conversat
     await memory.save_memory(store, "alice", "semantic", "The user's dog is called Biscuit.")
     await turn(graph, "What is my dog's name?", thread="t2", remember=False, recall_top_k=0)
     assert "already know about me" not in _asked(model.calls[1])
-
-
-async def test_a_word_problem_is_sent_to_the_calculator_with_a_note_only_when_it_is_offered(setup):
-    """What a small model did with "I earn 4,250 a month and spend 37% on rent. How much is left
-    each year after rent?": arithmetic in LaTeX, a wrong figure, no calculator call."""
-    graph, _, slot = setup
-    slot["model"] = model = ScriptedChatModel(
-        responses=[
-            {"tool_calls": [{"name": "calculator", "args": {"expression": "(4250 - 4250 * 37 / 100) * 12"}}]},
-            "32,130 is left each year.",
-            "Tokyo.",
-            "Fine.",
-        ]
-    )
-    problem = "I earn 4,250 a month and spend 37% on rent. How much is left each year after rent?"
-    await turn(graph, problem, remember=False)
-    first, second = _asked(model.calls[0]), _asked(model.calls[1])
-    assert "call the calculator with the whole computation" in first and second == first
-    await turn(graph, "What time is it in Tokyo?", thread="t2", remember=False)
-    assert "calculator" not in _asked(model.calls[2])  # no numbers: no note
-    await turn(graph, problem, thread="t3", remember=False, tools=["current_time"])
-    assert "calculator" not in _asked(model.calls[3])  # no calculator offered: no note
