@@ -57,6 +57,8 @@ def summarize(rows: Iterable[dict]) -> dict:
         having = [r for r in rows if check in r["score"]["checks"]]
         return _rate(sum(bool(r["score"]["checks"][check]) for r in having), len(having))
 
+    counts = [r["score"]["counts"] for r in rows if "counts" in r["score"]]
+    stored, true = sum(c["stored"] for c in counts), sum(c["true"] for c in counts)
     plan_done = [r for r in rows if "plan_valid" in r["score"]["checks"] or "finished" in r["score"]["checks"]]
     return {
         "tasks": len(rows),
@@ -88,6 +90,11 @@ def summarize(rows: Iterable[dict]) -> dict:
         "extracted": share("extracted"),
         "search_down_ended_in_time": share("ended_in_time"),
         "search_down_message_clear": share("message_clear"),
+        # writer_facts: items stored, the true ones among them, expected facts found
+        "writer_stored": stored if counts else None,
+        "writer_false_facts": stored - true if counts else None,
+        "writer_precision": (_rate(true, stored) if stored else 1.0) if counts else None,
+        "writer_recall": _rate(sum(c["found"] for c in counts), sum(c["facts"] for c in counts)) if counts else None,
     }
 
 
@@ -136,6 +143,8 @@ TARGETS = (
     ("deep_research, search down: clear message", "deep_research", "search_down_message_clear", 1.0),
     ("memory told in one thread, recalled in another", "memory", "success", 0.9),
     ("memory_writer extracts from a turn stating a fact", "memory_writer", "extracted", 0.8),
+    ("memory_writer precision: stored items that are true facts", "writer_facts", "writer_precision", 0.95),
+    ("memory_writer recall: expected facts stored", "writer_facts", "writer_recall", 0.8),
 )
 
 
@@ -148,72 +157,110 @@ def _target_cell(column: dict | None, suite: str, key: str) -> str:
     return f"{cell} ({', '.join(parts)})" if parts else cell
 
 
+def writer_line(group: dict) -> str:
+    """The writer_facts figures of one group: precision, recall and false facts."""
+    return (
+        f"precision {_pct(group['writer_precision'])}, recall {_pct(group['writer_recall'])}, "
+        f"{group['writer_false_facts']} false fact(s) of {group['writer_stored']} stored over {group['tasks']} turns"
+    )
+
+
+def _meta_line(name: str, meta: dict) -> str:
+    return (
+        f"**{name}**: commit `{meta['commit']}`{' (with uncommitted changes)' if meta.get('dirty') else ''}, "
+        f"{meta['date']}, model `{meta['model']}` at `{meta['endpoint']}`, model timeout "
+        f"{meta['model_timeout']}, task timeout {meta['task_timeout_s']:g} s, {meta['tasks_run']} of "
+        f"{meta['tasks_total']} tasks run ({meta['selection']}), {meta['wall_min']:.0f} min, load average "
+        f"{meta['load_start']} at start / {meta['load_end']} at end on {meta['cpus']} CPUs."
+    )
+
+
+_HEADER = (
+    "| graph | split | tasks | success | model calls / task | prompt tok / call | cached tok / call "
+    "| tool calls: as text / all | tool-call validity | executed calls valid | wall s / task (max) | timeouts |"
+)
+
+
+def _column_lines(name: str, column: dict) -> list[str]:
+    """A run's per-graph table, writer figures, failed examples and note."""
+    lines = [_HEADER, "|" + "---|" * 12]
+    for suite, groups in column["suites"].items():
+        for split in ("all", *SPLITS):
+            if split not in groups:
+                continue
+            g = groups[split]
+            lines.append(
+                f"| {suite if split == 'all' else ''} | {split} | {g['tasks']} | {_pct(g['success'])} "
+                f"| {_num(g['model_calls_per_task'], 1)} | {_num(g['prompt_tokens_per_call'])} "
+                f"| {_num(g['cached_tokens_per_call'])} | {g['tool_calls_as_text']} / {g['tool_call_attempts']} "
+                f"| {_pct(g['tool_call_validity'])} | {_pct(g['executed_validity'])} "
+                f"| {_num(g['wall_s_per_task'])} ({_num(g['max_wall_s'])}) | {g['timeouts']} |"
+            )
+    if "writer_facts" in column["suites"]:
+        groups = column["suites"]["writer_facts"]
+        lines += ["", "Memory writer extraction (writer_facts):", ""]
+        lines += [f"- {split}: {writer_line(groups[split])}" for split in ("all", *SPLITS) if split in groups]
+    if column.get("examples"):
+        lines += ["", f"Failed tasks ({name}), a few per graph:", ""]
+        for suite, examples in column["examples"].items():
+            lines += [f"- {suite}: " + " · ".join(examples)]
+    if column.get("note"):
+        lines += ["", column["note"]]
+    return lines
+
+
 def render_markdown(results: dict) -> str:
-    """The committed results page from {column: {"meta", "suites", "examples"}}."""
+    """The committed results page from {column: {"meta", "suites", "examples"}}, and the runs of a
+    selection of tasks kept apart (`partial`: {name: summary})."""
     lines = [
         "# Real-model eval results",
         "",
         "Produced by `python -m evals.realmodel` (see evals/README.md): the graphs in-process against a",
-        "real model behind an OpenAI-compatible endpoint, 52 tasks in evals/datasets/realmodel_tasks.jsonl",
+        "real model behind an OpenAI-compatible endpoint, the tasks in evals/datasets/realmodel_tasks.jsonl",
         "(a third `heldout`, reported apart), success judged deterministically (evals/realmodel/scoring.py).",
         "Percentages are over the tasks that ran; `(heldin …, heldout …)` splits them.",
         "",
     ]
     for name in COLUMNS:
         column = results.get(name)
-        if not column:
-            lines += [f"**{name}**: not measured yet.", ""]
-            continue
-        meta = column["meta"]
-        lines += [
-            f"**{name}**: commit `{meta['commit']}`{' (with uncommitted changes)' if meta.get('dirty') else ''}, "
-            f"{meta['date']}, model `{meta['model']}` at `{meta['endpoint']}`, model timeout "
-            f"{meta['model_timeout']}, task timeout {meta['task_timeout_s']:g} s, {meta['tasks_run']} of "
-            f"{meta['tasks_total']} tasks run ({meta['selection']}), {meta['wall_min']:.0f} min, load average "
-            f"{meta['load_start']} at start / {meta['load_end']} at end on {meta['cpus']} CPUs.",
-            "",
-        ]
+        lines += [_meta_line(name, column["meta"]) if column else f"**{name}**: not measured yet.", ""]
     lines += ["## Targets", "", "| target | goal | before | after |", "|---|---|---|---|"]
     for label, suite, key, goal in TARGETS:
         cells = [_target_cell(results.get(c), suite, key) for c in COLUMNS]
         shown = "every task" if goal == 1.0 else f"≥ {_pct(goal)}"
         lines.append(f"| {label} | {shown} | {cells[0]} | {cells[1]} |")
-    header = (
-        "| graph | split | tasks | success | model calls / task | prompt tok / call | cached tok / call "
-        "| tool calls: as text / all | tool-call validity | executed calls valid | wall s / task (max) | timeouts |"
-    )
     for name in COLUMNS:
-        column = results.get(name)
-        if not column:
-            continue
-        lines += ["", f"## Per graph: {name}", "", header, "|" + "---|" * 12]
-        for suite, groups in column["suites"].items():
-            for split in ("all", *SPLITS):
-                if split not in groups:
-                    continue
-                g = groups[split]
-                lines.append(
-                    f"| {suite if split == 'all' else ''} | {split} | {g['tasks']} | {_pct(g['success'])} "
-                    f"| {_num(g['model_calls_per_task'], 1)} | {_num(g['prompt_tokens_per_call'])} "
-                    f"| {_num(g['cached_tokens_per_call'])} | {g['tool_calls_as_text']} / {g['tool_call_attempts']} "
-                    f"| {_pct(g['tool_call_validity'])} | {_pct(g['executed_validity'])} "
-                    f"| {_num(g['wall_s_per_task'])} ({_num(g['max_wall_s'])}) | {g['timeouts']} |"
-                )
-        if column.get("examples"):
-            lines += ["", f"Failed tasks ({name}), a few per graph:", ""]
-            for suite, examples in column["examples"].items():
-                lines += [f"- {suite}: " + " · ".join(examples)]
-        if column.get("note"):
-            lines += ["", column["note"]]
-    return "\n".join(lines) + "\n"
+        if column := results.get(name):
+            lines += ["", f"## Per graph: {name}", "", *_column_lines(name, column)]
+    return "\n".join(lines) + "\n" + render_partial(results)
 
 
-def update_results(column: str, summary: dict, json_path: Path | None = None, md_path: Path | None = None) -> None:
-    """Store `summary` as `column` (before / after) and re-render the markdown."""
+PARTIAL_MARKER = "<!-- runs of selected tasks -->"
+
+
+def render_partial(results: dict) -> str:
+    """The sections of the runs of selected tasks (`partial`), after PARTIAL_MARKER ("" if none)."""
+    lines: list[str] = []
+    for name, column in (results.get("partial") or {}).items():
+        lines += ["", f"## {name}", "", _meta_line(name, column["meta"]), "", *_column_lines(name, column)]
+    return "\n".join(["", PARTIAL_MARKER, *lines]) + "\n" if lines else ""
+
+
+def update_results(
+    column: str, summary: dict, json_path: Path | None = None, md_path: Path | None = None, *, partial: bool = False
+) -> None:
+    """Store `summary` as `column` (before / after), or with `partial` as a run of a selection of
+    tasks under that name, shown in a section of its own; re-render the markdown."""
     json_path, md_path = json_path or RESULTS_JSON, md_path or RESULTS_MD
+    results = json.loads(json_path.read_text()) if json_path.exists() else {}
+    if partial:  # the page above the marker may carry notes written by hand: kept as it is
+        results.setdefault("partial", {})[column] = summary
+        json_path.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
+        page = md_path.read_text() if md_path.exists() else render_markdown({})
+        md_path.write_text(page.split("\n" + PARTIAL_MARKER)[0].rstrip("\n") + "\n" + render_partial(results))
+        return
     if column not in COLUMNS:
         raise ValueError(f"column must be one of {', '.join(COLUMNS)}")
-    results = json.loads(json_path.read_text()) if json_path.exists() else {}
     keep_note = (results.get(column) or {}).get("note")
     results[column] = summary if not keep_note or summary.get("note") else {**summary, "note": keep_note}
     json_path.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")

@@ -175,6 +175,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--budget-min", type=float, help="start no task after this many minutes")
     parser.add_argument("--column", choices=report.COLUMNS, help="also update this column of the committed table")
+    parser.add_argument(
+        "--partial",
+        metavar="NAME",
+        help="also store the run in the committed results as a run of selected tasks, in a section NAME",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS, help=f"results folder (default {RESULTS})")
     parser.add_argument(
         "--from",
@@ -195,6 +200,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.column:
             report.update_results(args.column, summary)
             print(f"updated {report.RESULTS_MD} ({args.column})")
+        if args.partial:
+            report.update_results(args.partial, summary, partial=True)
+            print(f"updated {report.RESULTS_MD} ({args.partial})")
         return 0
 
     config = settings()
@@ -282,6 +290,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.column:
         report.update_results(args.column, summary)
         print(f"updated {report.RESULTS_MD} ({args.column})", flush=True)
+    if args.partial:
+        report.update_results(args.partial, summary, partial=True)
+        print(f"updated {report.RESULTS_MD} ({args.partial})", flush=True)
     for suite, groups in summary["suites"].items():
         g = groups["all"]
         print(
@@ -289,4 +300,8 @@ def main(argv: list[str] | None = None) -> int:
             f"prompt/call {g['prompt_tokens_per_call'] or 0:.0f}  cached/call {g['cached_tokens_per_call'] or 0:.0f}  "
             f"text tool calls {g['tool_calls_as_text']}/{g['tool_call_attempts']}  wall/task {g['wall_s_per_task']:.0f} s"
         )
+        if g.get("writer_precision") is not None:
+            for split in ("all", *SPLITS):
+                if split in groups:
+                    print(f"{'':<13} {split:<7} {report.writer_line(groups[split])}")
     return 0

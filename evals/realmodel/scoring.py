@@ -16,7 +16,15 @@ A task succeeds when every check its `expect` asks for passes:
   many seconds with a short failure message that says search failed;
 - memory: the answer in the new thread holds the fact, and none of `answer_excludes`;
 - memory_writer: the extraction saved at least one memory or profile field, one of them naming
-  the fact.
+  the fact;
+- writer_facts: every item the writer stored from the turn (a memory, or a profile field as
+  `key: value`; the profile seeded before the turn does not count unless it changed) is a true
+  fact: it names one of the turn's expected `facts` (each a group of alternative words) and none
+  of its `traps` (the question asked, the request, the assistant's words, another person's
+  attribute as the user's, the writer prompt's example, a calculated value). A stored item that
+  names no expected fact is a false fact too. The task succeeds with no false fact, every
+  expected fact found and the `profile_kept` fields unchanged; its `counts` (stored, true, false,
+  facts expected, facts found) add up to the suite's precision and recall.
 """
 
 from __future__ import annotations
@@ -169,6 +177,41 @@ def score_writer(outputs: dict, expect: dict) -> tuple[dict[str, bool], list[str
     return checks, notes
 
 
+def fact_counts(outputs: dict, expect: dict) -> tuple[dict[str, int], list[str], list[str]]:
+    """(counts, false items, facts not found) of a writer_facts task (see the module docstring)."""
+    before = set(outputs.get("before") or [])
+    stored = [t for t in outputs.get("memories") or [] if t not in before]
+    facts = expect.get("facts") or []
+    traps = [normalize(t) for t in expect.get("traps") or []]
+
+    def names(text: str, words: list[str]) -> bool:
+        return any(contains_number_or_text(text, w) for w in words)
+
+    false = [t for t in stored if any(trap in normalize(t) for trap in traps) or not any(names(t, f) for f in facts)]
+    missing = [f for f in facts if not any(names(t, f) for t in stored if t not in false)]
+    counts = {
+        "stored": len(stored),
+        "true": len(stored) - len(false),
+        "false": len(false),
+        "facts": len(facts),
+        "found": len(facts) - len(missing),
+    }
+    return counts, false, [f[0] for f in missing]
+
+
+def score_facts(outputs: dict, expect: dict) -> tuple[dict[str, bool], list[str]]:
+    _, false, missing = fact_counts(outputs, expect)
+    checks = {"no_false_fact": not false, "facts_found": not missing}
+    notes = [f"false: {[_clip(t, 90) for t in false]}"] if false else []
+    notes += [f"not found: {missing}"] if missing else []
+    if kept := expect.get("profile_kept"):
+        stored = set(outputs.get("memories") or [])
+        changed = [f"{k}: {v}" for k, v in kept.items() if f"{k}: {v}" not in stored]
+        checks["profile_kept"] = not changed
+        notes += [f"profile lost {changed}"] if changed else []
+    return checks, notes
+
+
 SCORERS = {
     "react": score_react,
     "router": score_router,
@@ -176,6 +219,7 @@ SCORERS = {
     "deep_research": score_research,
     "memory": score_memory,
     "memory_writer": score_writer,
+    "writer_facts": score_facts,
 }
 
 
@@ -185,4 +229,7 @@ def score(task: Task, outputs: dict | None) -> dict:
         error = (outputs or {}).get("error") or "no outputs"
         return {"success": False, "checks": {"ran": False}, "notes": [_clip(str(error), 300)]}
     checks, notes = SCORERS[task.suite](outputs, task.expect)
-    return {"success": bool(checks) and all(checks.values()), "checks": checks, "notes": notes}
+    scored: dict = {"success": bool(checks) and all(checks.values()), "checks": checks, "notes": notes}
+    if task.suite == "writer_facts":
+        scored["counts"] = fact_counts(outputs, task.expect)[0]
+    return scored

@@ -101,10 +101,13 @@ async def _memories(store, user_id: str) -> list[str]:
 async def memory_task(inputs: dict, env: TargetEnv) -> dict:
     """`react` with memory on: each of `inputs.sessions` in a thread of its own (background
     extraction finishes after every turn), then `inputs.question` in a new thread. Sessions of
-    `inputs.other_user_sessions` are told by another user first."""
+    `inputs.other_user_sessions` are told by another user first; `inputs.seed` are semantic
+    memories saved for the user beforehand (the question is then answered from what recall finds)."""
     store = env.new_store()
     graph = react_builder.compile(checkpointer=InMemorySaver(), store=store)
     user = f"eval-{uuid.uuid4().hex[:8]}"
+    for text in inputs.get("seed", []):
+        await memory.open(store, user).save("semantic", text)
     told = []
     for who, sessions in ((f"{user}-other", inputs.get("other_user_sessions", [])), (user, inputs["sessions"])):
         context = Context(model=env.model, user_id=who, tools=inputs.get("tools"), remember=True)
@@ -133,6 +136,23 @@ async def writer_task(inputs: dict, env: TargetEnv) -> dict:
         context=Context(model=env.model, user_id=user, remember=False),
     )
     return {"result": state.get("result"), "memories": await _memories(store, user)}
+
+
+async def facts_task(inputs: dict, env: TargetEnv) -> dict:
+    """`memory_writer` on one finished turn (`inputs.messages`) for a user whose profile already
+    holds `inputs.profile`: everything stored afterwards (`memories`, the seeded profile fields as
+    `key: value` too) and what was stored before (`before`), for precision and recall."""
+    store = env.new_store()
+    graph = writer_builder.compile(store=store)
+    user = f"eval-{uuid.uuid4().hex[:8]}"
+    if inputs.get("profile"):
+        await memory.open(store, user).update_profile(inputs["profile"])
+    before = await _memories(store, user)
+    state = await graph.ainvoke(
+        {"messages": inputs["messages"], "thread_id": str(uuid.uuid4())},
+        context=Context(model=env.model, user_id=user, remember=False),
+    )
+    return {"result": state.get("result"), "memories": await _memories(store, user), "before": before}
 
 
 def closed_port() -> int:
@@ -195,4 +215,5 @@ TARGETS = {
     "deep_research": research_task,
     "memory": memory_task,
     "memory_writer": writer_task,
+    "writer_facts": facts_task,
 }

@@ -17,7 +17,7 @@ from pathlib import Path
 from evals.jsonl import numbered_rows
 
 TASKS_FILE = Path(__file__).resolve().parent.parent / "datasets" / "realmodel_tasks.jsonl"
-SUITES = ("react", "router", "plan_execute", "deep_research", "memory", "memory_writer")
+SUITES = ("react", "router", "plan_execute", "deep_research", "memory", "memory_writer", "writer_facts")
 SPLITS = ("heldin", "heldout")
 
 

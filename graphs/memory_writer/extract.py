@@ -26,6 +26,7 @@ from langgraph.store.base import BaseStore
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from graphs.memory_writer.attribution import USER, Attribution, attribute_profile, is_user, text_subject
+from graphs.memory_writer.grounding import Evidence
 from graphs.memory_writer.prompts import EXTRACTION_PROMPT
 from graphs.runtime.history import last_turn
 from graphs.runtime.structured import ainvoke_structured
@@ -56,7 +57,7 @@ def _every_field_required(schema: dict[str, Any]) -> None:
 
 ABOUT_DESCRIPTION = (
     'Who it is about: "user" for the user themself, else the other person as the user calls them, '
-    'e.g. "sister Ana", "boss".'
+    'e.g. "<relative> <name>", "<role>".'
 )
 
 
@@ -69,8 +70,7 @@ class EpisodicItem(BaseModel):
     text: str = Field(
         min_length=1,
         max_length=2000,
-        description="One self-contained sentence about what happened, e.g. "
-        "'The user ran the Berlin marathon in April 2025'.",
+        description="One self-contained sentence about what happened, e.g. 'The user <did something> <when>'.",
     )
     importance: float = Field(default=0.5, ge=0, le=1, description="0 trivial .. 1 essential")
 
@@ -85,7 +85,7 @@ class SemanticItem(BaseModel):
     text: str = Field(
         min_length=1,
         max_length=2000,
-        description="One self-contained statement, e.g. 'The user is vegetarian'.",
+        description="One self-contained statement the user made, e.g. 'The user <fact about them>'.",
     )
     category: CategoryName = Field(description="preference, fact, skill, relationship, goal or other")
     importance: float = Field(default=0.5, ge=0, le=1, description="0 trivial .. 1 essential")
@@ -101,15 +101,15 @@ class MemoryExtraction(BaseModel):
         default_factory=list,
         max_length=MAX_ITEMS,
         description="Everyone other than the user the turn speaks of, as the user calls them, "
-        "e.g. ['sister Ana', 'boss']; [] when none.",
+        "e.g. ['<relative> <name>', '<role>']; [] when none.",
     )
     semantic: list[SemanticItem] = Field(default_factory=list, max_length=MAX_ITEMS)
     episodic: list[EpisodicItem] = Field(default_factory=list, max_length=MAX_ITEMS)
     profile_updates: dict[ProfileField, ProfileValue] = Field(
         default_factory=dict,
-        description="The user's own stable profile fields stated in this turn, e.g. {'name': 'Alice', "
-        "'city': 'Munich', 'occupation': 'nurse'}; never another person's (those are memories "
-        "about them).",
+        description="The user's own stable profile fields their words state in this turn, e.g. "
+        "{'name': '<their name>', 'city': '<where they live>', 'occupation': '<their job>'}; never "
+        "another person's (those are memories about them), never a value of another field.",
     )
 
 
@@ -167,15 +167,20 @@ async def extract_and_save(
     retries: int = 2,
     timeout: float | None = None,
     speaker: str | None = None,
+    turn_ids: Sequence[str] = (),
 ) -> dict:
     """Save what the model extracts from the latest turn of `messages` (dedupe applies), as said
     by `speaker` (the user's name; default their id), each memory with the `subject` it is about
     when that is someone other than the user. Profile fields the turn states of someone else are
     kept out of the profile (graphs/memory_writer/attribution.py) and saved as a memory about them.
+    Only what the user's statements in the turn bear out is written
+    (graphs/memory_writer/grounding.py): a question, a request, the assistant's words, a copy of
+    the prompt's example or a value of another attribute is dropped (and logged). Each memory
+    and profile field keeps `turn_ids`, the chat messages of the turn it came from.
 
     The chat messages themselves are recorded when the turn ends
     (graphs/runtime/memory_schedule.py), not here. Returns counts: {"created", "updated",
-    "profile_fields"}. The model is asked first; if it fails, nothing is written.
+    "profile_fields", "dropped"}. The model is asked first; if it fails, nothing is written.
     """
     space = memory.open(store, user_id)  # validates user_id before any model call
     asked = next((m["content"] for m in last_turn(messages) if m["role"] == "user" and m["content"].strip()), None)
@@ -217,11 +222,24 @@ async def extract_and_save(
             ", ".join(sorted(others)),
         )
     saves += _memories_about_others(others, extraction.profile_updates, saves)
+    evidence = Evidence.of([m["content"] for m in last_turn(messages) if m["role"] == "user"], prompt_texts())
+    # a memory about the user is dropped when the turn's words give it to someone else only
+    kept = [s for s in saves if evidence.supports(s[1]) and not (s[4] is None and evidence.someone_elses(s[1], people))]
+    dropped = [text for _, text, _, _, _ in saves if not any(text == k[1] for k in kept)]
+    dropped += [f"{field}: {value}" for field, value in own.items() if not evidence.supports_field(field, value)]
+    saves = kept
+    own = {field: value for field, value in own.items() if evidence.supports_field(field, value)}
+    if dropped:
+        logger.info(
+            "memory_writer: %d extracted item(s) not stated by the user in the turn, not saved: %s",
+            len(dropped),
+            "; ".join(text[:80] for text in dropped),
+        )
     limit = space.config.max_text_chars
     if any(not text.strip() or len(text) > limit for _, text, _, _, _ in saves):
         raise ValueError(f"extracted memory text is empty or longer than {limit} characters")
 
-    counts = {"created": 0, "updated": 0, "profile_fields": 0}
+    counts = {"created": 0, "updated": 0, "profile_fields": 0, "dropped": len(dropped)}
     for kind, text, category, importance, about in saves:
         saved = await space.save(
             kind,
@@ -232,12 +250,32 @@ async def extract_and_save(
             thread_id=thread_id,
             speaker=speaker or user_id,
             subject=about,
+            turn_ids=list(turn_ids),
         )
         counts[saved["action"]] += 1
     if own:
-        await space.update_profile(own)
+        await space.update_profile(own, turn_ids=list(turn_ids))
         counts["profile_fields"] = len(own)
     return counts
+
+
+def prompt_texts() -> list[str]:
+    """Every text the writer's model is shown besides the turn: the prompt and the schema's
+    descriptions (what an extracted memory must never repeat)."""
+    texts = [EXTRACTION_PROMPT]
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if isinstance(node.get("description"), str):
+                texts.append(node["description"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(MemoryExtraction.model_json_schema())
+    return texts
 
 
 Save = tuple[str, str, str | None, float, str | None]

@@ -41,6 +41,7 @@ async def extract(state: State, runtime: Runtime[Context]) -> dict:
         retries=context.model_retries,
         timeout=context.model_timeout,
         speaker=state.get("speaker") or run_user_name(runtime),
+        turn_ids=state.get("chat_ids") or [],
     )
     return {"result": counts}
 

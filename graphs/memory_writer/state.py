@@ -15,6 +15,8 @@ class State(TypedDict, total=False):
     speaker: str | None
     """Who said the turn's user messages: the user's name (default: the run's user id). Each
     memory records whom it is about (`subject`) when that is someone else."""
+    chat_ids: list[str]
+    """The turn's messages in the user's chat history: each memory keeps them (`turn_ids`)."""
     turn_id: str | None
     """On a server without delayed runs (Aegra): this turn's id; the run extracts only while it is
     still the conversation's latest scheduled turn (graphs/runtime/memory_schedule.py)."""

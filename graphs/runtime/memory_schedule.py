@@ -58,9 +58,9 @@ async def remember_turn(
     thread_id = (config.get("configurable") or {}).get("thread_id")
     user_id = run_user_id(runtime)
     speaker = run_user_name(runtime)
-    await record_turn(runtime.store, user_id, turn, thread_id, speaker=speaker)
+    chat_ids = await record_turn(runtime.store, user_id, turn, thread_id, speaker=speaker)
     if extract:
-        await schedule_extraction(runtime, user_id, turn, thread_id, speaker=speaker)
+        await schedule_extraction(runtime, user_id, turn, thread_id, speaker=speaker, chat_ids=chat_ids)
 
 
 async def finish_turn(state: Mapping[str, Any], runtime: Runtime[Any], config: RunnableConfig) -> dict:
@@ -72,15 +72,18 @@ async def finish_turn(state: Mapping[str, Any], runtime: Runtime[Any], config: R
 
 async def record_turn(
     store: BaseStore, user_id: str, turn: list[dict], thread_id: str | None, *, speaker: str | None = None
-) -> None:
+) -> list[str]:
     """Append the turn's messages to the user's chat history (for `search_chat_history`), each
     with who said it: `speaker` (the user's name, default their id) for the user's message,
-    `memory.ASSISTANT_SPEAKER` for the answer."""
+    `memory.ASSISTANT_SPEAKER` for the answer. Returns the recorded messages' ids."""
     space = memory.open(store, user_id)
+    ids = []
     for message in turn:
         if message["content"].strip():
             said_by = memory.ASSISTANT_SPEAKER if message["role"] == "assistant" else speaker or user_id
-            await space.record_chat_message(message["role"], message["content"], thread_id, speaker=said_by)
+            saved = await space.record_chat_message(message["role"], message["content"], thread_id, speaker=said_by)
+            ids.append(saved["id"])
+    return ids
 
 
 def memory_thread_id(user_id: str, thread_id: str | None) -> str:
@@ -116,17 +119,29 @@ def _extraction_model(model: str) -> dict[str, str]:
 
 
 async def schedule_extraction(
-    runtime: Runtime[ContextT], user_id: str, turn: list[dict], thread_id: str | None, *, speaker: str | None = None
+    runtime: Runtime[ContextT],
+    user_id: str,
+    turn: list[dict],
+    thread_id: str | None,
+    *,
+    speaker: str | None = None,
+    chat_ids: Sequence[str] = (),
 ) -> None:
     """Extract `user_id`'s memories from `turn` after the debounce delay, superseding a pending
-    extraction; the memories are about `speaker` (the user's name, default their id)."""
+    extraction; the memories are about `speaker` (the user's name, default their id) and keep
+    `chat_ids`, the turn's messages in the chat history, as where they came from."""
     context = runtime.context
     key = memory_thread_id(user_id, thread_id)
     delay = extraction_delay()
     if runtime.server_info is not None:
         from tools.server_api import server_client, server_delays_runs
 
-        run_input: dict[str, Any] = {"messages": turn, "thread_id": thread_id, "speaker": speaker or user_id}
+        run_input: dict[str, Any] = {
+            "messages": turn,
+            "thread_id": thread_id,
+            "speaker": speaker or user_id,
+            "chat_ids": list(chat_ids),
+        }
         options: dict[str, Any] = {"multitask_strategy": "rollback", "after_seconds": int(delay)}
         if not server_delays_runs() and runtime.store is not None:
             # No `after_seconds` nor rollback: the run waits itself and the latest turn wins.
@@ -167,6 +182,7 @@ async def schedule_extraction(
                 retries=context.model_retries,
                 timeout=context.model_timeout,
                 speaker=speaker or user_id,
+                turn_ids=chat_ids,
             )
         except Exception:
             logger.exception("memory extraction failed for thread %s", thread_id)

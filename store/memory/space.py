@@ -68,8 +68,10 @@ class MemorySpace:
     async def get_profile(self, categories: list[str] | None = None) -> dict:
         return await get_profile(self.store, self.user_id, categories)
 
-    async def update_profile(self, fields: dict, *, now: datetime | None = None) -> dict:
-        return await update_profile(self.store, self.user_id, fields, now=now, config=self.config)
+    async def update_profile(
+        self, fields: dict, *, turn_ids: list[str] | None = None, now: datetime | None = None
+    ) -> dict:
+        return await update_profile(self.store, self.user_id, fields, turn_ids=turn_ids, now=now, config=self.config)
 
     async def delete(self, memory_id: str) -> dict:
         """Delete one memory of this user by id (`store.memory.delete_memory`)."""

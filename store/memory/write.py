@@ -80,6 +80,7 @@ async def save_memory(
     keywords: list[str] | None = None,
     speaker: str | None = None,
     subject: str | None = None,
+    turn_ids: list[str] | None = None,
     now: datetime | None = None,
     config: MemoryConfig | None = None,
 ) -> dict:
@@ -94,7 +95,8 @@ async def save_memory(
     user), nor, for episodic memories (events),
     one created on another UTC day than `now` or whose text is not a near-exact repeat of `text`
     (`near_exact`: two different things said the same day stay two memories, however similar
-    their vectors). Returns the memory with `"action": "created" | "updated"`
+    their vectors). `turn_ids` are the chat messages the memory was learnt from (stored in the
+    value; an update adds them to the memory's earlier ones). Returns the memory with `"action": "created" | "updated"`
     (an update also carries `similarity` and `previous_text`). `now` overrides the clock for
     imports and replays.
     """
@@ -108,6 +110,7 @@ async def save_memory(
     keywords = checked_keywords(keywords) if keywords else None
     speaker = optional_id(speaker, "speaker")
     subject = optional_id(subject.strip() if isinstance(subject, str) else subject, "subject")
+    turns = checked_turn_ids(turn_ids)
     now = now or times.utc_now()
     written = stamp(now)
 
@@ -145,6 +148,8 @@ async def save_memory(
             value["speaker"] = speaker
         if keywords:
             value["keywords"] = list(dict.fromkeys([*(old.get("keywords") or []), *keywords]))
+        if turns:
+            value["turn_ids"] = list(dict.fromkeys([*(old.get("turn_ids") or []), *turns]))[-MAX_TURN_IDS:]
         value = with_expiry(value, config, now)
         reindex = text != old.get("text")
         await store.abatch([put_op(store, ns, duplicate.key, value, reindex, config)])
@@ -172,12 +177,25 @@ async def save_memory(
         **({"keywords": keywords} if keywords else {}),
         **({"speaker": speaker} if speaker else {}),
         **({"subject": subject} if subject else {}),
+        **({"turn_ids": turns} if turns else {}),
     }
     value = with_expiry(value, config, now)
     key = str(uuid.uuid4())
     await store.abatch([put_op(store, ns, key, value, True, config)])
     await backend_for(store).index_memory(ns, key, value["text"], speaker)
     return {"id": key, **value, "action": "created"}
+
+
+MAX_TURN_IDS = 20  # the latest chat messages a memory keeps as where it came from
+
+
+def checked_turn_ids(turn_ids: Any) -> list[str]:
+    """Distinct chat message ids (at most MAX_TURN_IDS), or ValueError."""
+    if turn_ids is None:
+        return []
+    if isinstance(turn_ids, str) or not isinstance(turn_ids, (list, tuple)):
+        raise ValueError("turn_ids must be a list of chat message ids")
+    return list(dict.fromkeys(str(optional_id(i, "turn_ids item")) for i in turn_ids))[-MAX_TURN_IDS:]
 
 
 NEAR_EXACT_RATIO = 0.9  # character similarity of two texts that say the same thing in the same words
@@ -262,12 +280,20 @@ async def record_chat_message(
 
 
 async def update_profile(
-    store: BaseStore, user_id: str, fields: dict, *, now: datetime | None = None, config: MemoryConfig | None = None
+    store: BaseStore,
+    user_id: str,
+    fields: dict,
+    *,
+    turn_ids: list[str] | None = None,
+    now: datetime | None = None,
+    config: MemoryConfig | None = None,
 ) -> dict:
-    """Merge `fields` into the user's profile (a value None removes that field); returns it."""
+    """Merge `fields` into the user's profile (a value None removes that field); returns it.
+    `turn_ids`: the chat messages the fields were learnt from, kept per field (`field_turns`)."""
     config = config or memory_config()
     ns = namespace(user_id, "profile")
     changes = profile_fields(fields)
+    turns = checked_turn_ids(turn_ids)
     current = await store.aget(ns, PROFILE_KEY, refresh_ttl=False)
     now = now or times.utc_now()
     written = stamp(now)
@@ -276,6 +302,11 @@ async def update_profile(
     merged = {name: value for name, value in merged.items() if value is not None}
     if len(merged) > MAX_PROFILE_FIELDS:
         raise ValueError(f"a profile holds at most {MAX_PROFILE_FIELDS} fields")
+    field_turns = {name: ids for name, ids in (old.get("field_turns") or {}).items() if name in merged}
+    for name in changes:
+        field_turns.pop(name, None)
+        if turns and name in merged:
+            field_turns[name] = turns
     value = {
         "text": "; ".join(f"{name}: {text}" for name, text in merged.items()),
         "kind": "profile",
@@ -286,6 +317,7 @@ async def update_profile(
         "last_accessed_at": old.get("last_accessed_at"),
         "access_count": old.get("access_count", 0),
         "source": "tool",
+        **({"field_turns": field_turns} if field_turns else {}),
     }
     value = with_expiry(value, config, now)
     await store.abatch([put_op(store, ns, PROFILE_KEY, value, False, config)])

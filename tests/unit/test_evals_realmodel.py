@@ -532,6 +532,72 @@ def test_the_results_table_keeps_the_other_column(tmp_path):
         report.update_results("later", summary, json_path, md_path)
 
 
+def test_writer_facts_count_every_stored_item_that_is_not_an_expected_fact_as_false():
+    car = Task(
+        "car",
+        "writer_facts",
+        "heldin",
+        {},
+        {"facts": [["car"]], "traps": ["colour: blue"], "profile_kept": {"favourite_colour": "teal"}},
+    )
+    good = score(
+        car, {"memories": ["favourite_colour: teal", "The user bought a new car"], "before": ["favourite_colour: teal"]}
+    )
+    assert good["success"] and good["counts"] == {"stored": 1, "true": 1, "false": 0, "facts": 1, "found": 1}
+    bad = score(
+        car,
+        {
+            "memories": ["favourite_colour: blue", "The user bought a car, colour: blue"],
+            "before": ["favourite_colour: teal"],
+        },
+    )
+    assert not bad["success"] and bad["counts"] == {"stored": 2, "true": 0, "false": 2, "facts": 1, "found": 0}
+    assert bad["checks"] == {"no_false_fact": False, "facts_found": False, "profile_kept": False}
+    question = Task("q", "writer_facts", "heldout", {}, {"facts": [], "traps": ["hash map"]})
+    stored_question = score(question, {"memories": ["What is a hash map?", "The user likes trees"], "before": []})
+    assert stored_question["counts"]["false"] == 2 and not stored_question["success"]
+    rows = [
+        {**_row("car", "writer_facts", "heldin", True, []), "score": good},
+        {**_row("car2", "writer_facts", "heldin", False, []), "score": bad},
+        {**_row("q", "writer_facts", "heldout", False, []), "score": stored_question},
+    ]
+    summary = report.summarize_run(rows)["writer_facts"]
+    assert summary["all"]["writer_stored"] == 5 and summary["all"]["writer_false_facts"] == 4
+    assert summary["all"]["writer_precision"] == pytest.approx(1 / 5)
+    assert summary["all"]["writer_recall"] == pytest.approx(1 / 2)
+    assert summary["heldout"]["writer_recall"] is None  # no fact expected there
+    assert "precision 20 %, recall 50 %, 4 false fact(s) of 5 stored over 3 turns" in report.writer_line(summary["all"])
+
+
+def test_a_run_of_selected_tasks_gets_a_section_of_its_own_and_the_page_keeps_its_notes(tmp_path):
+    meta = {
+        "commit": "abc123",
+        "date": "2026-11-27 20:00 UTC",
+        "model": "openai:m",
+        "endpoint": "http://127.0.0.1:18080/v1",
+        "model_timeout": "900 s",
+        "task_timeout_s": 1200.0,
+        "tasks_total": 81,
+        "tasks_run": 1,
+        "selection": "suites writer_facts",
+        "wall_min": 1.0,
+        "load_start": "1.00",
+        "load_end": "2.00",
+        "cpus": 2,
+    }
+    rows = [_row("a", "react", "heldin", True, [_call(2000, 1900)])]
+    summary = {"meta": meta, "suites": report.summarize_run(rows), "examples": {}}
+    json_path, md_path = tmp_path / "r.json", tmp_path / "r.md"
+    md_path.write_text("# Results\n\nA note written by hand.\n")
+    report.update_results("baseline", summary, json_path, md_path, partial=True)
+    report.update_results("final", {**summary, "meta": {**meta, "commit": "def456"}}, json_path, md_path, partial=True)
+    page = md_path.read_text()
+    assert page.startswith("# Results\n\nA note written by hand.\n")
+    assert "## baseline" in page and "## final" in page and "**final**: commit `def456`" in page
+    assert page.count(report.PARTIAL_MARKER) == 1
+    assert set(json.loads(json_path.read_text())["partial"]) == {"baseline", "final"}
+
+
 # --- one run end to end against the scripted server -------------------------------------------------------------
 
 

@@ -74,7 +74,7 @@ async def test_extraction_saves_memories_and_merges_profile(store):
 
     counts = await extract_and_save(store, "alice", TURN, model, "thread-1")
 
-    assert counts == {"created": 2, "updated": 1, "profile_fields": 1}
+    assert counts == {"created": 2, "updated": 1, "profile_fields": 1, "dropped": 0}
     assert "The user eats vegetarian food" in model.calls[0].messages[-1].text
     # chat messages are recorded when the turn ends, not by extraction
     assert await store.asearch(memory.namespace("alice", "chat"), limit=10) == []
@@ -105,7 +105,7 @@ async def test_nothing_is_written_when_extraction_fails(store):
 async def test_a_turn_without_memories_writes_nothing(store):
     model = ScriptedChatModel(responses=[extraction()])  # an empty extraction, made as asked
     counts = await extract_and_save(store, "bob", [HumanMessage("What's 2+2?"), AIMessage("4")], model, None)
-    assert counts == {"created": 0, "updated": 0, "profile_fields": 0}
+    assert counts == {"created": 0, "updated": 0, "profile_fields": 0, "dropped": 0}
     assert await store.alist_namespaces(prefix=("memories", "bob")) == []
     with pytest.raises(ValueError, match="user_id"):
         await extract_and_save(store, "", TURN, model, None)
@@ -163,7 +163,7 @@ async def test_another_persons_facts_never_become_the_users_profile_fields(store
     counts = await extract_and_save(store, "dana", SISTER, model, "t1", speaker="Dana")
 
     assert await profile_fields(store, "dana") == {}
-    assert counts == {"created": 1, "updated": 0, "profile_fields": 0}
+    assert counts == {"created": 1, "updated": 0, "profile_fields": 0, "dropped": 0}
     [saved] = await semantic_values(store, "dana")
     assert saved["text"] == 'The user said about their sister: "My sister Ana is a dentist in Madrid."'
     assert saved["subject"] == "sister" and saved["speaker"] == "Dana" and saved["category"] == "relationship"
@@ -191,7 +191,12 @@ async def test_a_fact_about_someone_else_marked_as_the_users_is_saved_as_about_t
     counts = await extract_and_save(store, "hana", SISTER, model, "t1")
 
     assert await profile_fields(store, "hana") == {}
-    assert counts == {"created": 1, "updated": 0, "profile_fields": 0}  # her memory holds Madrid: no quote
+    assert counts == {
+        "created": 1,
+        "updated": 0,
+        "profile_fields": 0,
+        "dropped": 0,
+    }  # her memory holds Madrid: no quote
     [saved] = await semantic_values(store, "hana")
     assert saved["text"] == "The user's sister Ana is a dentist in Madrid" and saved["subject"] == "sister Ana"
 
@@ -219,7 +224,7 @@ async def test_memories_say_whom_they_are_about_and_the_profile_keeps_only_the_u
     counts = await extract_and_save(store, "erin", turn, model, "t1")
 
     assert await profile_fields(store, "erin") == {"city": "Porto"}
-    assert counts == {"created": 3, "updated": 0, "profile_fields": 1}  # no quote: her memory holds it
+    assert counts == {"created": 3, "updated": 0, "profile_fields": 1, "dropped": 0}  # no quote: her memory holds it
     subjects = {v["text"]: v.get("subject") for v in await semantic_values(store, "erin")}
     assert subjects == {"The user lives in Porto": None, "The user's sister Ana is a dentist in Madrid": "sister Ana"}
     [event] = await store.asearch(memory.namespace("erin", "episodic"), limit=5)
@@ -231,7 +236,9 @@ async def test_a_rephrased_value_is_judged_by_whom_the_extractions_memories_give
         responses=[
             extraction(
                 people=["brother"],
-                semantic=[{"about": "brother", "text": "The user's brother is a dental surgeon", "category": "fact"}],
+                semantic=[
+                    {"about": "brother", "text": "The user's brother pulls teeth for a living", "category": "fact"}
+                ],
                 profile_updates={"occupation": "Dental surgeon", "language": "Portuguese"},
             )
         ]
@@ -239,7 +246,12 @@ async def test_a_rephrased_value_is_judged_by_whom_the_extractions_memories_give
     turn = [HumanMessage("My brother pulls teeth for a living. I speak Portuguese at home.")]
     counts = await extract_and_save(store, "finn", turn, model, None)
     assert await profile_fields(store, "finn") == {"language": "Portuguese"}
-    assert counts == {"created": 1, "updated": 0, "profile_fields": 1}
+    assert counts == {
+        "created": 1,
+        "updated": 0,
+        "profile_fields": 1,
+        "dropped": 1,
+    }  # the rephrased job: not in the user's words
 
 
 async def test_a_memory_about_someone_else_never_merges_with_the_users_own(store):

@@ -61,6 +61,16 @@ async def test_turn_is_recorded_and_memories_extracted_after_the_delay(setup):
     assert await store.asearch(memory.namespace("bob", "semantic")) == []
 
 
+async def test_an_extracted_memory_keeps_the_chat_messages_of_its_turn(setup):
+    graph, store, slot = setup
+    slot["model"] = ScriptedChatModel(responses=["Noted!", extraction("The user loves green tea")])
+    await turn(graph, "I love green tea.")
+    await wait_for_local_extractions(now=True)
+    chat = {c.key for c in await store.asearch(memory.namespace("alice", "chat"), limit=10)}
+    [saved] = await store.asearch(memory.namespace("alice", "semantic"))
+    assert len(chat) == 2 and set(saved.value["turn_ids"]) == chat
+
+
 async def test_a_newer_turn_supersedes_a_pending_extraction(setup):
     graph, store, slot = setup
     slot["model"] = model = ScriptedChatModel(responses=["First.", "Second.", extraction("The user moved to Lisbon")])
