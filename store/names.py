@@ -60,16 +60,36 @@ _GREETING = re.compile(
 )
 
 
+# Words after which a name closing a sentence is what the sentence is about ("I went with Maya.",
+# "tell Maya!") rather than said to its bearer ("Looks incredible Maya.", "How about you Maya?").
+_TAKES_OBJECT = frozenset(
+    "with to for about from of and or nor by like than at on in into onto near behind without between "
+    "met meet meets meeting saw see sees seen say says said told tell tells asked ask asks called call calls named name "
+    "is was are were be been am visit visited visiting visits text texted email emailed phoned helped help "
+    "hug hugged invited invite thank thanked love loves loved hate hates know knows knew married marry "
+    "dating date dated ex my your his her our their the a an".split()
+)
+
+
 def addressed(text: str, match: re.Match[str]) -> bool:
     """Whether the name at `match` is said to its bearer rather than about them: set off by a
-    comma or a greeting before it ("Thanks, Maya!", "Hey Maya,", "Wow Maya,") and by punctuation
-    or the end after it, or opening a sentence before a comma ("Maya, look at this")."""
+    comma or a greeting before it ("Thanks, Maya!", "Hey Maya,", "Wow Maya,", "Thanks Maya!") and
+    by punctuation or the end after it; opening a sentence before a comma ("Maya, look at this");
+    a sentence of its own ("Maya!"); or closing a sentence (an emoji after it counts as the end)
+    after a word that does not take it as its object ("How about you Maya?", "Looks incredible
+    Maya.", "so proud of you Maya" but not "I went with Maya.")."""
     before, after = text[: match.start()].rstrip(), text[match.end() :].lstrip()
-    closes = after[:1] in ("", ",", ".", "!", "?", ";")
+    # the sentence ends after the name: punctuation, the end, or nothing but emoji up to its end
+    closes = after[:1] in ("", ",", ".", "!", "?", ";") or not re.search(r"\w", re.split(r"[.!?\n]", after)[0])
     if before.endswith(",") or _GREETING.search(before):
         return closes
     opens = not before or before.endswith((".", "!", "?", ":"))
-    return opens and after[:1] == ","
+    if opens:
+        return after[:1] == "," or (closes and after[:1] != ",")
+    if not closes or after[:1] == ",":
+        return False
+    previous = re.findall(r"[\w'’]+", before[-40:])
+    return bool(previous) and previous[-1].lower() not in _TAKES_OBJECT
 
 
 def mentions(text: str, names: Iterable[str]) -> bool:

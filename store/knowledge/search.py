@@ -162,8 +162,9 @@ class KnowledgeBaseCorpus:
     kb: str
     entry: dict
 
-    async def names(self, query: str) -> set[str]:
-        return await common_names(self.store, self.kb, self.entry, query)
+    async def names(self, query: str) -> dict[str, frozenset[str]]:
+        """The query's common names (`common_names`), each a person of its own."""
+        return {name: frozenset({name}) for name in await common_names(self.store, self.kb, self.entry, query)}
 
     async def dense(self, query: str, limit: int, span: tuple[datetime, datetime] | None = None) -> list[Scored]:
         return [(hit, hit.score) for hit in await _dense_hits(self.store, self.kb, query, limit, span)]

@@ -92,6 +92,7 @@ from store.memory.validate import namespace, user_prefix
 from store.memory.write import (
     delete_memory,
     forget_user,
+    rebuild_people,
     record_chat_message,
     save_memory,
     update_profile,
@@ -134,6 +135,7 @@ __all__ = [
     "rank_weighted",
     "recall",
     "recency_factor",
+    "rebuild_people",
     "recent_activity",
     "record_chat_message",
     "relevance",
