@@ -22,7 +22,7 @@ from typing import Protocol, TypeVar
 
 from store.dates import query_window
 from store.fusion import distinct_texts, fuse
-from store.names import about, mentions, without_names
+from store.names import about, without_names
 
 NEIGHBOUR_SEEDS = 10  # top hits of each signal whose thread neighbours are fetched
 NEIGHBOUR_HITS = 10  # top fused hits that bring their neighbours into the ranking
@@ -255,16 +255,16 @@ def name_share(value: dict, people: dict[str, frozenset[str]], policy: Policy) -
 
 def speaker_share(value: dict, people: dict[str, frozenset[str]]) -> float:
     """How much of the speaker bonus a memory gets: 1 when the query names its speaker alone; when
-    it names several people (what did Maya tell Tom), 1 for a named speaker's message that names
-    another of them by any of their names (one speaking about or to the other) and 0.5 for their
-    other messages."""
+    it names several people (what did Maya tell Tom), 1 for a named speaker's message about
+    another of them by any of their names (`store.names.about`: "Tom went climbing with me", not
+    "Thanks Tom!", which is said to him) and 0.5 for their other messages."""
     speaker = value.get("speaker")
     if speaker not in people:
         return 0.0
     if len(people) < 2:
         return 1.0
     others = set().union(*(names for person, names in people.items() if person != speaker))
-    return 1.0 if mentions(str(value.get("text") or ""), others) else 0.5
+    return 1.0 if about(str(value.get("text") or ""), others) else 0.5
 
 
 def with_neighbours(

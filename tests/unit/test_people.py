@@ -1,0 +1,124 @@
+"""People rather than name strings (store/people.py, store/names.py): who a chat's messages are
+said to, the names people go by, misspellings, and memory recall through the registry."""
+
+import re
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from store import memory
+from store.names import about
+from store.people import introductions, learn, people, resolve, sounds_alike, vocatives
+
+JO, MARCUS = "Joanna Whitfield", "Marcus"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "How about you Jo?",
+        "Thanks Jo!",
+        "Thanks, Jo!",
+        "Looks incredible Jo.",
+        "Looks incredible Jo",
+        "so proud of you Jo",
+        "Miss you Jo 😘",
+        "haha classic Jo",
+        "Jo, look at this",
+        "Jo!",
+        "aww congrats! Jo",
+    ],
+)
+def test_a_name_said_to_someone_is_not_about_them(text):
+    assert not about(text, ["Jo"])
+    assert vocatives(text) == ["Jo"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["I went climbing with Jo.", "Jo went home early.", "I told Jo about it", "Jo: I'm home", "we met Jo"],
+)
+def test_a_name_the_sentence_is_about_counts(text):
+    assert about(text, ["Jo"])
+    assert vocatives(text) == []
+
+
+def test_self_introductions():
+    assert introductions("btw everyone calls me Jo, nobody says Joanna 😂") == ["Jo"]
+    assert introductions("I'm Katie btw, kat_b92 is just my old gamer tag lol") == ["Katie"]
+    assert introductions("call me Shiv, literally no one can spell Siobhan") == ["Shiv"]
+    assert introductions("I'm so tired today") == []
+    assert introductions("im OK thanks") == []
+
+
+def test_the_registry_learns_introductions_and_the_names_someone_is_addressed_by():
+    registry: dict = {}
+    speakers = {JO, MARCUS}
+    messages = [
+        (JO, "btw everyone calls me Jo, nobody says Joanna 😂"),
+        (MARCUS, "Looks incredible Jo."),
+        (JO, "thanks Marc!"),
+        (MARCUS, "How about you Jo?"),
+        (MARCUS, "I went with Sam."),
+    ]
+    for speaker, text in messages:
+        learn(registry, speaker, text, speakers)
+    found = {person.name: person.aliases for person in people(speakers, registry)}
+    # Jo: introduced, addressed twice, first name; Marc: addressed once only (one "Thanks Mom!"
+    # does not rename anyone); Sam is no one's
+    assert found == {JO: frozenset({"Jo", "Joanna"}), MARCUS: frozenset()}
+
+
+def test_misspellings_sound_alike_but_other_names_do_not():
+    for word, name in [("Joe", "Jo"), ("Katy", "Katie"), ("Dimitri", "Dmitri"), ("Pirya", "Priya"), ("Markus", "Marcus")]:
+        assert sounds_alike(word, name), (word, name)
+    for word, name in [("Sam", "Ham"), ("Tom", "Jo"), ("Ana", "Dima"), ("Jo", "Jo")]:
+        assert not sounds_alike(word, name), (word, name)
+
+
+def test_a_query_names_people_by_any_of_their_names():
+    registry: dict = {"people": {JO: {"introduced": {"Jo": 1}}, "Hamid": {"addressed": {"Ham": 3}}}}
+    persons = people({JO, "Hamid"}, registry)
+    assert set(resolve("What did Jo say about the puppy?", persons)) == {JO}
+    assert set(resolve("what was jo up to last week", persons)) == {JO}
+    assert set(resolve("What did Joanna say?", persons)) == {JO}
+    assert set(resolve("When was Joe's niece born?", persons)) == {JO}
+    assert "Joe" in resolve("When was Joe's niece born?", persons)[JO]
+    assert set(resolve("Which city have Jo and Hamed both visited?", persons)) == {JO, "Hamid"}
+    # a word the messages hold is a name of its own, not a misspelling ("Sam" next to "Ham")
+    assert resolve("Who is moving in with Sam?", persons, known_words={"sam"}) == {}
+    assert resolve("What did Jo eat?", people({"Jo", "Joe"}, None)) == {"Jo": frozenset({"Jo"})}
+
+
+async def test_recall_finds_a_speaker_by_the_name_everyone_calls_her(store):
+    """Joanna's account name is in the records, everyone says Jo; Marcus's replies say "Jo" to
+    her. Asking about Jo (or Joe) finds what Joanna said, not what was said to her."""
+    start = datetime(2024, 3, 1, 18, 0, tzinfo=UTC)
+    lines = [
+        (MARCUS, "heyy"),
+        (JO, "btw everyone calls me Jo, nobody says Joanna"),
+        (MARCUS, "Looks incredible Jo."),
+        (MARCUS, "How about you Jo?"),
+        (JO, "we finally picked up the puppy from the shelter, his name is Biscuit"),
+        (MARCUS, "Thanks Jo!"),
+        (MARCUS, "so proud of you Jo"),
+        (MARCUS, "my cousin got a puppy too, a beagle"),
+        (MARCUS, "Night Jo"),
+        (JO, "work was a lot today"),
+    ]
+    ids = []
+    for minute, (speaker, text) in enumerate(lines):
+        role = "user" if speaker == JO else "assistant"
+        written = await memory.record_chat_message(
+            store, "u", role, text, "t1", speaker=speaker, now=start + timedelta(minutes=minute)
+        )
+        ids.append(written["id"])
+    puppy = ids[4]
+    for question in ("Which dog did Jo bring home?", "Which dog did Joe bring home?"):
+        found = await memory.recall(store, "u", question, "chat", top_k=3, record_access=False, now=start)
+        assert found[0]["id"] == puppy, (question, [r["text"] for r in found])
+    # the registry was learnt as the messages were recorded, and can be rebuilt from them
+    rebuilt = await memory.rebuild_people(store, "u")
+    assert rebuilt["people"][JO]["introduced"] == {"Jo": 1}
+    assert rebuilt["people"][JO]["addressed"]["Jo"] >= 4
+    assert not any(re.fullmatch("Jo", name) for name in rebuilt["people"].get(MARCUS, {}).get("addressed", {}))
