@@ -66,11 +66,31 @@ class People:
 
 
 PEOPLE = (
-    People("Joanna Whitfield", "Jo", "Joe", "btw everyone calls me Jo, nobody says Joanna 😂", "Marcus", "Markus", "Marc"),
-    People("kat_b92", "Katie", "Katy", "I'm Katie btw, kat_b92 is just my old gamer tag lol", "Dmitri", "Dimitri", "Dima"),
-    People("Siobhan Keane", "Shiv", "Shiv", "call me Shiv, literally no one can spell Siobhan", "Ben Okafor", "Benn", "Benny"),
+    People(
+        "Joanna Whitfield", "Jo", "Joe", "btw everyone calls me Jo, nobody says Joanna 😂", "Marcus", "Markus", "Marc"
+    ),
+    People(
+        "kat_b92", "Katie", "Katy", "I'm Katie btw, kat_b92 is just my old gamer tag lol", "Dmitri", "Dimitri", "Dima"
+    ),
+    People(
+        "Siobhan Keane",
+        "Shiv",
+        "Shiv",
+        "call me Shiv, literally no one can spell Siobhan",
+        "Ben Okafor",
+        "Benn",
+        "Benny",
+    ),
     People("Alejandro Ruiz", "Alex", "Alec", "just Alex is fine, Alejandro is for my abuela", "Priya", "Pirya", "Pri"),
-    People("Margaret Doyle", "Maggie", "Maggy", "oh and it's Maggie, only the bank calls me Margaret", "Tom", "Tomm", "Tommy"),
+    People(
+        "Margaret Doyle",
+        "Maggie",
+        "Maggy",
+        "oh and it's Maggie, only the bank calls me Margaret",
+        "Tom",
+        "Tomm",
+        "Tommy",
+    ),
     People("rlindqvist", "Rae", "Ray", "I'm Rae! the account name is my work one, sorry", "Hamid", "Hamed", "Ham"),
 )
 
@@ -81,93 +101,242 @@ PEOPLE = (
 Story = tuple[list[str], str, str, str, str, str]
 
 STORIES_IN: list[Story] = [
-    (["We finally picked up the puppy from the shelter on saturday!! his name is Biscuit"], "omg Biscuit 😍",
-     "a photo of a small brown puppy sleeping on a grey couch",
-     "What did {who} say about picking up the puppy from the shelter?",
-     "Which dog did {who} bring home from the rescue, and what is it called?",
-     "When did {who} adopt the dog?"),
-    (["got the offer!!! starting as junior designer at a branding studio next month"], "ahhh congrats!!",
-     "", "What offer did {who} get at the branding studio?", "What new job did {who} land?",
-     "When did {who} get the new job?"),
-    (["signed the lease on a flat in Leith, moving on the 3rd"], "Leith is so nice",
-     "a photo of an empty living room with big windows",
-     "Where did {who} sign the lease on a flat?", "Which neighbourhood is {who} moving to?",
-     "When did {who} sign for the new place?"),
-    (["sprained my ankle at football, on crutches for two weeks 🙄"], "nooo",
-     "", "How did {who} sprain an ankle?", "What injury did {who} pick up playing sport?", ""),
-    (["my sister Ana had her baby, a little girl called Rosa"], "aww congrats auntie!",
-     "a photo of a newborn baby in a pink blanket",
-     "What did {who} say about sister Ana having her baby?", "What is the name of {who}'s new niece?",
-     "When was {who}'s niece born?"),
-    (["passed my driving test on the third try 🚗"], "about time haha",
-     "", "What did {who} say about passing the driving test?", "Did {who} finally get a licence to drive?",
-     "When did {who} pass the driving test?"),
-    (["booked flights to Lisbon for the end of may"], "jealous!!",
-     "", "Where did {who} book flights to?", "Which city is {who} travelling to in late spring?", ""),
-    (["the landlord is finally fixing the boiler, 3 weeks of cold showers"], "ugh finally",
-     "", "What is the landlord fixing for {who}?", "What broke at {who}'s place and left them without hot water?", ""),
+    (
+        ["We finally picked up the puppy from the shelter on saturday!! his name is Biscuit"],
+        "omg Biscuit 😍",
+        "a photo of a small brown puppy sleeping on a grey couch",
+        "What did {who} say about picking up the puppy from the shelter?",
+        "Which dog did {who} bring home from the rescue, and what is it called?",
+        "When did {who} adopt the dog?",
+    ),
+    (
+        ["got the offer!!! starting as junior designer at a branding studio next month"],
+        "ahhh congrats!!",
+        "",
+        "What offer did {who} get at the branding studio?",
+        "What new job did {who} land?",
+        "When did {who} get the new job?",
+    ),
+    (
+        ["signed the lease on a flat in Leith, moving on the 3rd"],
+        "Leith is so nice",
+        "a photo of an empty living room with big windows",
+        "Where did {who} sign the lease on a flat?",
+        "Which neighbourhood is {who} moving to?",
+        "When did {who} sign for the new place?",
+    ),
+    (
+        ["sprained my ankle at football, on crutches for two weeks 🙄"],
+        "nooo",
+        "",
+        "How did {who} sprain an ankle?",
+        "What injury did {who} pick up playing sport?",
+        "",
+    ),
+    (
+        ["my sister Ana had her baby, a little girl called Rosa"],
+        "aww congrats auntie!",
+        "a photo of a newborn baby in a pink blanket",
+        "What did {who} say about sister Ana having her baby?",
+        "What is the name of {who}'s new niece?",
+        "When was {who}'s niece born?",
+    ),
+    (
+        ["passed my driving test on the third try 🚗"],
+        "about time haha",
+        "",
+        "What did {who} say about passing the driving test?",
+        "Did {who} finally get a licence to drive?",
+        "When did {who} pass the driving test?",
+    ),
+    (
+        ["booked flights to Lisbon for the end of may"],
+        "jealous!!",
+        "",
+        "Where did {who} book flights to?",
+        "Which city is {who} travelling to in late spring?",
+        "",
+    ),
+    (
+        ["the landlord is finally fixing the boiler, 3 weeks of cold showers"],
+        "ugh finally",
+        "",
+        "What is the landlord fixing for {who}?",
+        "What broke at {who}'s place and left them without hot water?",
+        "",
+    ),
 ]
 STORIES_OUT: list[Story] = [
-    (["I quit the bakery job, last shift was friday"], "wow big move",
-     "", "What did {who} say about quitting the bakery job?", "Which workplace did {who} leave?",
-     "When did {who} leave the bakery?"),
-    (["we got a kitten!! she's called Pickle and she bites everything"], "PICKLE 😂",
-     "a photo of a grey kitten chewing a shoelace",
-     "What did {who} say about getting a kitten called Pickle?", "What new pet does {who} have, and what is its name?",
-     "When did {who} get the cat?"),
-    (["my grandad turned 90 on sunday, whole family came"], "90!! amazing",
-     "a photo of an old man blowing out candles on a cake",
-     "What did {who} say about grandad turning 90?", "Whose big birthday did {who}'s family celebrate?",
-     "When was the grandfather's birthday party?"),
-    (["started night classes in Spanish, tuesdays and thursdays"], "muy bien",
-     "", "What night classes did {who} start?", "Which language is {who} studying in the evenings?",
-     "When did {who} start learning the language?"),
-    (["the car broke down on the motorway, towed home"], "oh no are you ok",
-     "", "What happened when {who}'s car broke down on the motorway?", "What went wrong with {who}'s vehicle on the road?", ""),
-    (["ran my first half marathon, 2:05 🏃"], "beast",
-     "", "What did {who} say about running a first half marathon?", "What long race did {who} complete and in what time?",
-     "When did {who} run the race?"),
-    (["moving in with Sam next month, finally"], "ahh so exciting",
-     "", "What did {who} say about moving in with Sam?", "Who is {who} going to live with?", ""),
-    (["got glasses today, everything is so sharp now 🤓"], "show me!",
-     "a photo of a woman in round tortoiseshell glasses",
-     "What did {who} say about getting glasses?", "What did {who} start wearing to see better?", ""),
+    (
+        ["I quit the bakery job, last shift was friday"],
+        "wow big move",
+        "",
+        "What did {who} say about quitting the bakery job?",
+        "Which workplace did {who} leave?",
+        "When did {who} leave the bakery?",
+    ),
+    (
+        ["we got a kitten!! she's called Pickle and she bites everything"],
+        "PICKLE 😂",
+        "a photo of a grey kitten chewing a shoelace",
+        "What did {who} say about getting a kitten called Pickle?",
+        "What new pet does {who} have, and what is its name?",
+        "When did {who} get the cat?",
+    ),
+    (
+        ["my grandad turned 90 on sunday, whole family came"],
+        "90!! amazing",
+        "a photo of an old man blowing out candles on a cake",
+        "What did {who} say about grandad turning 90?",
+        "Whose big birthday did {who}'s family celebrate?",
+        "When was the grandfather's birthday party?",
+    ),
+    (
+        ["started night classes in Spanish, tuesdays and thursdays"],
+        "muy bien",
+        "",
+        "What night classes did {who} start?",
+        "Which language is {who} studying in the evenings?",
+        "When did {who} start learning the language?",
+    ),
+    (
+        ["the car broke down on the motorway, towed home"],
+        "oh no are you ok",
+        "",
+        "What happened when {who}'s car broke down on the motorway?",
+        "What went wrong with {who}'s vehicle on the road?",
+        "",
+    ),
+    (
+        ["ran my first half marathon, 2:05 🏃"],
+        "beast",
+        "",
+        "What did {who} say about running a first half marathon?",
+        "What long race did {who} complete and in what time?",
+        "When did {who} run the race?",
+    ),
+    (
+        ["moving in with Sam next month, finally"],
+        "ahh so exciting",
+        "",
+        "What did {who} say about moving in with Sam?",
+        "Who is {who} going to live with?",
+        "",
+    ),
+    (
+        ["got glasses today, everything is so sharp now 🤓"],
+        "show me!",
+        "a photo of a woman in round tortoiseshell glasses",
+        "What did {who} say about getting glasses?",
+        "What did {who} start wearing to see better?",
+        "",
+    ),
 ]
 # list storylines: four turns of the teller in four sessions, one list question (worded, paraphrase).
 LISTS_IN = (
-    ["tried bouldering for the first time, arms are dead 😅", "signed up for a pottery class on thursdays",
-     "learning the ukulele, only 3 chords so far lol", "joined a running club, sundays at 8 ugh"],
+    [
+        "tried bouldering for the first time, arms are dead 😅",
+        "signed up for a pottery class on thursdays",
+        "learning the ukulele, only 3 chords so far lol",
+        "joined a running club, sundays at 8 ugh",
+    ],
     "What has {who} tried, signed up for, learned or joined lately?",
     "What hobbies has {who} picked up this year?",
 )
 LISTS_OUT = (
-    ["made a sourdough loaf from scratch, it actually rose", "tried a thai green curry recipe tonight 🌶️",
-     "baked cinnamon rolls for the office", "first attempt at homemade ramen, broth took 6 hours"],
+    [
+        "made a sourdough loaf from scratch, it actually rose",
+        "tried a thai green curry recipe tonight 🌶️",
+        "baked cinnamon rolls for the office",
+        "first attempt at homemade ramen, broth took 6 hours",
+    ],
     "What did {who} make, try, bake or attempt in the kitchen?",
     "What dishes has {who} cooked recently?",
 )
 # both-speaker storylines: one turn each (a, then b a session later), worded and paraphrased question.
 BOTH_IN = [
-    ("I went to Kraków for a work thing, gorgeous old town", "wait I was in Kraków last spring too!",
-     "Which city did {a} and {b} both say they were in?", "Which place have {a} and {b} both visited?"),
-    ("binged the whole of Severance this weekend", "I finished Severance last week haha",
-     "What show did {a} and {b} both binge or finish?", "Which TV series have {a} and {b} both watched?"),
+    (
+        "I went to Kraków for a work thing, gorgeous old town",
+        "wait I was in Kraków last spring too!",
+        "Which city did {a} and {b} both say they were in?",
+        "Which place have {a} and {b} both visited?",
+    ),
+    (
+        "binged the whole of Severance this weekend",
+        "I finished Severance last week haha",
+        "What show did {a} and {b} both binge or finish?",
+        "Which TV series have {a} and {b} both watched?",
+    ),
 ]
 BOTH_OUT = [
-    ("went to the Arctic Monkeys gig in Glasgow, voice is gone", "I saw Arctic Monkeys in 2018 best night ever",
-     "Which band did {a} and {b} both see?", "What group have {a} and {b} both seen live?"),
-    ("my allergy to cats is acting up again", "same, I'm allergic to cats too 🤧",
-     "What allergy do {a} and {b} both have?", "What are {a} and {b} both allergic to?"),
+    (
+        "went to the Arctic Monkeys gig in Glasgow, voice is gone",
+        "I saw Arctic Monkeys in 2018 best night ever",
+        "Which band did {a} and {b} both see?",
+        "What group have {a} and {b} both seen live?",
+    ),
+    (
+        "my allergy to cats is acting up again",
+        "same, I'm allergic to cats too 🤧",
+        "What allergy do {a} and {b} both have?",
+        "What are {a} and {b} both allergic to?",
+    ),
 ]
-SHORT = ["lol", "haha", "omg 😂", "same tbh", "ok", "👍", "❤️", "brb", "night!", "morning!", "ugh mondays",
-         "hahaha yes", "nooo", "true", "wait what", "🙈", "sounds good", "k", "yesss", "so tired today"]
-VOCATIVE = ["Looks incredible {n}.", "How about you {n}?", "Thanks {n}!", "Miss you {n} 😘", "Good luck {n}!!",
-            "so proud of you {n}", "You're the best {n}", "haha classic {n}", "Night {n}", "Morning {n}!"]
+SHORT = [
+    "lol",
+    "haha",
+    "omg 😂",
+    "same tbh",
+    "ok",
+    "👍",
+    "❤️",
+    "brb",
+    "night!",
+    "morning!",
+    "ugh mondays",
+    "hahaha yes",
+    "nooo",
+    "true",
+    "wait what",
+    "🙈",
+    "sounds good",
+    "k",
+    "yesss",
+    "so tired today",
+]
+VOCATIVE = [
+    "Looks incredible {n}.",
+    "How about you {n}?",
+    "Thanks {n}!",
+    "Miss you {n} 😘",
+    "Good luck {n}!!",
+    "so proud of you {n}",
+    "You're the best {n}",
+    "haha classic {n}",
+    "Night {n}",
+    "Morning {n}!",
+]
 TO_B = ["thanks {n}!", "love that {n}", "How was your day {n}?", "night {n} x"]
-FILLER_A = ["work was a lot today", "need a holiday", "made pasta again lol", "it's raining AGAIN",
-            "watching something dumb on tv", "coffee number 3", "the bus was late again", "can't sleep"]
-FILLER_B = ["long day", "gym then bed", "ordered pizza 🍕", "meeting ran over", "cold out today",
-            "traffic was awful", "need coffee", "just got home"]
+FILLER_A = [
+    "work was a lot today",
+    "need a holiday",
+    "made pasta again lol",
+    "it's raining AGAIN",
+    "watching something dumb on tv",
+    "coffee number 3",
+    "the bus was late again",
+    "can't sleep",
+]
+FILLER_B = [
+    "long day",
+    "gym then bed",
+    "ordered pizza 🍕",
+    "meeting ran over",
+    "cold out today",
+    "traffic was awful",
+    "need coffee",
+    "just got home",
+]
 
 
 def _session_dates(index: int) -> list[datetime]:
@@ -209,10 +378,16 @@ def build(index: int) -> dict:
                 say(session, a, rng.choice(FILLER_A)) if rng.random() < 0.5 else say(session, b, rng.choice(FILLER_B))
 
     def ask(text: str, evidence: list[str], category: int, style: str, slices: list[str]) -> None:
-        qa.append({
-            "question": text, "evidence": evidence, "category": category, "style": style,
-            "split": "held-in" if held_in else "held-out", "slices": sorted(set(slices)),
-        })
+        qa.append(
+            {
+                "question": text,
+                "evidence": evidence,
+                "category": category,
+                "style": style,
+                "split": "held-in" if held_in else "held-out",
+                "slices": sorted(set(slices)),
+            }
+        )
 
     a_forms, b_forms = people.a_forms(), people.b_forms()
     dates = _session_dates(index)

@@ -303,7 +303,9 @@ def render_slices(report: dict, k: int = 10) -> list[str]:
     )
     splits = sorted({g.split(" @")[1] for figures in recall.values() for g in figures if " @" in g}) or [""]
     baseline = recall.get(BASELINE)
-    head = f"{'R@' + str(k) + ' per slice' + (' (' + ' / '.join(splits) + ')' if splits != [''] else ''):<44} | {'n':>9}"
+    head = (
+        f"{'R@' + str(k) + ' per slice' + (' (' + ' / '.join(splits) + ')' if splits != [''] else ''):<44} | {'n':>9}"
+    )
     lines = [head + "".join(f" | {path:>13}" for path in recall)]
     below = []
     for group in rows:
@@ -319,7 +321,12 @@ def render_slices(report: dict, k: int = 10) -> list[str]:
                     parts.append("   -")
                     continue
                 value = 100 * row[k]
-                worse = baseline is not None and path != BASELINE and key in baseline and value < 100 * baseline[key][k] - 1e-9
+                worse = (
+                    baseline is not None
+                    and path != BASELINE
+                    and key in baseline
+                    and value < 100 * baseline[key][k] - 1e-9
+                )
                 if worse:
                     below.append(f"{path} on {key}: {value:.1f} < {100 * baseline[key][k]:.1f}")
                 parts.append(f"{value:5.1f}{'<' if worse else ' '}")

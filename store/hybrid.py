@@ -200,7 +200,8 @@ def rank(signals: Signals, policy: Policy) -> list[Ranked]:
         by_key.update({item.key: item for item in items if item.key not in listed})
     in_range = signals.in_range
     bonus = {
-        key: policy.time_weight * (key in in_range) + policy.name_weight * name_share(item.value, signals.persons, policy)
+        key: policy.time_weight * (key in in_range)
+        + policy.name_weight * name_share(item.value, signals.persons, policy)
         for key, item in by_key.items()
     }
     fused = fuse(

@@ -14,8 +14,7 @@ from langgraph.store.base import BaseStore
 from store.backend import Backend, backend_for
 from store.dates import expired
 from store.hybrid import Candidate, Policy, Scored
-from store.memory.config import MemoryConfig
-from store.memory.config import PEOPLE_KEY
+from store.memory.config import PEOPLE_KEY, MemoryConfig
 from store.people import candidates, people, resolve
 
 HYBRID_MIN_POOL = 50  # candidates per signal, at least: fusion needs depth to re-order

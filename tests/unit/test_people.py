@@ -70,7 +70,13 @@ def test_the_registry_learns_introductions_and_the_names_someone_is_addressed_by
 
 
 def test_misspellings_sound_alike_but_other_names_do_not():
-    for word, name in [("Joe", "Jo"), ("Katy", "Katie"), ("Dimitri", "Dmitri"), ("Pirya", "Priya"), ("Markus", "Marcus")]:
+    for word, name in [
+        ("Joe", "Jo"),
+        ("Katy", "Katie"),
+        ("Dimitri", "Dmitri"),
+        ("Pirya", "Priya"),
+        ("Markus", "Marcus"),
+    ]:
         assert sounds_alike(word, name), (word, name)
     for word, name in [("Sam", "Ham"), ("Tom", "Jo"), ("Ana", "Dima"), ("Jo", "Jo")]:
         assert not sounds_alike(word, name), (word, name)
