@@ -44,6 +44,7 @@ from pathlib import Path
 import psycopg
 
 from store import knowledge, memory
+from store.knowledge import people as kb_people
 from store.knowledge.config import MAX_TOP_K
 from store.postgres import postgres_uri, store
 
@@ -351,9 +352,12 @@ async def run(args: argparse.Namespace) -> dict:
             started = time.perf_counter()
             await load(pg_store, conversations)
             print(f"loaded in {time.perf_counter() - started:.0f} s", flush=True)
-        if args.reuse and "chat" in args.paths:  # data recorded before the registry of people existed
+        if args.reuse:  # data recorded before the registries of people existed
             for conv in conversations:
-                await memory.rebuild_people(pg_store, name_of(conv))
+                if "chat" in args.paths:
+                    await memory.rebuild_people(pg_store, name_of(conv))
+                if set(args.paths) & set(KB_STRATEGY):
+                    await kb_people.rebuild(pg_store, name_of(conv))
         owners = await chat_owners(pg_store, conversations) if "chat" in args.paths else {}
         questions = sum(len(c.questions) for c in conversations)
         turns = sum(len(c.turns) for c in conversations)

@@ -15,6 +15,7 @@ weighs it instead.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
@@ -22,10 +23,52 @@ from typing import Protocol, TypeVar
 
 from store.dates import query_window
 from store.fusion import distinct_texts, fuse
-from store.names import about, without_names
+from store.names import about, mentions, without_names
 
 NEIGHBOUR_SEEDS = 10  # top hits of each signal whose thread neighbours are fetched
 NEIGHBOUR_HITS = 10  # top fused hits that bring their neighbours into the ranking
+ADDRESS_WORDS = 3  # words (beside names and little words) a message to someone needs to say more than hello
+_LITTLE = frozenset(
+    [
+        "you",
+        "your",
+        "you're",
+        "youre",
+        "re",
+        "u",
+        "ur",
+        "i",
+        "i'm",
+        "im",
+        "me",
+        "my",
+        "so",
+        "of",
+        "the",
+        "a",
+        "an",
+        "to",
+        "and",
+        "or",
+        "at",
+        "in",
+        "on",
+        "is",
+        "are",
+        "be",
+        "it",
+        "that",
+        "this",
+        "how",
+        "about",
+        "what",
+        "was",
+        "so",
+        "too",
+        "very",
+        "just",
+    ]
+)
 T = TypeVar("T")
 
 
@@ -257,15 +300,25 @@ def name_share(value: dict, people: dict[str, frozenset[str]], policy: Policy) -
 def speaker_share(value: dict, people: dict[str, frozenset[str]]) -> float:
     """How much of the speaker bonus a memory gets: 1 when the query names its speaker alone; when
     it names several people (what did Maya tell Tom), 1 for a named speaker's message about
-    another of them by any of their names (`store.names.about`: "Tom went climbing with me", not
-    "Thanks Tom!", which is said to him) and 0.5 for their other messages."""
+    another of them by any of their names (`store.names.about`: "Tom went climbing with me") or
+    saying something to them ("Tom, get fitted at a proper store before you buy shoes"; not
+    small talk said to them, "Thanks Tom!", "How about you Tom?": fewer than ADDRESS_WORDS
+    words) and 0.5 for their other messages."""
     speaker = value.get("speaker")
     if speaker not in people:
         return 0.0
     if len(people) < 2:
         return 1.0
     others = set().union(*(names for person, names in people.items() if person != speaker))
-    return 1.0 if about(str(value.get("text") or ""), others) else 0.5
+    text = str(value.get("text") or "")
+    if about(text, others):
+        return 1.0
+    if not mentions(text, others):
+        return 0.5
+    said = text.split(":", 1)[1] if text.startswith(f"{speaker}:") else text
+    names = {word.lower() for name in others for word in name.split()}
+    words = [w for w in re.findall(r"[\w'’]+", said.lower()) if w not in _LITTLE and w not in names]
+    return 1.0 if len(words) >= ADDRESS_WORDS else 0.5
 
 
 def with_neighbours(

@@ -19,18 +19,30 @@ def _name_pattern(name: str) -> str:
     return _BOUNDARY_BEFORE + re.escape(name) + _BOUNDARY_AFTER
 
 
-def _as_name(query: str) -> Callable[[re.Match[str]], bool]:
+def _as_name(query: str) -> Callable[[re.Match[str], str], bool]:
     """Whether a match is a name: capitalised, or any case in a query typed all in lower case
-    ("what was maya up to"), so a speaker called Will leaves "what will Tom do" alone."""
+    ("what was maya up to"), so a speaker called Will leaves "what will Tom do" alone; a name
+    recorded in lower case that cannot be a short word (an account name: "kat_b92", "rlindqvist")
+    counts as written."""
     lower = query == query.lower()
-    return lambda match: lower or match.group(0)[:1].isupper()
+    return lambda match, name: (
+        lower or match.group(0)[:1].isupper() or (match.group(0)[: len(name)] == name and _account(name))
+    )
+
+
+def _account(name: str) -> bool:
+    """Whether a name recorded in lower case is an account name rather than a word: it holds a
+    digit, an underscore or a period, or has six letters or more."""
+    return name[:1].islower() and (bool(re.search(r"[\d_.]", name)) or len(name) >= 6)
 
 
 def named(query: str, names: Iterable[str]) -> set[str]:
     """The names the query contains as whole words (see `_as_name`): "What did Maya say" and
     "what did maya say" name Maya."""
     is_name = _as_name(query)
-    return {name for name in names if name and any(is_name(m) for m in re.finditer(_name_pattern(name), query, re.I))}
+    return {
+        name for name in names if name and any(is_name(m, name) for m in re.finditer(_name_pattern(name), query, re.I))
+    }
 
 
 def without_names(query: str, names: Iterable[str]) -> str:
@@ -40,8 +52,8 @@ def without_names(query: str, names: Iterable[str]) -> str:
     for name in sorted(set(names), key=len, reverse=True):
         for pattern, pronoun in ((re.escape(name) + r"['’]s", "their"), (re.escape(name), "they")):
 
-            def replace(match: re.Match[str], pronoun: str = pronoun) -> str:
-                return pronoun if is_name(match) else match.group(0)
+            def replace(match: re.Match[str], pronoun: str = pronoun, name: str = name) -> str:
+                return pronoun if is_name(match, name) else match.group(0)
 
             query = re.sub(_BOUNDARY_BEFORE + pattern + _BOUNDARY_AFTER, replace, query, flags=re.I)
     return query

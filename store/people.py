@@ -123,10 +123,13 @@ _NOT_NAMES = frozenset(
 
 @dataclass(frozen=True)
 class Person:
-    """A recorded speaker and the other names they go by."""
+    """A recorded speaker, the other names they go by and the names they were addressed by
+    fewer than ADDRESSED_MIN times (`seldom`: not names of theirs, but no sign of someone else
+    either)."""
 
     name: str
     aliases: frozenset[str]
+    seldom: frozenset[str] = frozenset()
 
     @property
     def names(self) -> frozenset[str]:
@@ -190,10 +193,14 @@ def people(speakers: Iterable[str], registry: dict | None) -> list[Person]:
         aliases |= {n for n, count in (entry.get("addressed") or {}).items() if count >= ADDRESSED_MIN}
         if first := first_name(speaker):
             aliases.add(first)
-        found.append((speaker, aliases))
-    shared = {a for _, aliases in found for a in aliases if sum(a in other for _, other in found) > 1}
-    recorded = {speaker for speaker, _ in found}
-    return [Person(speaker, frozenset(aliases - shared - recorded)) for speaker, aliases in found]
+        seldom = {n for n, count in (entry.get("addressed") or {}).items() if count < ADDRESSED_MIN}
+        found.append((speaker, aliases, seldom))
+    shared = {a for _, aliases, _ in found for a in aliases if sum(a in other for _, other, _ in found) > 1}
+    recorded = {speaker for speaker, _, _ in found}
+    return [
+        Person(speaker, frozenset(aliases - shared - recorded), frozenset(seldom - recorded))
+        for speaker, aliases, seldom in found
+    ]
 
 
 def _key(word: str) -> str:
@@ -232,8 +239,9 @@ def sounds_alike(word: str, name: str) -> bool:
 def resolve(query: str, persons: Iterable[Person], known_words: set[str] | None = None) -> dict[str, frozenset[str]]:
     """The people `query` names: by any of their names (`store.names.named`), else by a
     capitalised word that sounds like one of them (`sounds_alike`) and is not one of
-    `known_words` (words the conversation's messages hold, lower case: a name of its own, "Sam"
-    next to "Ham"). A misspelling that could be two people names neither. Returns recorded name
+    `known_words` (words the conversation's messages hold, lower case: a name of its own, "Jon"
+    beside "Joe") unless the messages used it to address that person ("thanks Markus!" to
+    Marcus, once). A misspelling that could be two people names neither. Returns recorded name
     -> the names that stand for them (the misspelling the query holds included)."""
     persons = list(persons)
     found: dict[str, frozenset[str]] = {}
@@ -245,9 +253,11 @@ def resolve(query: str, persons: Iterable[Person], known_words: set[str] | None 
             strings |= hit
     covered = {w.lower() for s in strings for w in s.split()}
     for word in sorted(set(_WORD.findall(query))):
-        if word.lower() in covered or word.lower() in _NOT_NAMES or word.lower() in (known_words or set()):
+        if word.lower() in covered or word.lower() in _NOT_NAMES:
             continue
         close = [p for p in persons if any(sounds_alike(word, n) for name in p.names for n in name.split())]
+        if word.lower() in (known_words or set()) and not any(word in p.seldom for p in close):
+            continue
         if len(close) == 1:
             found[close[0].name] = found.get(close[0].name, close[0].names) | {word}
     return found
@@ -265,3 +275,26 @@ def candidates(query: str, persons: Iterable[Person]) -> set[str]:
         and word.lower() not in _NOT_NAMES
         and any(sounds_alike(word, n) for p in persons for name in p.names for n in name.split())
     }
+
+
+SPEAKER_MIN = 3  # lines a "Name: words" prefix must open before it counts as a speaker of a log
+_LINE = re.compile(r"^([^\n:]{1,40}):[ \t]+(.+)$", re.M)
+
+
+def learn_lines(registry: dict, text: str) -> bool:
+    """Fold a chat log's text into `registry` (in place): each line "Name: words" is a message
+    of Name (`learn`); a prefix counts as a speaker once it opened SPEAKER_MIN lines (a log's
+    "Note:" or "Address:" does not). Returns whether anything changed."""
+    counts = registry.setdefault("speakers", {})
+    changed = False
+    for match in _LINE.finditer(text):
+        speaker, words = match.group(1).strip(), match.group(2)
+        counts[speaker] = counts.get(speaker, 0) + 1
+        changed = True
+        learn(registry, speaker, words, recorded_speakers(registry) | {speaker})
+    return changed
+
+
+def recorded_speakers(registry: dict | None) -> set[str]:
+    """The speakers of a registry learnt from logs (`learn_lines`)."""
+    return {name for name, count in ((registry or {}).get("speakers") or {}).items() if count >= SPEAKER_MIN}

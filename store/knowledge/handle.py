@@ -92,6 +92,7 @@ class Gathered:
             "keyword": pairs(signals.keyword),
             "dated": pairs(signals.dated),
             "names": sorted(signals.names),
+            "people": {person: sorted(names) for person, names in signals.people.items()},
             "neighbours": {
                 key: [pair[0] for pair in pairs((item, 0.0) for item in items)]
                 for key, items in signals.neighbours.items()
@@ -125,6 +126,7 @@ class Gathered:
             scored(data["dated"]),
             set(data["names"]),
             {key: [Hit(k, values[k], 0.0) for k in keys] for key, keys in data["neighbours"].items()},
+            {person: frozenset(names) for person, names in (data.get("people") or {}).items()},
         )
         graph = data.get("graph")
         walk = None
