@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from store import memory
-from store.names import about
+from store.names import about, named, without_names
 from store.people import introductions, learn, people, resolve, sounds_alike, vocatives
 
 JO, MARCUS = "Joanna Whitfield", "Marcus"
@@ -128,3 +128,49 @@ async def test_recall_finds_a_speaker_by_the_name_everyone_calls_her(store):
     assert rebuilt["people"][JO]["introduced"] == {"Jo": 1}
     assert rebuilt["people"][JO]["addressed"]["Jo"] >= 4
     assert not any(re.fullmatch("Jo", name) for name in rebuilt["people"].get(MARCUS, {}).get("addressed", {}))
+
+
+def test_account_names_recorded_in_lower_case_count_as_written():
+    assert named("What has kat_b92 tried lately?", ["kat_b92"]) == {"kat_b92"}
+    assert named("Whose birthday did rlindqvist's family celebrate?", ["rlindqvist"]) == {"rlindqvist"}
+    assert without_names("Whose birthday did rlindqvist's family celebrate?", ["rlindqvist"]) == (
+        "Whose birthday did their family celebrate?"
+    )
+    # a capitalised name still needs its capital in a mixed-case query, a short lower-case one too
+    assert named("What did the family celebrate?", ["Family"]) == set()
+    assert named("What will Tom do?", ["will"]) == set()
+
+
+async def test_a_knowledge_base_of_chat_logs_finds_a_speaker_by_the_name_everyone_calls_her(store):
+    """The same chat as one document per message "Name: words": the KB learns who is who at
+    ingest, so "Jo" and "Joe" find Joanna's message rather than the ones said to her."""
+    from store import knowledge
+    from store.knowledge import people as kb_people
+
+    start = datetime(2024, 3, 1, 18, 0, tzinfo=UTC)
+    lines = [
+        (MARCUS, "heyy"),
+        (JO, "btw everyone calls me Jo, nobody says Joanna"),
+        (MARCUS, "Looks incredible Jo."),
+        (MARCUS, "How about you Jo?"),
+        (JO, "we finally picked up the puppy from the shelter, his name is Biscuit"),
+        (MARCUS, "Thanks Jo!"),
+        (MARCUS, "so proud of you Jo"),
+        (MARCUS, "my cousin got a puppy too, a beagle"),
+        (MARCUS, "Night Jo"),
+        (JO, "work was a lot today"),
+    ]
+    await knowledge.create_kb(store, "chat", "a chat log")
+    documents = [
+        {"text": f"{speaker}: {text}", "source": f"turn:{i}", "date": start + timedelta(minutes=i)}
+        for i, (speaker, text) in enumerate(lines)
+    ]
+    await knowledge.ingest_texts(store, "chat", documents)
+    for question in ("Which dog did Jo bring home?", "Which dog did Joe bring home?"):
+        found = await knowledge.retrieve(store, "chat", question, strategy="hybrid", top_k=3)
+        assert found["retrieval_results"][0]["source"] == "turn:4", [r["content"] for r in found["retrieval_results"]]
+    persons = {p.name: p.aliases for p in await kb_people.persons(store, "chat")}
+    assert persons[JO] >= {"Jo", "Joanna"}
+    assert (await kb_people.rebuild(store, "chat"))["people"][JO]["introduced"] == {"Jo": 1}
+    await knowledge.delete_kb(store, "chat")
+    assert await kb_people.registry(store, "chat") is None
