@@ -169,6 +169,16 @@ async def test_a_knowledge_base_of_chat_logs_finds_a_speaker_by_the_name_everyon
     for question in ("Which dog did Jo bring home?", "Which dog did Joe bring home?"):
         found = await knowledge.retrieve(store, "chat", question, strategy="hybrid", top_k=3)
         assert found["retrieval_results"][0]["source"] == "turn:4", [r["content"] for r in found["retrieval_results"]]
+    # a knowledge base of chat logs: graph and fusion rank as hybrid (their walk annotates)
+    handle = await knowledge.open(store, "chat")
+    gathered = await handle.gather("Which dog did Jo bring home?", top_k=5, strategies=("hybrid", "graph", "fusion"))
+    assert gathered.conversation
+    orders = {
+        s: [r["id"] for r in knowledge.rank(gathered, s)["retrieval_results"]] for s in ("hybrid", "graph", "fusion")
+    }
+    assert orders["graph"] == orders["hybrid"] == orders["fusion"]
+    again = knowledge.Gathered.from_data(gathered.as_data())
+    assert again.conversation and again.signals.people == gathered.signals.people
     persons = {p.name: p.aliases for p in await kb_people.persons(store, "chat")}
     assert persons[JO] >= {"Jo", "Joanna"}
     assert (await kb_people.rebuild(store, "chat"))["people"][JO]["introduced"] == {"Jo": 1}
