@@ -301,17 +301,17 @@ class KnowledgeBase:
         depth, deep = depths(top_k)
         if "fusion" in wanted:
             depth = deep
-        policy = self.policy
-        if not wanted & FUSED_STRATEGIES:  # dense, keyword and graph use no dates and no neighbours
-            policy = replace(policy, time_weight=0.0, neighbour_weight=0.0)
         # The vector searches embed the query (without the names most chunks hold, usually none):
         # embedding starts now, while the names and the keyword hits are looked up.
         embed_ahead(self.store, query)
+        # graph and fusion rank as hybrid on chat logs (`_as_hybrid`)
+        conversation = bool(wanted & GRAPH_STRATEGIES) and len(await kb_people.persons(self.store, self.name)) >= 2
+        policy = self.policy
+        if not wanted & FUSED_STRATEGIES and not conversation:  # dense, keyword and graph: no dates, no neighbours
+            policy = replace(policy, time_weight=0.0, neighbour_weight=0.0)
         signals = await hybrid.gather(self.corpus, policy, query, depth, now or datetime.now(UTC))
         walk = None
-        conversation = False
         if wanted & GRAPH_STRATEGIES:
-            conversation = len(await kb_people.persons(self.store, self.name)) >= 2
             graph_depth, _ = depths(top_k)
             walk = await graph_ranking(
                 self.store,

@@ -177,6 +177,8 @@ async def test_a_knowledge_base_of_chat_logs_finds_a_speaker_by_the_name_everyon
         s: [r["id"] for r in knowledge.rank(gathered, s)["retrieval_results"]] for s in ("hybrid", "graph", "fusion")
     }
     assert orders["graph"] == orders["hybrid"] == orders["fusion"]
+    alone = await handle.gather("Which dog did Jo bring home?", top_k=5, strategies=("graph",))
+    assert [r["id"] for r in knowledge.rank(alone, "graph")["retrieval_results"]] == orders["hybrid"]
     again = knowledge.Gathered.from_data(gathered.as_data())
     assert again.conversation and again.signals.people == gathered.signals.people
     persons = {p.name: p.aliases for p in await kb_people.persons(store, "chat")}
