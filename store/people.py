@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from store.names import addressed, named
 
 ADDRESSED_MIN = 2  # times a name must address someone before it is one of theirs
+# the lead words in any case ("im", "I'm"), the name capitalised: "I'm allergic" introduces no one
 _INTRODUCTION = re.compile(
-    r"(?:\b(?:i'?m|i am|call me|calls me|my name is|my name's|name's|known as|go by)\s+)([A-Z][\w'’-]*)", re.I
+    r"(?:\b(?i:i'?m|i am|call me|calls me|my name is|my name's|name's|known as|go by)\s+)([A-Z][\w'’-]*)"
 )
 _WORD = re.compile(r"(?<![\w'’-])[A-Z][a-z]+(?:[A-Z][a-z]+)?(?=['’]s\b|(?![\w'’-]))")
 # Capitalised words that are never a person's name in a chat ("Thanks", "Omg", days, months).

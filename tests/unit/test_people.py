@@ -49,6 +49,8 @@ def test_self_introductions():
     assert introductions("call me Shiv, literally no one can spell Siobhan") == ["Shiv"]
     assert introductions("I'm so tired today") == []
     assert introductions("im OK thanks") == []
+    assert introductions("same, I'm allergic to cats too") == []
+    assert introductions("im Rae btw") == ["Rae"]
 
 
 def test_the_registry_learns_introductions_and_the_names_someone_is_addressed_by():
