@@ -28,47 +28,13 @@ from store.names import about, mentions, without_names
 NEIGHBOUR_SEEDS = 10  # top hits of each signal whose thread neighbours are fetched
 NEIGHBOUR_HITS = 10  # top fused hits that bring their neighbours into the ranking
 ADDRESS_WORDS = 3  # words (beside names and little words) a message to someone needs to say more than hello
-_LITTLE = frozenset(
-    [
-        "you",
-        "your",
-        "you're",
-        "youre",
-        "re",
-        "u",
-        "ur",
-        "i",
-        "i'm",
-        "im",
-        "me",
-        "my",
-        "so",
-        "of",
-        "the",
-        "a",
-        "an",
-        "to",
-        "and",
-        "or",
-        "at",
-        "in",
-        "on",
-        "is",
-        "are",
-        "be",
-        "it",
-        "that",
-        "this",
-        "how",
-        "about",
-        "what",
-        "was",
-        "so",
-        "too",
-        "very",
-        "just",
-    ]
-)
+# fmt: off
+_LITTLE = frozenset([
+    "you", "your", "you're", "youre", "re", "u", "ur", "i", "i'm", "im", "me", "my", "so", "of",
+    "the", "a", "an", "to", "and", "or", "at", "in", "on", "is", "are", "be", "it", "that", "this",
+    "how", "about", "what", "was", "so", "too", "very", "just"
+])
+# fmt: on
 T = TypeVar("T")
 
 
