@@ -21,6 +21,14 @@ ceiling of re-ranking: the R@10 that the best order of those N results would giv
 question's evidence among them, at most 10, over its evidence count), so a miss can be told apart
 as one that first-stage retrieval did not find at all from one it ranked too low.
 
+`--paths` also takes `kb_graph`, `kb_fusion` and `bm25` (the KB's keyword strategy: plain BM25
+over the same turns). With `bm25` among them, a table of R@10 per slice follows, each path's
+figure marked `<` where it is below BM25's of the same run: the slices a question's data names
+(`slices`, with `style` and the held-in / held-out `split`, as bench/chat_dataset.py's messy-chat
+set does), else whether it names one recorded speaker, both or none, temporal, and 4+ evidence
+turns (`list`). With `--reuse`, the registries of people (store/people.py) are rebuilt from the
+stored turns first.
+
 This is a check, never a tuning set: weights are chosen on bench/recall_eval's held-in questions.
 Latency (p50/p95 per recall, query embedding included) is printed with the load average: figures
 from a busy machine are not the quiet-machine target.
