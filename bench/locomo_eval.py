@@ -21,6 +21,14 @@ ceiling of re-ranking: the R@10 that the best order of those N results would giv
 question's evidence among them, at most 10, over its evidence count), so a miss can be told apart
 as one that first-stage retrieval did not find at all from one it ranked too low.
 
+`--paths` also takes `kb_graph`, `kb_fusion` and `bm25` (the KB's keyword strategy: plain BM25
+over the same turns). With `bm25` among them, a table of R@10 per slice follows, each path's
+figure marked `<` where it is below BM25's of the same run: the slices a question's data names
+(`slices`, with `style` and the held-in / held-out `split`, as bench/chat_dataset.py's messy-chat
+set does), else whether it names one recorded speaker, both or none, temporal, and 4+ evidence
+turns (`list`). With `--reuse`, the registries of people (store/people.py) are rebuilt from the
+stored turns first.
+
 This is a check, never a tuning set: weights are chosen on bench/recall_eval's held-in questions.
 Latency (p50/p95 per recall, query embedding included) is printed with the load average: figures
 from a busy machine are not the quiet-machine target.
@@ -44,11 +52,15 @@ from pathlib import Path
 import psycopg
 
 from store import knowledge, memory
+from store.knowledge import people as kb_people
 from store.knowledge.config import MAX_TOP_K
 from store.postgres import postgres_uri, store
 
 SCHEMA = "bench_locomo"
 PATHS = ("chat", "kb_hybrid")
+ALL_PATHS = (*PATHS, "kb_graph", "kb_fusion", "bm25")
+KB_STRATEGY = {"kb_hybrid": "hybrid", "kb_graph": "graph", "kb_fusion": "fusion", "bm25": "keyword"}
+BASELINE = "bm25"  # the path every other is compared with, per slice, when it ran
 KS = (5, 10, 20)
 CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 TURN_GAP = timedelta(seconds=30)
@@ -70,6 +82,9 @@ class Question:
     category: str
     text: str
     evidence: tuple[str, ...]
+    split: str = "all"  # "held-in" / "held-out" when the data says so
+    style: str = ""  # "worded" / "paraphrase" when the data says so
+    slices: tuple[str, ...] = ()
 
 
 @dataclass
@@ -130,11 +145,33 @@ def read_conversations(path: Path, captions: bool = False) -> list[Conversation]
                 dict.fromkeys(e for raw in item.get("evidence", []) for e in re.findall(r"D\d+:\d+", raw) if e in known)
             )
             if item.get("category") in CATEGORY_NAMES and evidence:
+                category = CATEGORY_NAMES[item["category"]]
+                slices = item.get("slices") or derived_slices(item["question"], (a, b), category, evidence)
                 conv.questions.append(
-                    Question(f"c{index}-q{number}", CATEGORY_NAMES[item["category"]], item["question"], evidence)
+                    Question(
+                        f"c{index}-q{number}",
+                        category,
+                        item["question"],
+                        evidence,
+                        item.get("split", "all"),
+                        item.get("style", ""),
+                        tuple(slices),
+                    )
                 )
         conversations.append(conv)
     return conversations
+
+
+def derived_slices(question: str, speakers: tuple[str, str], category: str, evidence: tuple) -> list[str]:
+    """The slices of a question whose data names none: whether it names one recorded speaker,
+    both, or none (as spelt in the turns), temporal, evidence in 4+ turns."""
+    named = {name for name in speakers if re.search(rf"(?<!\w){re.escape(name)}(?!\w)", question)}
+    slices = ["both speakers" if len(named) == 2 else "name recorded" if named else "no speaker named"]
+    if category == "temporal":
+        slices.append("temporal")
+    if len(evidence) >= 4:
+        slices.append("list")
+    return slices
 
 
 def name_of(conv: Conversation) -> str:
@@ -162,8 +199,8 @@ async def search(
     pg_store, path: str, conv: Conversation, query: str, owners: dict[str, str], now, top_k: int = max(KS)
 ) -> list[str]:
     """Ranked turn ids of one path."""
-    if path == "kb_hybrid":
-        found = await knowledge.retrieve(pg_store, name_of(conv), query, strategy="hybrid", top_k=top_k)
+    if path in KB_STRATEGY:
+        found = await knowledge.retrieve(pg_store, name_of(conv), query, strategy=KB_STRATEGY[path], top_k=top_k)
         return [r["source"].removeprefix("turn:") for r in found["retrieval_results"]]
     results = await memory.recall(pg_store, name_of(conv), query, "chat", top_k=top_k, record_access=False, now=now)
     return [owners.get(r["id"], "") for r in results]
@@ -187,6 +224,15 @@ async def chat_owners(pg_store, conversations: list[Conversation]) -> dict[str, 
                 at = datetime.fromisoformat(item.value["created_at"])
                 owners[item.key] = by_text_time.get((item.value["text"], at), "")
     return owners
+
+
+def groups_of(question: Question) -> list[str]:
+    """The report's rows a question counts in."""
+    groups = ["all", f"evidence {evidence_bucket(question)}", question.category]
+    groups += [f"slice {name}" for name in question.slices]
+    if question.style:
+        groups += [f"style {question.style}", *(f"{question.style}: {name}" for name in question.slices)]
+    return groups
 
 
 def evidence_bucket(question: Question) -> str:
@@ -218,8 +264,10 @@ async def evaluate(
                     deeper = await search(pg_store, path, conv, question.text, owners, now, top_k=pool)
                     values["ceiling"] = ceiling(wanted, deeper, 10)
                 for k, value in values.items():
-                    for group in ("all", f"evidence {evidence_bucket(question)}", question.category):
+                    for group in groups_of(question):
                         sums[group][k].append(value)
+                        if question.split != "all":
+                            sums[f"{group} @{question.split}"][k].append(value)
         report[path] = {
             "recall": {
                 g: {k: statistics.mean(v) for k, v in ks.items()} | {"n": len(ks[KS[0]])} for g, ks in sums.items()
@@ -249,7 +297,53 @@ def render(report: dict, load_average: tuple[float, float, float]) -> str:
                 lines.append(
                     f"{group:<12} | {row['n']:>4} {100 * row[5]:>5.1f} {100 * row[10]:>5.1f} {100 * row[20]:>5.1f}{best}"
                 )
+    if any(group.startswith("slice ") for figures in report.values() for group in figures["recall"]):
+        lines += ["", *render_slices(report)]
     return "\n".join(lines)
+
+
+def render_slices(report: dict, k: int = 10) -> list[str]:
+    """R@k per slice and path, held-in and held-out apart when the data has a split, each path's
+    figure marked `<` where it is below BM25's of the same run (`BASELINE`)."""
+    recall = {path: figures["recall"] for path, figures in report.items()}
+    rows = sorted(
+        {group.split(" @")[0] for figures in recall.values() for group in figures},
+        key=lambda g: (not g.startswith("all"), not g.startswith("slice"), not g.startswith("style"), g),
+    )
+    splits = sorted({g.split(" @")[1] for figures in recall.values() for g in figures if " @" in g}) or [""]
+    baseline = recall.get(BASELINE)
+    head = (
+        f"{'R@' + str(k) + ' per slice' + (' (' + ' / '.join(splits) + ')' if splits != [''] else ''):<44} | {'n':>9}"
+    )
+    lines = [head + "".join(f" | {path:>13}" for path in recall)]
+    below = []
+    for group in rows:
+        keys = [f"{group} @{split}" if split else group for split in splits]
+        first = next(iter(recall.values()))
+        counts = "/".join(str(first.get(key, {}).get("n", 0)) for key in keys)
+        cells = []
+        for path, figures in recall.items():
+            parts = []
+            for key in keys:
+                row = figures.get(key)
+                if not row:
+                    parts.append("   -")
+                    continue
+                value = 100 * row[k]
+                worse = (
+                    baseline is not None
+                    and path != BASELINE
+                    and key in baseline
+                    and value < 100 * baseline[key][k] - 1e-9
+                )
+                if worse:
+                    below.append(f"{path} on {key}: {value:.1f} < {100 * baseline[key][k]:.1f}")
+                parts.append(f"{value:5.1f}{'<' if worse else ' '}")
+            cells.append("/".join(parts))
+        lines.append(f"{group:<44} | {counts:>9}" + "".join(f" | {cell:>13}" for cell in cells))
+    if baseline is not None:
+        lines.append(f"below {BASELINE} of this run ({len(below)}): " + ("; ".join(below) if below else "none"))
+    return lines
 
 
 async def run(args: argparse.Namespace) -> dict:
@@ -266,6 +360,12 @@ async def run(args: argparse.Namespace) -> dict:
             started = time.perf_counter()
             await load(pg_store, conversations)
             print(f"loaded in {time.perf_counter() - started:.0f} s", flush=True)
+        if args.reuse:  # data recorded before the registries of people existed
+            for conv in conversations:
+                if "chat" in args.paths:
+                    await memory.rebuild_people(pg_store, name_of(conv))
+                if set(args.paths) & set(KB_STRATEGY):
+                    await kb_people.rebuild(pg_store, name_of(conv))
         owners = await chat_owners(pg_store, conversations) if "chat" in args.paths else {}
         questions = sum(len(c.questions) for c in conversations)
         turns = sum(len(c.turns) for c in conversations)
@@ -298,9 +398,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str]) -> int:
     """Entry point of `python -m bench.locomo_eval`."""
     args = parse_args(argv)
-    unknown = set(args.paths) - set(PATHS)
+    unknown = set(args.paths) - set(ALL_PATHS)
     if unknown:
-        raise SystemExit(f"unknown paths {sorted(unknown)}: use {', '.join(PATHS)}")
+        raise SystemExit(f"unknown paths {sorted(unknown)}: use {', '.join(ALL_PATHS)}")
     if args.pool is not None and not 10 <= args.pool <= MAX_TOP_K:
         raise SystemExit(
             f"--pool must be from 10 to {MAX_TOP_K} (the most a knowledge search returns), got {args.pool}"

@@ -15,6 +15,7 @@ weighs it instead.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
@@ -26,6 +27,14 @@ from store.names import about, mentions, without_names
 
 NEIGHBOUR_SEEDS = 10  # top hits of each signal whose thread neighbours are fetched
 NEIGHBOUR_HITS = 10  # top fused hits that bring their neighbours into the ranking
+ADDRESS_WORDS = 3  # words (beside names and little words) a message to someone needs to say more than hello
+# fmt: off
+_LITTLE = frozenset([
+    "you", "your", "you're", "youre", "re", "u", "ur", "i", "i'm", "im", "me", "my", "so", "of",
+    "the", "a", "an", "to", "and", "or", "at", "in", "on", "is", "are", "be", "it", "that", "this",
+    "how", "about", "what", "was", "so", "too", "very", "just"
+])
+# fmt: on
 T = TypeVar("T")
 
 
@@ -45,8 +54,9 @@ Scored = tuple[Candidate, float]
 class Corpus(Protocol):
     """Where one domain's signals come from, best first, live candidates only."""
 
-    async def names(self, query: str) -> set[str]:
-        """The names of the query that vector searches leave out and the name bonus rewards."""
+    async def names(self, query: str) -> dict[str, frozenset[str]]:
+        """The people the query names, each with the names that stand for them (those the query
+        holds are left out of the vector searches; the name bonus rewards the person)."""
         ...
 
     async def dense(self, query: str, limit: int, span: tuple[datetime, datetime] | None = None) -> list[Scored]:
@@ -107,6 +117,13 @@ class Signals:
     dated: list[Scored] = field(default_factory=list)
     names: set[str] = field(default_factory=set)
     neighbours: dict[str, list[Candidate]] = field(default_factory=dict)
+    people: dict[str, frozenset[str]] = field(default_factory=dict)  # person -> their names; {} : each of `names`
+
+    @property
+    def persons(self) -> dict[str, frozenset[str]]:
+        """The people the query names, each with their names (each of `names` on its own when
+        the corpus knows no people)."""
+        return self.people or {name: frozenset({name}) for name in self.names}
 
     @property
     def in_range(self) -> set[str]:
@@ -154,7 +171,8 @@ async def gather(corpus: Corpus, policy: Policy, query: str, depth: int, now: da
         window = await query_window(query, now, event_time)
     keyword_search = asyncio.ensure_future(corpus.keyword(query, depth))  # full text needs no names
     try:
-        names = await corpus.names(query)
+        people = await corpus.names(query)
+        names = set().union(*people.values()) if people else set()
         vector_query = without_names(query, names)
         searches = [corpus.dense(vector_query, depth)]
         if window is not None:
@@ -163,7 +181,7 @@ async def gather(corpus: Corpus, policy: Policy, query: str, depth: int, now: da
         keyword = await keyword_search
     finally:
         keyword_search.cancel()  # when a search above failed; a no-op once it is done
-    signals = Signals(query, dense, keyword, names=names)
+    signals = Signals(query, dense, keyword, names=names, people=people)
     if policy.neighbour_weight and policy.neighbour_turns:
         seeds = [item.key for item, _ in dense[:NEIGHBOUR_SEEDS]] + [item.key for item, _ in keyword[:NEIGHBOUR_SEEDS]]
         signals.neighbours = await corpus.neighbours(list(dict.fromkeys(seeds)), policy.neighbour_turns)
@@ -191,7 +209,8 @@ def rank(signals: Signals, policy: Policy) -> list[Ranked]:
         by_key.update({item.key: item for item in items if item.key not in listed})
     in_range = signals.in_range
     bonus = {
-        key: policy.time_weight * (key in in_range) + policy.name_weight * name_share(item.value, signals.names, policy)
+        key: policy.time_weight * (key in in_range)
+        + policy.name_weight * name_share(item.value, signals.persons, policy)
         for key, item in by_key.items()
     }
     fused = fuse(
@@ -234,25 +253,38 @@ def close(hit: dict, neighbour: dict, policy: Policy) -> bool:
     return abs(datetime.fromisoformat(first) - datetime.fromisoformat(second)) <= policy.neighbour_gap
 
 
-def name_share(value: dict, names: set[str], policy: Policy) -> float:
-    """How much of the name bonus a candidate gets (`Policy.name_bonus`)."""
-    if not names:
+def name_share(value: dict, people: dict[str, frozenset[str]], policy: Policy) -> float:
+    """How much of the name bonus a candidate gets (`Policy.name_bonus`) for the `people` the
+    query names (person -> the names that stand for them)."""
+    if not people:
         return 0.0
     if policy.name_bonus == "speaker":
-        return speaker_share(value, names)
-    return float(about(str(value.get(policy.text_field) or ""), names))
+        return speaker_share(value, people)
+    return float(about(str(value.get(policy.text_field) or ""), set().union(*people.values())))
 
 
-def speaker_share(value: dict, speakers: set[str]) -> float:
+def speaker_share(value: dict, people: dict[str, frozenset[str]]) -> float:
     """How much of the speaker bonus a memory gets: 1 when the query names its speaker alone; when
-    it names several people (what did Maya tell Tom), 1 for a named speaker's message that names
-    another of them (one speaking about or to the other) and 0.5 for their other messages."""
+    it names several people (what did Maya tell Tom), 1 for a named speaker's message about
+    another of them by any of their names (`store.names.about`: "Tom went climbing with me") or
+    saying something to them ("Tom, get fitted at a proper store before you buy shoes"; not
+    small talk said to them, "Thanks Tom!", "How about you Tom?": fewer than ADDRESS_WORDS
+    words) and 0.5 for their other messages."""
     speaker = value.get("speaker")
-    if speaker not in speakers:
+    if speaker not in people:
         return 0.0
-    if len(speakers) < 2:
+    if len(people) < 2:
         return 1.0
-    return 1.0 if mentions(str(value.get("text") or ""), speakers - {speaker}) else 0.5
+    others = set().union(*(names for person, names in people.items() if person != speaker))
+    text = str(value.get("text") or "")
+    if about(text, others):
+        return 1.0
+    if not mentions(text, others):
+        return 0.5
+    said = text.split(":", 1)[1] if text.startswith(f"{speaker}:") else text
+    names = {word.lower() for name in others for word in name.split()}
+    words = [w for w in re.findall(r"[\w'’]+", said.lower()) if w not in _LITTLE and w not in names]
+    return 1.0 if len(words) >= ADDRESS_WORDS else 0.5
 
 
 def with_neighbours(

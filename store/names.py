@@ -19,18 +19,30 @@ def _name_pattern(name: str) -> str:
     return _BOUNDARY_BEFORE + re.escape(name) + _BOUNDARY_AFTER
 
 
-def _as_name(query: str) -> Callable[[re.Match[str]], bool]:
+def _as_name(query: str) -> Callable[[re.Match[str], str], bool]:
     """Whether a match is a name: capitalised, or any case in a query typed all in lower case
-    ("what was maya up to"), so a speaker called Will leaves "what will Tom do" alone."""
+    ("what was maya up to"), so a speaker called Will leaves "what will Tom do" alone; a name
+    recorded in lower case that cannot be a short word (an account name: "kat_b92", "rlindqvist")
+    counts as written."""
     lower = query == query.lower()
-    return lambda match: lower or match.group(0)[:1].isupper()
+    return lambda match, name: (
+        lower or match.group(0)[:1].isupper() or (match.group(0)[: len(name)] == name and _account(name))
+    )
+
+
+def _account(name: str) -> bool:
+    """Whether a name recorded in lower case is an account name rather than a word: it holds a
+    digit, an underscore or a period, or has six letters or more."""
+    return name[:1].islower() and (bool(re.search(r"[\d_.]", name)) or len(name) >= 6)
 
 
 def named(query: str, names: Iterable[str]) -> set[str]:
     """The names the query contains as whole words (see `_as_name`): "What did Maya say" and
     "what did maya say" name Maya."""
     is_name = _as_name(query)
-    return {name for name in names if name and any(is_name(m) for m in re.finditer(_name_pattern(name), query, re.I))}
+    return {
+        name for name in names if name and any(is_name(m, name) for m in re.finditer(_name_pattern(name), query, re.I))
+    }
 
 
 def without_names(query: str, names: Iterable[str]) -> str:
@@ -40,8 +52,8 @@ def without_names(query: str, names: Iterable[str]) -> str:
     for name in sorted(set(names), key=len, reverse=True):
         for pattern, pronoun in ((re.escape(name) + r"['’]s", "their"), (re.escape(name), "they")):
 
-            def replace(match: re.Match[str], pronoun: str = pronoun) -> str:
-                return pronoun if is_name(match) else match.group(0)
+            def replace(match: re.Match[str], pronoun: str = pronoun, name: str = name) -> str:
+                return pronoun if is_name(match, name) else match.group(0)
 
             query = re.sub(_BOUNDARY_BEFORE + pattern + _BOUNDARY_AFTER, replace, query, flags=re.I)
     return query
@@ -60,16 +72,41 @@ _GREETING = re.compile(
 )
 
 
+# Words after which a name closing a sentence is what the sentence is about ("I went with Maya.",
+# "tell Maya!") rather than said to its bearer ("Looks incredible Maya.", "How about you Maya?").
+# fmt: off
+_TAKES_OBJECT = frozenset([
+    "with", "to", "for", "about", "from", "of", "and", "or", "nor", "by", "like", "than", "at",
+    "on", "in", "into", "onto", "near", "behind", "without", "between", "met", "meet", "meets",
+    "meeting", "saw", "see", "sees", "seen", "say", "says", "said", "told", "tell", "tells",
+    "asked", "ask", "asks", "called", "call", "calls", "named", "name", "is", "was", "are", "were",
+    "be", "been", "am", "visit", "visited", "visiting", "visits", "text", "texted", "email",
+    "emailed", "phoned", "helped", "help", "hug", "hugged", "invited", "invite", "thank", "thanked",
+    "love", "loves", "loved", "hate", "hates", "know", "knows", "knew", "married", "marry",
+    "dating", "date", "dated", "ex", "my", "your", "his", "her", "our", "their", "the", "a", "an"
+])
+# fmt: on
+
+
 def addressed(text: str, match: re.Match[str]) -> bool:
     """Whether the name at `match` is said to its bearer rather than about them: set off by a
-    comma or a greeting before it ("Thanks, Maya!", "Hey Maya,", "Wow Maya,") and by punctuation
-    or the end after it, or opening a sentence before a comma ("Maya, look at this")."""
+    comma or a greeting before it ("Thanks, Maya!", "Hey Maya,", "Wow Maya,", "Thanks Maya!") and
+    by punctuation or the end after it; opening a sentence before a comma ("Maya, look at this");
+    a sentence of its own ("Maya!"); or closing a sentence (an emoji after it counts as the end)
+    after a word that does not take it as its object ("How about you Maya?", "Looks incredible
+    Maya.", "so proud of you Maya" but not "I went with Maya.")."""
     before, after = text[: match.start()].rstrip(), text[match.end() :].lstrip()
-    closes = after[:1] in ("", ",", ".", "!", "?", ";")
+    # the sentence ends after the name: punctuation, the end, or nothing but emoji up to its end
+    closes = after[:1] in ("", ",", ".", "!", "?", ";") or not re.search(r"\w", re.split(r"[.!?\n]", after)[0])
     if before.endswith(",") or _GREETING.search(before):
         return closes
     opens = not before or before.endswith((".", "!", "?", ":"))
-    return opens and after[:1] == ","
+    if opens:
+        return after[:1] == "," or (closes and after[:1] != ",")
+    if not closes or after[:1] == ",":
+        return False
+    previous = re.findall(r"[\w'’]+", before[-40:])
+    return bool(previous) and previous[-1].lower() not in _TAKES_OBJECT
 
 
 def mentions(text: str, names: Iterable[str]) -> bool:

@@ -11,6 +11,8 @@ from settings import settings
 REGISTRY_NAMESPACE = ("kb_registry",)
 CHUNK_NAMESPACE_ROOT = "kb"
 DOCUMENT_NAMESPACE_ROOT = "kb_docs"
+PEOPLE_NAMESPACE_ROOT = "kb_people"  # one item per knowledge base: its people (store/knowledge/people.py)
+PEOPLE_KEY = "people"
 STRATEGIES = ("dense", "keyword", "hybrid", "graph", "fusion")
 MAX_TOP_K = 50
 COMMON_NAME_SHARE = 0.1  # a query name this share of a KB's chunks hold is left out of its vector

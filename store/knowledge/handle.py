@@ -29,6 +29,7 @@ from langgraph.store.base import BaseStore
 
 from store import hybrid
 from store.embeddings import embed_ahead
+from store.knowledge import people as kb_people
 from store.knowledge.config import MAX_TOP_K, KnowledgeConfig, knowledge_config
 from store.knowledge.graph_search import RELEVANT_DEPTH, GraphRanking, fuse_rankings, graph_ranking
 from store.knowledge.ingest import delete_document, ingest_bytes, ingest_texts
@@ -54,7 +55,8 @@ class Gathered:
     """One question's signals over one knowledge base, gathered once (`KnowledgeBase.gather`).
 
     `signals` are as deep as the deepest of `strategies` needs (`depths`); `graph` is the
-    graph walk when a graph strategy was asked for. Every strategy of `strategies` ranks them
+    graph walk when a graph strategy was asked for; `conversation`: the knowledge base holds chat
+    logs of two or more people (store/knowledge/people.py), where graph and fusion rank as hybrid. Every strategy of `strategies` ranks them
     (`rank`) without another store call."""
 
     kb: str
@@ -64,6 +66,7 @@ class Gathered:
     strategies: frozenset[str]
     signals: hybrid.Signals
     graph: GraphRanking | None = None
+    conversation: bool = False
 
     def as_data(self) -> dict[str, Any]:
         """These signals as plain data (JSON types only, each chunk's value once: what a graph may
@@ -92,11 +95,13 @@ class Gathered:
             "keyword": pairs(signals.keyword),
             "dated": pairs(signals.dated),
             "names": sorted(signals.names),
+            "people": {person: sorted(names) for person, names in signals.people.items()},
             "neighbours": {
                 key: [pair[0] for pair in pairs((item, 0.0) for item in items)]
                 for key, items in signals.neighbours.items()
             },
             "graph": None,
+            "conversation": self.conversation,
         }
         if self.graph is not None:
             data["graph"] = {
@@ -125,6 +130,7 @@ class Gathered:
             scored(data["dated"]),
             set(data["names"]),
             {key: [Hit(k, values[k], 0.0) for k in keys] for key, keys in data["neighbours"].items()},
+            {person: frozenset(names) for person, names in (data.get("people") or {}).items()},
         )
         graph = data.get("graph")
         walk = None
@@ -141,6 +147,7 @@ class Gathered:
             frozenset(data["strategies"]),
             signals,
             walk,
+            bool(data.get("conversation")),
         )
 
 
@@ -190,14 +197,32 @@ def _walk(gathered: Gathered) -> GraphRanking:
     return gathered.graph
 
 
+def _as_hybrid(gathered: Gathered, strategy: str) -> dict:
+    """`strategy`'s result on a knowledge base of chat logs: the hybrid ranking, each hit with its
+    graph rank and path when the walk reached it. On conversations the graph's entities are mostly
+    the speakers, who are in every chunk, and its walk ranked below hybrid search on every measured
+    slice, so it only annotates there."""
+    walk = _walk(gathered)
+    depth, _ = depths(gathered.top_k)
+    graph_rank = {hit.id: rank for rank, hit in enumerate(walk.hits, 1)}
+    ranked = _hybrid_ranking(gathered, depth)[: gathered.top_k]
+    hits = [(Hit(r.item.key, r.item.value, r.score), {**r.ranks, "graph": graph_rank.get(r.item.key)}) for r in ranked]
+    return _with_paths(_result(gathered.kb, gathered.query, strategy, hits), walk.paths)
+
+
 def _graph(gathered: Gathered) -> dict:
+    if gathered.conversation:
+        return _as_hybrid(gathered, "graph")
     walk = _walk(gathered)
     kept = _distinct(walk.hits, gathered.top_k)
     return _with_paths(_result(gathered.kb, gathered.query, "graph", _ranks(kept, "graph")), walk.paths)
 
 
 def _fusion(gathered: Gathered) -> dict:
-    """Reciprocal rank fusion of the hybrid ranking (`depths`' second figure deep) and the graph's."""
+    """Reciprocal rank fusion of the hybrid ranking (`depths`' second figure deep) and the graph's
+    (on a knowledge base of chat logs, the hybrid ranking: `_as_hybrid`)."""
+    if gathered.conversation:
+        return _as_hybrid(gathered, "fusion")
     walk = _walk(gathered)
     depth, deep = depths(gathered.top_k)
     ranked = _hybrid_ranking(gathered, deep)[: min(depth, MAX_TOP_K)]
@@ -276,14 +301,16 @@ class KnowledgeBase:
         depth, deep = depths(top_k)
         if "fusion" in wanted:
             depth = deep
-        policy = self.policy
-        if not wanted & FUSED_STRATEGIES:  # dense, keyword and graph use no dates and no neighbours
-            policy = replace(policy, time_weight=0.0, neighbour_weight=0.0)
         # The vector searches embed the query (without the names most chunks hold, usually none):
         # embedding starts now, while the names and the keyword hits are looked up.
         corpus = self.corpus if wanted != {"keyword"} else replace(self.corpus, by_meaning=False)
         if corpus.by_meaning:
             embed_ahead(self.store, query)
+        # graph and fusion rank as hybrid on chat logs (`_as_hybrid`)
+        conversation = bool(wanted & GRAPH_STRATEGIES) and len(await kb_people.persons(self.store, self.name)) >= 2
+        policy = self.policy
+        if not wanted & FUSED_STRATEGIES and not conversation:  # dense, keyword and graph: no dates, no neighbours
+            policy = replace(policy, time_weight=0.0, neighbour_weight=0.0)
         signals = await hybrid.gather(corpus, policy, query, depth, now or datetime.now(UTC))
         walk = None
         if wanted & GRAPH_STRATEGIES:
@@ -298,7 +325,7 @@ class KnowledgeBase:
                 cast(list[Hit], [hit for hit, _ in signals.keyword[:RELEVANT_DEPTH]]),
                 graph_depth,
             )
-        return Gathered(self.name, self.policy, query, top_k, wanted, signals, walk)
+        return Gathered(self.name, self.policy, query, top_k, wanted, signals, walk, conversation)
 
     async def search(
         self, query: str, *, strategy: str = "hybrid", top_k: int = 5, now: datetime | None = None

@@ -19,6 +19,7 @@ from store.backend import backend_for
 from store.clean import strip_nul
 from store.dates import parse_date, stamp
 from store.knowledge import graph
+from store.knowledge import people as kb_people
 from store.knowledge.config import (
     FORMAT_BY_EXTENSION,
     GROUP_CHUNKS,
@@ -279,6 +280,7 @@ async def ingest_texts(
         progress,
         build_graph,
     )
+    await kb_people.learn_documents(store, kb, (d["text"] for d in documents))
     await refresh_stats(store, kb)
     return results
 

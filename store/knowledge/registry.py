@@ -14,6 +14,8 @@ from store.knowledge.config import (
     CHUNK_NAMESPACE_ROOT,
     DOCUMENT_NAMESPACE_ROOT,
     KB_NAME,
+    PEOPLE_KEY,
+    PEOPLE_NAMESPACE_ROOT,
     REGISTRY_NAMESPACE,
 )
 
@@ -49,6 +51,11 @@ def chunk_namespace(kb: str) -> tuple[str, str]:
 def document_namespace(kb: str) -> tuple[str, str]:
     """The store namespace holding a knowledge base's document records."""
     return (DOCUMENT_NAMESPACE_ROOT, kb)
+
+
+def people_namespace(kb: str) -> tuple[str, str]:
+    """Where `kb`'s registry of people is kept (store/knowledge/people.py)."""
+    return (PEOPLE_NAMESPACE_ROOT, kb)
 
 
 def chunk_id(kb: str, source: str, position: int) -> str:
@@ -169,6 +176,7 @@ async def delete_kb(store: BaseStore, name: str) -> dict:
     await backend.unindex_kb_chunks(name)
     await backend.graph.drop(name)
     documents = await backend.delete_under(document_namespace(name))
+    await store.adelete(people_namespace(name), PEOPLE_KEY)
     await store.adelete(REGISTRY_NAMESPACE, name)
     return {"name": name, "documents": documents, "chunks": chunks}
 

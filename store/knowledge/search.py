@@ -17,6 +17,7 @@ from store import hybrid
 from store.backend import backend_for
 from store.fusion import distinct_texts
 from store.hybrid import Scored, per_document
+from store.knowledge import people as kb_people
 from store.knowledge.config import (
     COMMON_NAME_SHARE,
     MAX_TOP_K,
@@ -27,6 +28,7 @@ from store.knowledge.config import (
 from store.knowledge.parse import shown_source
 from store.knowledge.registry import chunk_namespace
 from store.names import capitalised_words
+from store.people import candidates, resolve
 
 
 @dataclass(frozen=True)
@@ -165,8 +167,23 @@ class KnowledgeBaseCorpus:
     entry: dict
     by_meaning: bool = True
 
-    async def names(self, query: str) -> set[str]:
-        return await common_names(self.store, self.kb, self.entry, query)
+    async def names(self, query: str) -> dict[str, frozenset[str]]:
+        """The people of the knowledge base's chat logs the query names, by any of their names or
+        a misspelling no chunk holds (store/knowledge/people.py, `store.people.resolve`), and
+        the query's other common names (`common_names`), each a person of its own."""
+        common = await common_names(self.store, self.kb, self.entry, query)
+        persons = await kb_people.persons(self.store, self.kb)
+        found: dict[str, frozenset[str]] = {}
+        if persons:
+            words = sorted(candidates(query, persons))
+            counts = (
+                await backend_for(self.store).kb_document_frequencies(chunk_namespace(self.kb), self.kb, words)
+                if words
+                else {}
+            )
+            found = resolve(query, persons, {w.lower() for w, count in counts.items() if count})
+        taken = {name.lower() for names in found.values() for name in names}
+        return found | {name: frozenset({name}) for name in common if name.lower() not in taken}
 
     async def dense(self, query: str, limit: int, span: tuple[datetime, datetime] | None = None) -> list[Scored]:
         if not self.by_meaning:

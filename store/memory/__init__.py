@@ -92,6 +92,7 @@ from store.memory.validate import namespace, user_prefix
 from store.memory.write import (
     delete_memory,
     forget_user,
+    rebuild_people,
     record_chat_message,
     save_memory,
     update_profile,
@@ -132,6 +133,7 @@ __all__ = [
     "namespace",
     "open",
     "rank_weighted",
+    "rebuild_people",
     "recall",
     "recency_factor",
     "recent_activity",

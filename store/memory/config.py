@@ -16,6 +16,7 @@ ASSISTANT_SPEAKER = "assistant"  # who the assistant's chat messages are recorde
 SOURCES = ("tool", "extraction", "chat")
 SCORINGS = ("weighted", "plain")
 PROFILE_KEY = "profile"
+PEOPLE_KEY = "people"  # the item of the profile namespace holding the registry of people (store/people.py)
 PASSAGES_FIELD = "passages"  # a long chat message's sentences, each embedded beside its text (store/sentences.py)
 SEARCHES = ("hybrid", "dense")
 

@@ -14,8 +14,8 @@ from langgraph.store.base import BaseStore
 from store.backend import Backend, backend_for
 from store.dates import expired
 from store.hybrid import Candidate, Policy, Scored
-from store.memory.config import MemoryConfig
-from store.names import named
+from store.memory.config import PEOPLE_KEY, MemoryConfig
+from store.people import candidates, people, resolve
 
 HYBRID_MIN_POOL = 50  # candidates per signal, at least: fusion needs depth to re-order
 PASSAGE_DEPTH = 2  # items asked of the vector search per candidate wanted (see MemoryCorpus.dense)
@@ -53,9 +53,24 @@ class MemoryCorpus:
     def _live(self, value: dict) -> bool:
         return not expired(value, self.now) and all(value.get(k) == v for k, v in self.wanted.items())
 
-    async def names(self, query: str) -> set[str]:
-        """The speakers the query names (none without a speaker weight)."""
-        return named(query, await self.backend.speakers(self.ns)) if self.config.speaker_weight else set()
+    async def names(self, query: str) -> dict[str, frozenset[str]]:
+        """The speakers the query names (none without a speaker weight), through the memory
+        space's registry of people (store/people.py): by their recorded name, the names they go
+        by, or a misspelling of one that no memory of this kind holds as a word of its own."""
+        if not self.config.speaker_weight:
+            return {}
+        speakers = await self.backend.speakers(self.ns)
+        if not speakers:
+            return {}
+        # a search, not a get: reading leaves no trace (an in-memory store's get makes the namespace)
+        profile = await self.store.asearch((*self.ns[:-1], "profile"), limit=2, refresh_ttl=False)
+        registry = next((item.value for item in profile if item.key == PEOPLE_KEY), None)
+        persons = people(speakers, registry)
+        known = set()
+        for word in sorted(candidates(query, persons)):
+            if await self.backend.memory_keyword(self.ns, word, 1, {}, self.now):
+                known.add(word.lower())
+        return resolve(query, persons, known)
 
     async def dense(self, query: str, limit: int, span: tuple[datetime, datetime] | None = None) -> list[Scored]:
         """Vector hits; with `span` only memories written in [start, end). A long chat message has

@@ -19,6 +19,7 @@ from store.memory.config import (
     MAX_PROFILE_FIELDS,
     MEMORY_KINDS,
     PASSAGES_FIELD,
+    PEOPLE_KEY,
     PROFILE_KEY,
     ROLES,
     SOURCES,
@@ -37,6 +38,7 @@ from store.memory.validate import (
     shown,
     user_prefix,
 )
+from store.people import introductions, learn, vocatives
 from store.sentences import passages
 
 
@@ -276,7 +278,37 @@ async def record_chat_message(
     key = str(uuid.uuid4())
     await store.abatch([put_op(store, ns, key, value, True, config)])
     await backend_for(store).index_memory(ns, key, str(value["text"]), speaker)
+    await _learn_people(store, ns, speaker, str(value["text"]))
     return {"id": key, **shown(value)}
+
+
+async def _learn_people(store: BaseStore, ns: tuple, speaker: str | None, text: str) -> None:
+    """Fold a chat message into the memory space's registry of people (store/people.py): only a
+    message that introduces its writer or addresses someone by name costs a read and a write."""
+    if not speaker or not (introductions(text) or vocatives(text)):
+        return
+    people_ns = (*ns[:-1], "profile")
+    current = await store.aget(people_ns, PEOPLE_KEY, refresh_ttl=False)
+    registry = dict(current.value) if current else {"kind": "people"}
+    if learn(registry, speaker, text, await backend_for(store).speakers(ns) | {speaker}):
+        await store.aput(people_ns, PEOPLE_KEY, registry, index=False)
+
+
+async def rebuild_people(store: BaseStore, user_id: str) -> dict:
+    """The registry of people of the user's chat history, built anew from every message in the
+    order they were written (for histories recorded before the registry existed); returns it."""
+    ns = namespace(user_id, "chat")
+    items, offset = [], 0
+    while page := await store.asearch(ns, limit=500, offset=offset, refresh_ttl=False):
+        items += page
+        offset += len(page)
+    items.sort(key=lambda item: str(item.value.get("created_at") or ""))
+    speakers = {str(item.value["speaker"]) for item in items if item.value.get("speaker")}
+    registry: dict = {"kind": "people"}
+    for item in items:
+        learn(registry, item.value.get("speaker"), str(item.value.get("text") or ""), speakers)
+    await store.aput(namespace(user_id, "profile"), PEOPLE_KEY, registry, index=False)
+    return registry
 
 
 async def update_profile(

@@ -417,11 +417,16 @@ async def test_a_reply_is_found_through_the_message_it_answers(store, monkeypatc
 
 
 def test_a_question_naming_two_people_favours_one_speaking_about_the_other():
-    speakers = {"Maya", "Tom"}
+    speakers = {"Maya": frozenset({"Maya"}), "Tom Reed": frozenset({"Tom Reed", "Tom", "Tommy"})}
     assert speaker_share({"speaker": "Maya", "text": "Maya: Tom, you should try bouldering."}, speakers) == 1.0
+    assert speaker_share({"speaker": "Maya", "text": "Maya: Tommy, you should try bouldering."}, speakers) == 1.0
+    assert speaker_share({"speaker": "Maya", "text": "Maya: I went bouldering with Tommy."}, speakers) == 1.0
+    # small talk said to the other person is not about them: "Thanks Tom!", "How about you Tom?"
+    assert speaker_share({"speaker": "Maya", "text": "Maya: Thanks Tom!"}, speakers) == 0.5
+    assert speaker_share({"speaker": "Maya", "text": "Maya: How about you Tom?"}, speakers) == 0.5
     assert speaker_share({"speaker": "Maya", "text": "Maya: I tried bouldering."}, speakers) == 0.5
     assert speaker_share({"speaker": "Ben", "text": "Ben: Tom and Maya climb."}, speakers) == 0.0
-    assert speaker_share({"speaker": "Maya", "text": "Maya: I tried bouldering."}, {"Maya"}) == 1.0
+    assert speaker_share({"speaker": "Maya", "text": "Maya: I tried bouldering."}, {"Maya": frozenset({"Maya"})}) == 1.0
 
 
 async def test_two_named_people_rank_the_turn_where_one_advises_the_other(store, monkeypatch):

@@ -1,0 +1,51 @@
+"""The people of a knowledge base of chat logs (store/people.py): documents whose lines read
+"Name: words" teach it who speaks, the names they introduce themselves with and the names the
+other person addresses them by. Kept as one item per knowledge base (`PEOPLE_NAMESPACE`),
+updated at ingest (`learn_documents`), rebuilt from the chunks on demand (`rebuild`), deleted
+with the knowledge base."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from langgraph.store.base import BaseStore
+
+from store.knowledge.config import PEOPLE_KEY
+from store.knowledge.registry import chunk_namespace, people_namespace, search_all
+from store.people import Person, learn_lines, people, recorded_speakers
+
+
+async def registry(store: BaseStore, kb: str) -> dict | None:
+    # a search, not a get: reading leaves no trace (an in-memory store's get makes the namespace)
+    found = await store.asearch(people_namespace(kb), limit=1)
+    return found[0].value if found else None
+
+
+async def learn_documents(store: BaseStore, kb: str, texts: Iterable[str]) -> None:
+    """Fold the texts of newly ingested documents into `kb`'s registry (written only when one of
+    them holds a "Name: words" line)."""
+    current = dict(await registry(store, kb) or {})
+    changed = False
+    for text in texts:
+        changed = learn_lines(current, text) or changed
+    if changed:
+        await store.aput(people_namespace(kb), PEOPLE_KEY, current, index=False)
+
+
+async def rebuild(store: BaseStore, kb: str) -> dict:
+    """`kb`'s registry built anew from its chunks, by date then source (knowledge bases ingested
+    before the registry existed); returns it."""
+    chunks = [item.value for item in await search_all(store, chunk_namespace(kb))]
+    chunks.sort(key=lambda v: (str(v.get("date") or ""), str(v.get("source")), int(v.get("position") or 0)))
+    built: dict = {}
+    for value in chunks:
+        learn_lines(built, str(value.get("content") or ""))
+    await store.aput(people_namespace(kb), PEOPLE_KEY, built, index=False)
+    return built
+
+
+async def persons(store: BaseStore, kb: str) -> list[Person]:
+    """The speakers of `kb`'s logs with the names they go by (none for other knowledge bases)."""
+    found = await registry(store, kb)
+    speakers = recorded_speakers(found)
+    return people(speakers, found) if speakers else []
