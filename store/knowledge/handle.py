@@ -29,7 +29,6 @@ from langgraph.store.base import BaseStore
 
 from store import hybrid
 from store.embeddings import embed_ahead
-from store.knowledge import people as kb_people
 from store.knowledge.config import MAX_TOP_K, KnowledgeConfig, knowledge_config
 from store.knowledge.graph_search import RELEVANT_DEPTH, GraphRanking, fuse_rankings, graph_ranking
 from store.knowledge.ingest import delete_document, ingest_bytes, ingest_texts
@@ -306,8 +305,9 @@ class KnowledgeBase:
         corpus = self.corpus if wanted != {"keyword"} else replace(self.corpus, by_meaning=False)
         if corpus.by_meaning:
             embed_ahead(self.store, query)
-        # graph and fusion rank as hybrid on chat logs (`_as_hybrid`)
-        conversation = bool(wanted & GRAPH_STRATEGIES) and len(await kb_people.persons(self.store, self.name)) >= 2
+        # graph and fusion rank as hybrid on chat logs (`_as_hybrid`); the names lookup reads the
+        # same people (`KnowledgeBaseCorpus.persons`, read once)
+        conversation = bool(wanted & GRAPH_STRATEGIES) and len(await corpus.persons()) >= 2
         policy = self.policy
         if not wanted & FUSED_STRATEGIES and not conversation:  # dense, keyword and graph: no dates, no neighbours
             policy = replace(policy, time_weight=0.0, neighbour_weight=0.0)

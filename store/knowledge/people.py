@@ -2,7 +2,8 @@
 "Name: words" teach it who speaks, the names they introduce themselves with and the names the
 other person addresses them by. Kept as one item per knowledge base (`PEOPLE_NAMESPACE`),
 updated at ingest (`learn_documents`), rebuilt from the chunks on demand (`rebuild`), deleted
-with the knowledge base."""
+with the knowledge base. The knowledge base's registry entry says whether it has such an item
+(`"people": true`), so that a search of any other knowledge base reads none (`persons_of`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from collections.abc import Iterable
 
 from langgraph.store.base import BaseStore
 
-from store.knowledge.config import PEOPLE_KEY
+from store.knowledge.config import PEOPLE_KEY, REGISTRY_NAMESPACE
 from store.knowledge.registry import chunk_namespace, people_namespace, search_all
 from store.people import Person, learn_lines, people, recorded_speakers
 
@@ -30,6 +31,7 @@ async def learn_documents(store: BaseStore, kb: str, texts: Iterable[str]) -> No
         changed = learn_lines(current, text) or changed
     if changed:
         await store.aput(people_namespace(kb), PEOPLE_KEY, current, index=False)
+        await _mark(store, kb)
 
 
 async def rebuild(store: BaseStore, kb: str) -> dict:
@@ -41,7 +43,22 @@ async def rebuild(store: BaseStore, kb: str) -> dict:
     for value in chunks:
         learn_lines(built, str(value.get("content") or ""))
     await store.aput(people_namespace(kb), PEOPLE_KEY, built, index=False)
+    if built:
+        await _mark(store, kb)
     return built
+
+
+async def _mark(store: BaseStore, kb: str) -> None:
+    """Note in `kb`'s registry entry that it has a registry of people."""
+    item = await store.aget(REGISTRY_NAMESPACE, kb)
+    if item is not None and not item.value.get("people"):
+        await store.aput(REGISTRY_NAMESPACE, kb, {**item.value, "people": True}, index=False)
+
+
+async def persons_of(store: BaseStore, kb: str, entry: dict) -> list[Person]:
+    """`persons` of the knowledge base whose registry entry is `entry`: none, without a read,
+    when the entry says it has no people."""
+    return await persons(store, kb) if entry.get("people") else []
 
 
 async def persons(store: BaseStore, kb: str) -> list[Person]:

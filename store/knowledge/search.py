@@ -7,8 +7,9 @@ the names most chunks hold (`common_names`, store/names.py)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from langgraph.store.base import BaseStore
@@ -28,7 +29,7 @@ from store.knowledge.config import (
 from store.knowledge.parse import shown_source
 from store.knowledge.registry import chunk_namespace
 from store.names import capitalised_words
-from store.people import candidates, resolve
+from store.people import Person, candidates, resolve
 
 
 @dataclass(frozen=True)
@@ -166,13 +167,23 @@ class KnowledgeBaseCorpus:
     kb: str
     entry: dict
     by_meaning: bool = True
+    _persons: asyncio.Future[list[Person]] | None = field(default=None, init=False, repr=False, compare=False)
+
+    def persons(self) -> asyncio.Future[list[Person]]:
+        """The people of the knowledge base's chat logs (store/knowledge/people.py), read once per
+        corpus (a handle's `gather` builds one per question), started at the first call so that
+        other reads go on meanwhile."""
+        if self._persons is None:
+            self._persons = asyncio.ensure_future(kb_people.persons_of(self.store, self.kb, self.entry))
+        return self._persons
 
     async def names(self, query: str) -> dict[str, frozenset[str]]:
         """The people of the knowledge base's chat logs the query names, by any of their names or
         a misspelling no chunk holds (store/knowledge/people.py, `store.people.resolve`), and
         the query's other common names (`common_names`), each a person of its own."""
+        persons_read = self.persons()
         common = await common_names(self.store, self.kb, self.entry, query)
-        persons = await kb_people.persons(self.store, self.kb)
+        persons = await persons_read
         found: dict[str, frozenset[str]] = {}
         if persons:
             words = sorted(candidates(query, persons))
