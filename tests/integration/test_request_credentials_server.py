@@ -112,3 +112,84 @@ async def test_tool_choice_and_reasoning_effort_reach_the_model(dev_server, open
     with pytest.raises(Exception) as refused:
         await client.runs.create(thread["thread_id"], "react", input=user("x"), context={"reasoning_effort": "max"})
     assert refused.value.response.status_code == 422 and "`reasoning_effort`" in refused.value.response.text
+
+
+@pytest.fixture(scope="module")
+def jina_engine():
+    """A loopback search engine speaking Jina's search API; it records the key each call brings."""
+    from tests.web_servers import LoopbackServer, Reply
+
+    answer = {"data": [{"title": "Solar kettles", "url": "https://example.org/kettles", "description": "boil water"}]}
+    with LoopbackServer({"/search": Reply(body=json.dumps(answer), content_type="application/json")}) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def jina_server(pg_uri, openai_server, jina_engine, tmp_path_factory):
+    """`langgraph dev` whose web_search is Jina's API on the loopback engine, with the operator's key."""
+    from tests.integration.conftest import DevServer, server_env
+
+    env = server_env(
+        openai_server,
+        POSTGRES_URI=pg_uri,
+        POSTGRES_SCHEMA="it_search_key",
+        AGENT_API_KEYS=",".join(f"{name}={value}" for name, value in API_KEYS.items()),
+        WEB_SEARCH_PROVIDER="jina",
+        JINA_SEARCH_URL=jina_engine.url("/search"),
+        JINA_API_KEY="operator-jina-key",
+        WEB_ALLOW_LOOPBACK="1",
+        AGENT_TOOL_RETRIES="0",
+    )
+    server = DevServer(tmp_path_factory.mktemp("search-key"), env)
+    server.start()
+    yield server
+    server.stop()
+
+
+async def test_a_search_key_sent_with_a_run_reaches_the_search_provider_and_is_kept_nowhere(
+    jina_server, jina_engine, openai_server, pg_uri
+):
+    secret = f"jina-own-{uuid.uuid4().hex}"
+    k = key()
+    openai_server.script(
+        k,
+        [
+            {"tool_calls": [{"name": "web_search", "args": {"query": f"solar kettles {k}"}, "id": "s1"}]},
+            "Solar kettles boil water.",
+        ],
+    )
+    client = own_client(jina_server, **{"x-search-api-key": secret})
+    thread = await client.threads.create()
+    context = {"remember": False, "recall_top_k": 0, "tools": ["web_search"]}
+    final = await client.runs.wait(
+        thread["thread_id"], "react", input=user(f"{k} search solar kettles"), context=context
+    )
+    assert final["messages"][-1]["content"] == "Solar kettles boil water."
+    [call] = [r for r in jina_engine.requests_to("/search") if k in r.query["q"][0]]
+    assert call.headers["authorization"] == f"Bearer {secret}"  # the client's key, not the operator's
+
+    # a run without the header searches with the operator's key
+    other = await client.threads.create()
+    plain = get_client(url=jina_server.url, api_key=API_KEYS["alice"])
+    k2 = key()
+    openai_server.script(
+        k2,
+        [{"tool_calls": [{"name": "web_search", "args": {"query": f"kettles {k2}"}, "id": "s2"}]}, "Done."],
+    )
+    await plain.runs.wait(other["thread_id"], "react", input=user(f"{k2} search kettles"), context=context)
+    [call] = [r for r in jina_engine.requests_to("/search") if k2 in r.query["q"][0]]
+    assert call.headers["authorization"] == "Bearer operator-jina-key"
+
+    thread_id = thread["thread_id"]
+    kept = {
+        "state": await client.threads.get_state(thread_id),
+        "history": await client.threads.get_history(thread_id, limit=100),
+        "runs": await client.runs.list(thread_id),
+        **{
+            table: sql(pg_uri, f"SELECT * FROM it_search_key.{table} WHERE thread_id = %s", (thread_id,))
+            for table in ("checkpoints", "checkpoint_writes", "checkpoint_blobs")
+        },
+    }
+    for where, value in kept.items():
+        assert not holding(value, secret), f"the search key is in the {where}"
+    assert secret not in jina_server.log_text()
