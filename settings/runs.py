@@ -75,6 +75,27 @@ class RunSettings(BaseModel):
         description="Seconds after a turn before its memories are extracted; a newer turn of the same "
         "conversation within that time supersedes it (debounce).",
     )
+    MEMORY_WRITER_MAX_TURNS: int = Field(
+        5,
+        ge=1,
+        le=100,
+        description="Most turns of a conversation one memory writer run extracts (oldest first, one model call "
+        "each); the rest stay pending for the conversation's next run.",
+    )
+    MEMORY_WRITER_MAX_CHARS: int = Field(
+        24000,
+        ge=1000,
+        le=1_000_000,
+        description="Characters of turns one memory writer run extracts at most (its first turn always); the "
+        "rest stay pending for the conversation's next run.",
+    )
+    MEMORY_WRITER_YIELD_RETRIES: int = Field(
+        5,
+        ge=0,
+        le=100,
+        description="Times a memory writer run that finds the user's conversation busy re-schedules itself "
+        "MEMORY_EXTRACTION_DELAY seconds later before it gives up; its turns stay pending for the next run.",
+    )
 
     # Run context defaults: graphs/runtime/context.py
     AGENT_MODEL: str = Field(

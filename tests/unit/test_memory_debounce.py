@@ -75,13 +75,14 @@ async def test_on_aegra_each_run_carries_its_turn_and_start_time_and_the_latest_
     assert await latest_turn_after_delay(store, "alice", "t2", first["input"]["turn_id"], None)
 
 
-async def test_the_superseded_run_writes_nothing_and_the_latest_one_extracts(runs, monkeypatch, model_slot):
+async def test_the_superseded_run_writes_nothing_and_the_latest_one_extracts_both_turns(runs, monkeypatch, model_slot):
     monkeypatch.setattr(server_api, "server_kind", lambda: "aegra")
     monkeypatch.setenv("MEMORY_EXTRACTION_DELAY", "0")
     store = InMemoryStore(index=store_index_config())  # extraction compares with memories by meaning
     runtime = server_runtime(store)
+    colour = [{"role": "user", "content": "My favourite colour is teal"}, {"role": "assistant", "content": "Nice."}]
     await schedule_extraction(runtime, "alice", TURN, "t1")
-    await schedule_extraction(runtime, "alice", TURN, "t1")
+    await schedule_extraction(runtime, "alice", colour, "t1")
     older, latest = (run["input"] for run in runs.created)
     model = ScriptedChatModel(
         responses=[
@@ -92,7 +93,17 @@ async def test_the_superseded_run_writes_nothing_and_the_latest_one_extracts(run
                         "args": {"semantic": [{"text": "The user lives in Lisbon", "category": "fact"}]},
                     }
                 ]
-            }
+            },
+            {
+                "tool_calls": [
+                    {
+                        "name": "MemoryExtraction",
+                        "args": {
+                            "semantic": [{"text": "The user's favourite colour is teal", "category": "preference"}]
+                        },
+                    }
+                ]
+            },
         ]
     )
     model_slot["model"] = model
@@ -102,6 +113,8 @@ async def test_the_superseded_run_writes_nothing_and_the_latest_one_extracts(run
     skipped = await memory_writer.ainvoke(older, config, context=context)
     assert skipped["result"] == {"superseded": True} and model.calls == []
     done = await memory_writer.ainvoke(latest, config, context=context)
-    assert done["result"].get("superseded") is None and len(model.calls) == 1
-    saved = await store.asearch(("memories", "alice"), limit=50)
-    assert any("Lisbon" in item.value.get("text", "") for item in saved)
+    # the superseded run's turn is not lost: the latest run extracts both, oldest first
+    assert done["result"]["turns"] == 2 and done["result"]["pending"] == 0 and len(model.calls) == 2
+    assert "Lisbon" in model.calls[0].messages[-1].content and "teal" in model.calls[1].messages[-1].content
+    saved = {item.value.get("text") for item in await store.asearch(("memories", "alice"), limit=50)}
+    assert {"The user lives in Lisbon", "The user's favourite colour is teal"} <= saved
