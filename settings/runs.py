@@ -73,7 +73,8 @@ class RunSettings(BaseModel):
         ge=0,
         le=86400,
         description="Seconds after a turn before its memories are extracted; a newer turn of the same "
-        "conversation within that time supersedes it (debounce).",
+        "conversation within that time replaces the scheduled run, whose turn the newer one extracts too "
+        "(debounce). Also the wait of a writer run that yields to a run in progress in the conversation.",
     )
     MEMORY_WRITER_MAX_TURNS: int = Field(
         5,
