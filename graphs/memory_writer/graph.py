@@ -7,7 +7,8 @@ finished yet (debounce); the run extracts every pending turn (graphs/memory_writ
 so the replaced run's turn is not lost. A run that finds the user's conversation busy yields to
 the user's turn: it re-schedules itself for later, at most `MEMORY_WRITER_YIELD_RETRIES` times.
 On a server without delayed runs (Aegra) the run waits the delay itself and extracts only if
-its turn is still the latest.
+its turn is still the latest, and one that finds the conversation busy ends at once, its turns
+pending for the run the busy turn schedules.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from graphs.runtime.memory_schedule import conversation_busy, create_writer_run,
 from graphs.runtime.models import load_chat_model
 from settings import settings
 from tools.identity import run_user_id, run_user_name
+from tools.server_api import server_delays_runs
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +52,8 @@ async def extract(state: State, runtime: Runtime[Context]) -> dict:
     context = runtime.context
     if runtime.server_info is not None and await conversation_busy(user_id, thread_id):
         deferrals = state.get("deferrals") or 0
-        if deferrals >= settings().MEMORY_WRITER_YIELD_RETRIES:
+        # Aegra runs no delayed runs: the busy run schedules the next writer run when it ends.
+        if deferrals >= settings().MEMORY_WRITER_YIELD_RETRIES or not server_delays_runs():
             logger.info("memory_writer: conversation still busy after %d deferrals; turns left pending", deferrals)
             return done | {"result": {"yielded": True, "deferrals": deferrals}}
         await create_writer_run(

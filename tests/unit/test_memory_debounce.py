@@ -222,3 +222,18 @@ async def test_a_turn_whose_extraction_fails_waits_for_the_next_run_then_is_drop
     with pytest.raises(Exception, match="MemoryExtraction|structured|valid"):
         await memory_writer.ainvoke({"thread_id": "t1"}, config, context=context)
     assert await pending_turns(store, "alice", "t1") == []
+
+
+async def test_on_aegra_a_writer_run_that_finds_the_conversation_busy_ends_at_once(busy, runs, model_slot, monkeypatch):
+    monkeypatch.setattr(server_api, "server_kind", lambda: "aegra")
+    monkeypatch.setenv("MEMORY_EXTRACTION_DELAY", "0")
+    store = InMemoryStore(index=store_index_config())
+    await schedule_extraction(server_runtime(store), "alice", TURN, "t1")
+    model_slot["model"] = model = ScriptedChatModel(responses=[])
+    memory_writer = memory_writer_builder.compile(store=store)
+    _, context = writer_runtime_config()
+    config = {"configurable": {"thread_id": "m", "graph_id": "memory_writer"}}
+    made = len(runs.created)
+    done = await memory_writer.ainvoke(runs.created[-1]["input"], config, context=context)
+    assert done["result"] == {"yielded": True, "deferrals": 0} and len(runs.created) == made
+    assert model.calls == [] and len(await pending_turns(store, "alice", "t1")) == 1
