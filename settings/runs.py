@@ -73,7 +73,29 @@ class RunSettings(BaseModel):
         ge=0,
         le=86400,
         description="Seconds after a turn before its memories are extracted; a newer turn of the same "
-        "conversation within that time supersedes it (debounce).",
+        "conversation within that time replaces the scheduled run, whose turn the newer one extracts too "
+        "(debounce). Also the wait of a writer run that yields to a run in progress in the conversation.",
+    )
+    MEMORY_WRITER_MAX_TURNS: int = Field(
+        5,
+        ge=1,
+        le=100,
+        description="Most turns of a conversation one memory writer run extracts (oldest first, one model call "
+        "each); the rest stay pending for the conversation's next run.",
+    )
+    MEMORY_WRITER_MAX_CHARS: int = Field(
+        24000,
+        ge=1000,
+        le=1_000_000,
+        description="Characters of turns one memory writer run extracts at most (its first turn always); the "
+        "rest stay pending for the conversation's next run.",
+    )
+    MEMORY_WRITER_YIELD_RETRIES: int = Field(
+        5,
+        ge=0,
+        le=100,
+        description="Times a memory writer run that finds the user's conversation busy re-schedules itself "
+        "MEMORY_EXTRACTION_DELAY seconds later before it gives up; its turns stay pending for the next run.",
     )
 
     # Run context defaults: graphs/runtime/context.py

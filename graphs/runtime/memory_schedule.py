@@ -1,12 +1,17 @@
 """After a turn: record the chat messages now, extract memories later in the background.
 
-Extraction is debounced per user and conversation and a newer turn supersedes a pending one:
+The turn is kept among its conversation's pending turns (graphs/memory_writer/pending.py), and a
+writer run extracts all of them, so a run a newer turn replaces loses nothing. Extraction is
+debounced per user and conversation and a newer turn supersedes a pending one:
 - inside the LangGraph server, as a run of the `memory_writer` graph created through the
   in-process SDK client with `after_seconds` and `multitask_strategy="rollback"` on a thread of
   its own (a background run: it survives this run and shows in the server's run list);
 - on a server without delayed runs (Aegra), as such a run started at once that waits the delay
   itself, then extracts only if its turn is still the latest one scheduled for the conversation
   (the latest turn's id is kept in the store, `("memory_schedule", <user>)`);
+- a server run that finds the user's conversation busy (a run in progress there) does not
+  extract: it re-schedules itself (`create_writer_run`, "enqueue") at most
+  `MEMORY_WRITER_YIELD_RETRIES` times, then ends, its turns still pending;
 - elsewhere (a graph compiled in-process), as an asyncio task that a newer turn cancels.
 """
 
@@ -19,11 +24,12 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
-from langchain_core.messages import BaseMessage, convert_to_messages
+from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
 
+from graphs.memory_writer.pending import add_pending_turn, extract_pending, memory_thread_id
 from graphs.runtime.context import Context
 from graphs.runtime.history import last_turn
 from graphs.runtime.ui import chat_messages, link_to_answer
@@ -86,11 +92,6 @@ async def record_turn(
     return ids
 
 
-def memory_thread_id(user_id: str, thread_id: str | None) -> str:
-    """The thread that debounces extraction for one user's conversation."""
-    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"memory-writer:{user_id}:{thread_id or '-'}"))
-
-
 def _schedule_namespace(user_id: str) -> tuple[str, str]:
     return (SCHEDULE_NAMESPACE_ROOT, user_id)
 
@@ -127,43 +128,25 @@ async def schedule_extraction(
     speaker: str | None = None,
     chat_ids: Sequence[str] = (),
 ) -> None:
-    """Extract `user_id`'s memories from `turn` after the debounce delay, superseding a pending
-    extraction; the memories are about `speaker` (the user's name, default their id) and keep
-    `chat_ids`, the turn's messages in the chat history, as where they came from."""
-    context = runtime.context
-    key = memory_thread_id(user_id, thread_id)
-    delay = extraction_delay()
-    if runtime.server_info is not None:
-        from tools.server_api import server_client, server_delays_runs
-
-        run_input: dict[str, Any] = {
-            "messages": turn,
-            "thread_id": thread_id,
-            "speaker": speaker or user_id,
-            "chat_ids": list(chat_ids),
-        }
-        options: dict[str, Any] = {"multitask_strategy": "rollback", "after_seconds": int(delay)}
-        if not server_delays_runs() and runtime.store is not None:
-            # No `after_seconds` nor rollback: the run waits itself and the latest turn wins.
-            turn_id = uuid.uuid4().hex
-            await runtime.store.aput(_schedule_namespace(user_id), key, {"turn_id": turn_id}, index=False)
-            run_input |= {"turn_id": turn_id, "not_before": time.time() + delay}
-            options = {}
-        await server_client(act_as=user_id).runs.create(
-            key,
-            MEMORY_WRITER_GRAPH,
-            input=run_input,
-            context={"user_id": user_id, **_extraction_model(context.model)},
-            if_not_exists="create",
-            **options,
-        )
-        return
+    """Keep `turn` among the conversation's pending turns (graphs/memory_writer/pending.py) and
+    schedule a writer run for after the debounce delay, superseding a pending one; the run
+    extracts every pending turn of the conversation. The memories are about `speaker` (the
+    user's name, default their id) and keep `chat_ids`, the turn's messages in the chat history,
+    as where they came from."""
     store = runtime.store
     if store is None:  # the callers check; without a store there is nothing to write to
         return
-    from graphs.memory_writer.extract import extract_and_save
+    await add_pending_turn(store, user_id, thread_id, turn, speaker=speaker or user_id, chat_ids=chat_ids)
+    context = runtime.context
+    if runtime.server_info is not None:
+        await create_writer_run(
+            store, user_id, thread_id, speaker or user_id, _extraction_model(context.model), strategy="rollback"
+        )
+        return
     from graphs.runtime.models import load_chat_model
 
+    key = memory_thread_id(user_id, thread_id)
+    delay = extraction_delay()
     flush = asyncio.Event()
 
     async def run_later() -> None:
@@ -173,16 +156,8 @@ async def schedule_extraction(
             pass
         try:
             model = load_chat_model(context.model, temperature=0, timeout=context.model_timeout)
-            await extract_and_save(
-                store,
-                user_id,
-                convert_to_messages(turn),
-                model,
-                thread_id,
-                retries=context.model_retries,
-                timeout=context.model_timeout,
-                speaker=speaker or user_id,
-                turn_ids=chat_ids,
+            await extract_pending(
+                store, user_id, thread_id, model, retries=context.model_retries, timeout=context.model_timeout
             )
         except Exception:
             logger.exception("memory extraction failed for thread %s", thread_id)
@@ -194,6 +169,66 @@ async def schedule_extraction(
     task.add_done_callback(
         lambda done: _local_tasks.pop(key, None) if _local_tasks.get(key, (None,))[0] is done else None
     )
+
+
+async def create_writer_run(
+    store: BaseStore,
+    user_id: str,
+    thread_id: str | None,
+    speaker: str,
+    model: Mapping[str, str],
+    *,
+    strategy: str,
+    deferrals: int = 0,
+    turn_id: str | None = None,
+) -> None:
+    """Create a `memory_writer` run on the conversation's writer thread, `MEMORY_EXTRACTION_DELAY`
+    seconds from now: with `multitask_strategy` `strategy` ("rollback" after a turn: it replaces
+    a pending or running one; "enqueue" when a run re-schedules itself). On a server without
+    delayed runs (Aegra) the run waits itself and extracts only while its `turn_id` (a new one
+    unless given) is the conversation's latest."""
+    from tools.server_api import server_client, server_delays_runs
+
+    key = memory_thread_id(user_id, thread_id)
+    delay = extraction_delay()
+    run_input: dict[str, Any] = {
+        "messages": [],
+        "thread_id": thread_id,
+        "speaker": speaker,
+        "chat_ids": [],
+        "deferrals": deferrals,
+    }
+    options: dict[str, Any] = {"multitask_strategy": strategy, "after_seconds": int(delay)}
+    if not server_delays_runs():
+        # No `after_seconds` nor rollback: the run waits itself and the latest turn wins.
+        if turn_id is None:
+            turn_id = uuid.uuid4().hex
+            await store.aput(_schedule_namespace(user_id), key, {"turn_id": turn_id}, index=False)
+        run_input |= {"turn_id": turn_id, "not_before": time.time() + delay}
+        options = {}
+    await server_client(act_as=user_id).runs.create(
+        key,
+        MEMORY_WRITER_GRAPH,
+        input=run_input,
+        context={"user_id": user_id, **model},
+        if_not_exists="create",
+        **options,
+    )
+
+
+async def conversation_busy(user_id: str, thread_id: str | None) -> bool:
+    """Whether `user_id`'s conversation `thread_id` has a run in progress on this server (a
+    conversation the server does not know, or none, is not busy)."""
+    if not thread_id:
+        return False
+    from tools.server_api import server_client
+
+    try:
+        thread = await server_client(act_as=user_id).threads.get(thread_id)
+    except Exception as error:  # a thread id that is no server thread (direct writer runs)
+        logger.debug("memory_writer: conversation %s not found on the server: %s", thread_id, error)
+        return False
+    return thread.get("status") == "busy"
 
 
 async def wait_for_local_extractions(*, now: bool = False) -> None:

@@ -354,7 +354,7 @@ async def test_memory_writer_run_extracts_and_saves_through_the_server(dev_serve
         input={"messages": turn, "thread_id": "conv-1"},
         context={"user_id": user_id},
     )
-    assert result["result"] == {"created": 2, "updated": 0, "profile_fields": 1, "dropped": 0}
+    assert result["result"] == {"created": 2, "updated": 0, "profile_fields": 1, "dropped": 0, "turns": 1, "pending": 0}
     found = await admin.store.search_items(["memories", user_id, "semantic"], query="food allergy")
     assert found["items"][0]["value"]["text"] == "The user is allergic to peanuts"
     assert found["items"][0]["value"]["source"] == "extraction"

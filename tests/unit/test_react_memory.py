@@ -71,17 +71,23 @@ async def test_an_extracted_memory_keeps_the_chat_messages_of_its_turn(setup):
     assert len(chat) == 2 and set(saved.value["turn_ids"]) == chat
 
 
-async def test_a_newer_turn_supersedes_a_pending_extraction(setup):
+async def test_a_newer_turn_supersedes_a_pending_extraction_and_its_run_extracts_both_turns(setup):
     graph, store, slot = setup
-    slot["model"] = model = ScriptedChatModel(responses=["First.", "Second.", extraction("The user moved to Lisbon")])
+    slot["model"] = model = ScriptedChatModel(
+        responses=["First.", "Second.", extraction("The user lives in Porto"), extraction("The user moved to Lisbon")]
+    )
     await turn(graph, "I live in Porto.")
     await turn(graph, "Actually I moved to Lisbon.")
     await wait_for_local_extractions(now=True)
-    assert len(model.calls) == 3  # two answers, one extraction
-    assert "Lisbon" in model.calls[-1].messages[-1].text
+    assert len(model.calls) == 4  # two answers, then one extraction per turn, oldest first
+    assert "Porto" in model.calls[2].messages[-1].text and "Lisbon" not in model.calls[2].messages[-1].text
+    assert "Lisbon" in model.calls[3].messages[-1].text
     assert model.remaining == 0
     chat = await store.asearch(memory.namespace("alice", "chat"), limit=10)
     assert len(chat) == 4  # every message is still recorded
+    saved = {item.value["text"] for item in await store.asearch(memory.namespace("alice", "semantic"), limit=10)}
+    assert saved == {"The user lives in Porto", "The user moved to Lisbon"}
+    assert await store.asearch(("memory_pending",), limit=10) == []  # nothing left waiting
 
 
 async def test_remember_off_writes_nothing(setup):
