@@ -54,6 +54,7 @@ async def recall(
     role: str | None = None,
     scoring: str | None = None,
     record_access: bool = True,
+    turns: bool = True,
     now: datetime | None = None,
     config: MemoryConfig | None = None,
 ) -> list[dict]:
@@ -68,7 +69,8 @@ async def recall(
     `similarity` (the store's cosine similarity; None for a candidate only full text or its
     date found). Episodic and semantic results also carry `turns`: the chat messages the memory
     was learnt from (its `turn_ids`, the latest 5, each `{"id", "role", "text", "created_at",
-    "speaker"?}`, text cut to 1,000 characters), read for all results at once. With
+    "speaker"?}`, text cut to 1,000 characters), read for all results at once; `turns=False`
+    leaves them out (no read) for callers that use the texts only. With
     `record_access`, the returned memories get `access_count + 1` and `last_accessed_at` = now
     (the vector is kept).
     """
@@ -109,7 +111,7 @@ async def recall(
     if record_access and ranked:
         ranked = await _record_access(store, ranked, config, now)
     results = [as_result(hit, score, similarity=similarity.get(hit.key)) for hit, score in ranked]
-    if kind in MEMORY_KINDS:
+    if turns and kind in MEMORY_KINDS:
         await _attach_turns(store, user_id, [(r, r.get("turn_ids")) for r in results], now)
     return results
 

@@ -66,6 +66,9 @@ async def test_recall_returns_the_turns_a_fact_came_from_in_one_read(store, monk
     ]
     assert by_text["The user prefers window seats"]["turns"] == []
 
+    bare = await space.recall("where does the user live", "semantic", top_k=5, turns=False)
+    assert batches == [3] and all("turns" not in r for r in bare)  # no read when not asked for
+
 
 async def test_turns_of_another_user_or_deleted_ones_are_never_shown(store):
     mine = memory.open(store, "a.b")
