@@ -65,9 +65,11 @@ async def search_episodic_memory(query: str, top_k: int = 5, *, runtime: ToolRun
 
     Returns:
         {"query", "results": [{"id", "text", "kind", "importance", "created_at", "updated_at",
-        "last_accessed_at", "access_count", "score", "similarity", ...}], "count"}, best first.
-        `score` is the ranking score: relevance to the query (with weighted scoring also
-        importance, recency and how often the memory was recalled).
+        "last_accessed_at", "access_count", "score", "similarity", "turns", ...}], "count"},
+        best first. `score` is the ranking score: relevance to the query (with weighted scoring
+        also importance, recency and how often the memory was recalled). `turns` are the chat
+        messages the memory was learnt from ({"id", "role", "text", "created_at"}; empty for a
+        memory saved by hand): quote them when the user asks where something came from.
     """
     space = _scope(runtime)
     _bounded(top_k, "top_k", MAX_TOP_K)
@@ -99,7 +101,9 @@ async def search_semantic_memory(
     Returns:
         {"query", "category" (the category searched, null for all), "results": [{"id", "text",
         "kind", "category", "importance", "created_at", "updated_at", "access_count", "score",
-        "similarity", ...}], "count"}, best first, and a `note` when the search was widened.
+        "similarity", "turns", ...}], "count"}, best first, and a `note` when the search was
+        widened. `turns` are the chat messages the fact was learnt from ({"id", "role", "text",
+        "created_at"}; empty for a fact saved by hand).
         When facts contradict, prefer the one with the later `updated_at`.
     """
     space = _scope(runtime)
@@ -215,9 +219,11 @@ async def get_user_profile(categories: list[Category] | None = None, *, runtime:
             categories are returned and `note` says so.
 
     Returns:
-        {"fields": {name: text}, "created_at", "updated_at", "facts": {category: [{"id", "text",
-        "importance", "created_at", "updated_at", "score", ...}]}}, up to 10 facts per
-        category, most important first.
+        {"fields": {name: text}, "field_turns": {name: [turn]}, "created_at", "updated_at",
+        "facts": {category: [{"id", "text", "importance", "created_at", "updated_at", "score",
+        "turns", ...}]}}, up to 10 facts per category, most important first. `turns` and
+        `field_turns` are the chat messages a fact or field was learnt from ({"id", "role",
+        "text", "created_at"}).
     """
     space = _scope(runtime)
     profile = await _call(space.get_profile(categories))

@@ -188,7 +188,7 @@ async def extract_and_save(
     if asked is not None:
         for kind in memory.MEMORY_KINDS:
             existing += await space.recall(
-                asked[: space.config.max_text_chars], kind, top_k=MAX_EXISTING // 2, record_access=False
+                asked[: space.config.max_text_chars], kind, top_k=MAX_EXISTING // 2, record_access=False, turns=False
             )
     extraction = await extract_memories(model, messages, existing, retries=retries, timeout=timeout)
     user_names = [user_id, *([speaker] if speaker else [])]

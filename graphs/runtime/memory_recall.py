@@ -65,7 +65,7 @@ async def recall_items(
     for kind in RECALLED_KINDS:
         if kind not in kinds:
             continue
-        for hit in await space.recall(message, kind, top_k=top_k, record_access=False):
+        for hit in await space.recall(message, kind, top_k=top_k, record_access=False, turns=False):
             if kind == "chat" and (hit.get("role") != "user" or (thread_id and hit.get("thread_id") == thread_id)):
                 continue
             scored.append((float(hit.get("similarity") or 0.0), str(hit.get("text", "")).strip()))

@@ -31,6 +31,8 @@ MAX_PROFILE_VALUE_CHARS = 1000
 MAX_ID_CHARS = 256
 PROFILE_FACTS_PER_CATEGORY = 10
 PROFILE_FACTS_SCANNED = 50
+RECALLED_TURNS = 5  # the latest chat turns a recalled memory shows as where it came from
+RECALLED_TURN_CHARS = 1000  # each shown turn's text is cut to this length
 
 
 @dataclass(frozen=True)

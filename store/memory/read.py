@@ -20,6 +20,8 @@ from store.memory.config import (
     PROFILE_FACTS_PER_CATEGORY,
     PROFILE_FACTS_SCANNED,
     PROFILE_KEY,
+    RECALLED_TURN_CHARS,
+    RECALLED_TURNS,
     ROLES,
     SCORINGS,
     TEXT_KINDS,
@@ -52,6 +54,7 @@ async def recall(
     role: str | None = None,
     scoring: str | None = None,
     record_access: bool = True,
+    turns: bool = True,
     now: datetime | None = None,
     config: MemoryConfig | None = None,
 ) -> list[dict]:
@@ -64,7 +67,10 @@ async def recall(
     `top_k * MEMORY_CANDIDATE_FACTOR` candidates with `rank_weighted`; `"plain"` keeps the
     candidates' order (duplicates included). Each result carries `score` (the ranking score) and
     `similarity` (the store's cosine similarity; None for a candidate only full text or its
-    date found). With
+    date found). Episodic and semantic results also carry `turns`: the chat messages the memory
+    was learnt from (its `turn_ids`, the latest 5, each `{"id", "role", "text", "created_at",
+    "speaker"?}`, text cut to 1,000 characters), read for all results at once; `turns=False`
+    leaves them out (no read) for callers that use the texts only. With
     `record_access`, the returned memories get `access_count + 1` and `last_accessed_at` = now
     (the vector is kept).
     """
@@ -104,7 +110,46 @@ async def recall(
     ranked = ranked[:top_k]
     if record_access and ranked:
         ranked = await _record_access(store, ranked, config, now)
-    return [as_result(hit, score, similarity=similarity.get(hit.key)) for hit, score in ranked]
+    results = [as_result(hit, score, similarity=similarity.get(hit.key)) for hit, score in ranked]
+    if turns and kind in MEMORY_KINDS:
+        await _attach_turns(store, user_id, [(r, r.get("turn_ids")) for r in results], now)
+    return results
+
+
+async def _attach_turns(
+    store: BaseStore, user_id: str, holders: list[tuple[dict, Sequence[str] | None]], now: datetime
+) -> None:
+    """Set `turns` on each holder: the chat messages its ids name (the latest RECALLED_TURNS),
+    as `{"id", "role", "text", "created_at", "speaker"?, "truncated"?}`, text cut to
+    RECALLED_TURN_CHARS. One batched read of `user_id`'s own chat namespace: an id of another
+    user's message, or of a deleted or expired one, finds nothing and is left out."""
+    chat_ns = namespace(user_id, "chat")
+    wanted = [list(ids or [])[-RECALLED_TURNS:] for _, ids in holders]
+    keys = list(dict.fromkeys(key for ids in wanted for key in ids if isinstance(key, str)))
+    items = cast(list[Item | None], await store.abatch([GetOp(chat_ns, key, False) for key in keys])) if keys else []
+    found = {
+        item.key: _turn(item.key, item.value)
+        for item in items
+        if item is not None and tuple(item.namespace) == chat_ns and not expired(item.value, now)
+    }
+    for (holder, _), ids in zip(holders, wanted, strict=True):
+        holder["turns"] = [found[key] for key in ids if key in found]
+
+
+def _turn(key: str, value: dict) -> dict:
+    """A chat message as a recalled memory shows it."""
+    text = str(value.get("text", ""))
+    turn = {
+        "id": key,
+        "role": value.get("role"),
+        "text": text[:RECALLED_TURN_CHARS],
+        "created_at": value.get("created_at"),
+    }
+    if value.get("speaker"):
+        turn["speaker"] = value["speaker"]
+    if len(text) > RECALLED_TURN_CHARS or value.get("truncated"):
+        turn["truncated"] = True
+    return turn
 
 
 def _scored(item: Item, score: float) -> SearchItem:
@@ -204,9 +249,11 @@ async def recent_activity(
 async def get_profile(store: BaseStore, user_id: str, categories: list[str] | None = None) -> dict:
     """The user's structured profile plus their semantic facts grouped by category.
 
-    Returns `{"fields": {...}, "created_at", "updated_at", "facts": {category: [memory, ...]}}`,
-    up to 10 facts per category, most important first (`score` = importance), chosen among the
-    50 most recently written of that category. `categories` limits the categories (None: all).
+    Returns `{"fields": {...}, "field_turns": {field: [turn, ...]}, "created_at", "updated_at",
+    "facts": {category: [memory, ...]}}`, up to 10 facts per category, most important first
+    (`score` = importance), chosen among the 50 most recently written of that category. Facts
+    carry `turns` and fields learnt from a conversation their `field_turns`, as `recall` shows
+    them (one batched read of the user's chat messages). `categories` limits the categories (None: all).
     """
     profile_ns = namespace(user_id, "profile")
     semantic_ns = namespace(user_id, "semantic")
@@ -232,8 +279,15 @@ async def get_profile(store: BaseStore, user_id: str, categories: list[str] | No
         facts[category] = [
             as_result(item, float(item.value.get("importance", 0))) for item in live[:PROFILE_FACTS_PER_CATEGORY]
         ]
+    fields = value.get("fields") or {}
+    field_turns = value.get("field_turns") or {}
+    sources: dict[str, dict] = {name: {} for name in fields if field_turns.get(name)}
+    holders = [(fact, fact.get("turn_ids")) for category in facts.values() for fact in category]
+    holders += [(holder, field_turns[name]) for name, holder in sources.items()]
+    await _attach_turns(store, user_id, holders, now)
     return {
-        "fields": value.get("fields") or {},
+        "fields": fields,
+        "field_turns": {name: holder["turns"] for name, holder in sources.items() if holder["turns"]},
         "created_at": value.get("created_at"),
         "updated_at": value.get("updated_at"),
         "facts": facts,

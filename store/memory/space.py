@@ -30,7 +30,7 @@ class MemorySpace:
 
     async def recall(self, query: str, kind: str, **options: Any) -> list[dict]:
         """`store.memory.recall` of this user (options: top_k, category, role, scoring,
-        record_access, now)."""
+        record_access, turns, now)."""
         return await recall(self.store, self.user_id, query, kind, config=self.config, **options)
 
     async def save(self, kind: str, text: str, **fields: Any) -> dict:

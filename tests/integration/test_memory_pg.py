@@ -300,3 +300,32 @@ async def test_delete_and_forget_own_memories(pg_schema, pg_uri):
     assert count == 2 and profile["fields"] == {}
     assert rows(pg_uri, pg_schema) == []
     assert sql(pg_uri, f"SELECT count(*) FROM {pg_schema}.store_vectors") == [(0,)]
+
+
+async def test_recalled_memories_show_their_own_turns_on_postgres(pg_schema, pg_uri):
+    async with store() as s:
+        said = await memory.record_chat_message(s, "alice", "user", "I moved to Porto in March.", "t1")
+        reply = await memory.record_chat_message(s, "alice", "assistant", "Porto is a lovely city.", "t1")
+        bobs = await memory.record_chat_message(s, "bob", "user", "My password hint is Porto.", "t9")
+        await memory.save_memory(
+            s,
+            "alice",
+            "semantic",
+            "The user lives in Porto",
+            category="fact",
+            source="extraction",
+            turn_ids=[said["id"], bobs["id"], reply["id"]],
+        )
+        await memory.update_profile(s, "alice", {"city": "Porto"}, turn_ids=[said["id"]])
+    async with store() as s:  # read back from Postgres by a new pool
+        [found] = await memory.recall(s, "alice", "which city does she live in", "semantic", top_k=1)
+        profile = await memory.get_profile(s, "alice")
+        [bob_view] = await memory.recall(s, "bob", "password hint", "chat", top_k=1)
+
+    assert [(t["id"], t["role"], t["text"]) for t in found["turns"]] == [
+        (said["id"], "user", "I moved to Porto in March."),
+        (reply["id"], "assistant", "Porto is a lovely city."),
+    ]
+    assert "password" not in json.dumps(found)  # bob's message id names nothing in alice's chat
+    assert profile["field_turns"]["city"][0]["id"] == said["id"]
+    assert bob_view["id"] == bobs["id"] and "turns" not in bob_view  # chat turns are the turns themselves
