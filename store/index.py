@@ -20,7 +20,7 @@ from langgraph.store.postgres.aio import AsyncPostgresStore
 
 from store.embeddings import embeddings_spec, get_embeddings
 from store.migrations import LOCK_ID
-from store.sql import StoreSQL
+from store.sql import StoreSQL, server_store_sees_vector_type, server_store_with_index
 
 logger = logging.getLogger(__name__)
 VECTOR_LOCK_ID = LOCK_ID + 1  # pg advisory lock key of the vector table's setup beside a server's store
@@ -111,7 +111,7 @@ async def index_server_store(server_store: AsyncPostgresStore, adapter: StoreSQL
                 "or remove `store.index` from the server's configuration to use the package's own index."
             )
         return f"the server's own index ({embed if isinstance(embed, str) else type(embed).__name__})"
-    if not await _sees_vector_type(server_store):
+    if not await server_store_sees_vector_type(server_store):
         logger.error(
             "The server's store cannot have a vector index: its connections do not see pgvector's `vector` "
             "type (the extension is in schema public: put public on the server's search_path). Searches by "
@@ -122,7 +122,7 @@ async def index_server_store(server_store: AsyncPostgresStore, adapter: StoreSQL
     model = spec.model
     existing_index = await adapter.vector_dims() is not None
     await check_index_dims(adapter, index["dims"])
-    configured = AsyncPostgresStore(conn=server_store.conn, index=index)  # type: ignore[arg-type]
+    configured = server_store_with_index(server_store, index)
     async with adapter.pool.connection() as conn:
         # The setup builds the vector index with CREATE INDEX CONCURRENTLY, which waits for every
         # transaction open when it starts: another replica waiting for a lock would be one, and
@@ -140,17 +140,3 @@ async def index_server_store(server_store: AsyncPostgresStore, adapter: StoreSQL
     attach: Any = server_store
     attach.index_config, attach.embeddings = configured.index_config, configured.embeddings
     return f"{model} ({index['dims']} dimensions), in the package's process"
-
-
-async def _sees_vector_type(server_store: AsyncPostgresStore) -> bool:
-    """Whether the server store's own connections resolve pgvector's `vector` type (its vector
-    table and searches need it on their search_path)."""
-    conn: Any = server_store.conn
-    if hasattr(conn, "connection"):  # a pool
-        async with conn.connection() as connection:
-            cursor = await connection.execute("SELECT to_regtype('vector') IS NOT NULL AS found")
-            row = await cursor.fetchone()
-    else:
-        cursor = await conn.execute("SELECT to_regtype('vector') IS NOT NULL AS found")
-        row = await cursor.fetchone()
-    return bool(row["found"] if isinstance(row, dict) else row[0])

@@ -41,6 +41,8 @@ from store.sql.base import (
     library_version,
     server_store_conninfo,
     server_store_location,
+    server_store_sees_vector_type,
+    server_store_with_index,
     store_location,
 )
 from store.sql.checkpoints import CheckpointSQL
@@ -70,5 +72,7 @@ __all__ = [
     "migrations",
     "server_store_conninfo",
     "server_store_location",
+    "server_store_sees_vector_type",
+    "server_store_with_index",
     "store_location",
 ]

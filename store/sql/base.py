@@ -63,6 +63,32 @@ async def server_store_location(server_store: Any) -> dict | None:
         return await store_location(conn)
 
 
+async def server_store_sees_vector_type(server_store: Any) -> bool:
+    """Whether a LangGraph `AsyncPostgresStore`'s own connections resolve pgvector's `vector`
+    type (a vector table and its searches need it on their search_path)."""
+
+    async def sees(conn: Any) -> bool:
+        async with conn.cursor(row_factory=dict_row) as cur:
+            await cur.execute("SELECT to_regtype('vector') IS NOT NULL AS found")
+            row = await cur.fetchone()
+        return bool(row and row["found"])
+
+    conn = server_store.conn
+    if isinstance(conn, AsyncConnectionPool):
+        async with conn.connection() as pooled:
+            return await sees(pooled)
+    async with server_store.lock:
+        return await sees(conn)
+
+
+def server_store_with_index(server_store: Any, index: dict) -> Any:
+    """A LangGraph `AsyncPostgresStore` on a server store's own connection, with the semantic
+    `index` (store/index.py `index_server_store` sets its vector table up and takes its index)."""
+    from langgraph.store.postgres.aio import AsyncPostgresStore
+
+    return AsyncPostgresStore(conn=server_store.conn, index=index)  # type: ignore[arg-type]
+
+
 def server_store_conninfo(server_store: Any) -> str:
     """The connection string of a LangGraph `AsyncPostgresStore`'s own connection."""
     conn = server_store.conn
