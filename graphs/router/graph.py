@@ -3,7 +3,7 @@
 prepare --(new question)--> decide_route --------------------------------------------+
    |                                                                                  |
    +--(clear / feedback only)--> END     retrieval: retrieve (subgraph: gather -> Send -> rank x
-                                           workers; then merge_evidence) -> answer -> finish_turn
+                                           workers; then merge_evidence) -> answer (ends the turn)
                                          general / react / other sub-agents -> finish_turn
                                          error (unknown KB) -> route_error -> finish_turn
 """
@@ -11,6 +11,7 @@ prepare --(new question)--> decide_route ---------------------------------------
 from __future__ import annotations
 
 import difflib
+import uuid
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -61,7 +62,7 @@ from graphs.runtime.failures import explain_failures
 from graphs.runtime.memory_schedule import remember_turn
 from graphs.runtime.models import ModelConfigError, ainvoke_with_retries, load_chat_model, report_unmet_tool_choice
 from graphs.runtime.structured import StructuredOutputError, ainvoke_structured
-from graphs.runtime.ui import link_to_answer
+from graphs.runtime.ui import deferred_state_writes, link_to_answer
 from store import knowledge
 from store.embeddings import embed_ahead
 from tools.identity import run_kb_reader, run_user_id
@@ -390,7 +391,26 @@ def _history(messages: list[AnyMessage], budget_tokens: int) -> list[AnyMessage]
 async def answer(state: State, runtime: Runtime[RouterContext], config: RunnableConfig) -> dict:
     """Answer from the merged passages with numbered citations (streamed as tokens), or, with no
     chat model configured, with the top passages themselves, labelled as extracted; then check
-    the citations (`check_citations`)."""
+    the citations (`check_citations`) and end the turn (`finish_turn`, in this step: every step
+    of a graph costs a checkpoint). The cards this step pushes join its update, so that the end
+    of the turn places them under the answer like the earlier ones."""
+    with deferred_state_writes() as cards:
+        checked = await _answer(state, runtime, config)
+    [message] = checked["messages"]
+    if not message.id:  # the id the turn's records refer to (the reducer would give it one later)
+        message = message.model_copy(update={"id": str(uuid.uuid4())})
+    after = {**state, "messages": [*state["messages"], message], "ui": [*(state.get("ui") or []), *cards]}
+    ended = await finish_turn(after, runtime, config)  # type: ignore[arg-type]
+    return {
+        **checked,
+        **ended,
+        "messages": [message, *ended.get("messages", [])],
+        "ui": [*cards, *ended.get("ui", [])],
+    }
+
+
+async def _answer(state: State, runtime: Runtime[RouterContext], config: RunnableConfig) -> dict:
+    """`answer`'s answer, its citations checked: {"messages": [the answer], "citation_check"}."""
     context = runtime.context
     sources = state.get("sources", [])
     kb = state["decision"]["kb_prefix"]
@@ -508,7 +528,8 @@ async def route_error(state: State) -> dict:
 
 
 async def finish_turn(state: State, runtime: Runtime[RouterContext], config: RunnableConfig) -> dict:
-    """Note which run answered (feedback refers to it); record a retrieval turn in the chat history."""
+    """Note which run answered (feedback refers to it); record a retrieval turn in the chat history
+    (the retrieval route ends its turn in `answer`, one step fewer)."""
     decision = state["decision"]
     last = state["messages"][-1]
     update = {
@@ -541,7 +562,7 @@ builder.add_edge(START, "prepare")
 builder.add_conditional_edges("prepare", after_prepare, ["decide_route", END, *SUBAGENTS])
 builder.add_conditional_edges("decide_route", route_after_decision, ["retrieve", "general", "route_error", *SUBAGENTS])
 builder.add_edge("retrieve", "answer")
-builder.add_edge("answer", "finish_turn")
+builder.add_edge("answer", END)
 for _name in ("general", "route_error"):
     builder.add_edge(_name, "finish_turn")
 for _name in SUBAGENTS:
