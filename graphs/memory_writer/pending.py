@@ -23,6 +23,7 @@ from langgraph.store.base import BaseStore, Item
 
 from graphs.memory_writer.extract import extract_and_save
 from settings import settings
+from store.clean import strip_nul
 from store.memory.validate import user_label
 
 PENDING_ROOT = "memory_pending"
@@ -55,7 +56,8 @@ async def add_pending_turn(
 ) -> str:
     """Keep `turn` for the conversation's next writer run; returns its key."""
     key = f"{time.time_ns():020d}-{uuid.uuid4().hex[:8]}"
-    value = {"messages": turn, "speaker": speaker, "chat_ids": list(chat_ids), "failures": 0}
+    # Postgres' jsonb cannot hold NUL characters: a message holding one is kept without them
+    value = strip_nul({"messages": turn, "speaker": speaker, "chat_ids": list(chat_ids), "failures": 0})
     await store.aput(pending_namespace(user_id, thread_id), key, value, index=False)
     return key
 
