@@ -10,6 +10,13 @@ meaning to the latest message are recalled and shown with it:
   already; the assistant's answers are not evidence of what the user said);
 - profile fields (`key: value`) close to the message.
 
+Memories are written about the user in the third person ("The user lives in Lisbon"), and the
+user asks in the first person ("Which city do I live in?"): the two are compared with the message
+turned to the third person (`about_the_user`: "Which city does the user live in?"), which brings a
+memory that answers the question from a similarity of 0.29-0.39 to 0.5-0.75 with the local
+embedder, while unrelated messages stay under 0.3. The user's own chat messages are compared
+with the message as written.
+
 Only items at least `MIN_SIMILARITY` similar to the message are shown, at most `top_k` of them,
 most similar first; a message unrelated to anything stored gets no note. Only the run's user's
 namespace is read. A failing store or embedder costs the note, never the turn (logged).
@@ -18,6 +25,7 @@ namespace is read. A failing store or embedder costs the note, never the turn (l
 from __future__ import annotations
 
 import logging
+import re
 
 import numpy as np
 from langgraph.store.base import BaseStore
@@ -34,11 +42,31 @@ for the memory to be shown: a memory that answers a question about it scores 0.5
 ones under 0.2."""
 RECALLED_KINDS = ("semantic", "episodic", "chat")
 MAX_PROFILE_FIELDS = 50
+_FIRST_PERSON = [
+    (re.compile(pattern, re.IGNORECASE), replacement)
+    for pattern, replacement in (
+        (r"\bI am\b|\bI'm\b", "the user is"),
+        (r"\bam I\b", "is the user"),
+        (r"\bdo I\b", "does the user"),
+        (r"\bhave I\b", "has the user"),
+        (r"\bI've\b", "the user has"),
+        (r"\bmy\b|\bmine\b", "the user's"),
+        (r"\bI\b|\bme\b|\bmyself\b", "the user"),
+    )
+]
 RECALL_NOTE = """
 
-What you already know about me from earlier conversations:
+What you already know about me (notes from earlier conversations; "the user" is me):
 {items}
-If this answers my question, answer from it directly, without calling a tool."""
+If these notes answer my question, answer from them directly, without calling a tool."""
+
+
+def about_the_user(message: str) -> str:
+    """`message` with the user's first person turned to the third, as memories are written:
+    "Which city do I live in?" -> "Which city does the user live in?"."""
+    for pattern, replacement in _FIRST_PERSON:
+        message = pattern.sub(replacement, message)
+    return message
 
 
 async def _profile_matches(store: BaseStore, user_id: str, message: str) -> list[tuple[float, str]]:
@@ -61,16 +89,18 @@ async def recall_items(
         return []
     space = memory.open(store, user_id)
     kinds = await stored_kinds(store, user_id)
+    about = about_the_user(message)
     scored: list[tuple[float, str]] = []
     for kind in RECALLED_KINDS:
         if kind not in kinds:
             continue
-        for hit in await space.recall(message, kind, top_k=top_k, record_access=False, turns=False):
+        query = message if kind == "chat" else about  # the user's own messages speak in the first person
+        for hit in await space.recall(query, kind, top_k=top_k, record_access=False, turns=False):
             if kind == "chat" and (hit.get("role") != "user" or (thread_id and hit.get("thread_id") == thread_id)):
                 continue
             scored.append((float(hit.get("similarity") or 0.0), str(hit.get("text", "")).strip()))
     if "profile" in kinds:
-        scored += await _profile_matches(store, user_id, message)
+        scored += await _profile_matches(store, user_id, about)
     scored.sort(key=lambda item: -item[0])
     kept = dict.fromkeys(text for similarity, text in scored if similarity >= MIN_SIMILARITY and text)
     return list(kept)[:top_k]

@@ -168,3 +168,34 @@ async def test_recall_into_the_prompt_can_be_turned_off_and_skips_this_conversat
     await memory.save_memory(store, "alice", "semantic", "The user's dog is called Biscuit.")
     await turn(graph, "What is my dog's name?", thread="t2", remember=False, recall_top_k=0)
     assert "already know about me" not in _asked(model.calls[1])
+
+
+@pytest.mark.parametrize(
+    ("question", "answer"),
+    [
+        ("Which city do I live in?", "The user lives in Lisbon"),
+        ("What do I do for a living?", "The user works as a marine biologist"),
+        ("Am I allergic to anything?", "The user is allergic to penicillin"),
+    ],
+)
+async def test_a_question_in_the_first_person_recalls_the_memory_written_about_the_user(store, question, answer):
+    """Memories say "The user ..." and questions "I" / "my": compared as written, these answers
+    were under the note's similarity floor and the note was empty; turned to the third person
+    ("Which city does the user live in?") they are shown, and unrelated messages still get none."""
+    from graphs.runtime.memory_recall import about_the_user, recall_note
+
+    space = memory.open(store, "carol")
+    for text in (
+        "The user lives in Lisbon",
+        "The user works as a marine biologist",
+        "The user is allergic to penicillin",
+        "The user has a cat named Pixel",
+    ):
+        await space.save("semantic", text, category="fact")
+    assert about_the_user("Which city do I live in? It's my question") == (
+        "Which city does the user live in? It's the user's question"
+    )
+    note = await recall_note(store, "carol", question, top_k=5)
+    assert f"- {answer}" in note
+    for unrelated in ("What is 17 * 23?", "What is the weather in Paris today?"):
+        assert await recall_note(store, "carol", unrelated, top_k=5) == ""
