@@ -348,8 +348,8 @@ def select_workers(decision: dict, message: str, context: RouterContext) -> tupl
 
 
 async def decide_route(state: State, runtime: Runtime[RouterContext], config: RunnableConfig) -> dict:
-    """Decide the route in one step (seed 003's intent_detect -> apply_override_policy ->
-    worker_select, as functions: each step of a graph costs a checkpoint): what the message asks
+    """Decide the route in one step (`detect_intent` -> `apply_override_policy` ->
+    `select_workers`, as functions: each step of a graph costs a checkpoint): what the message asks
     for, the caller's choices over it, then the workers of the retrieval route; stream the
     decision."""
     emit("progress", stage="routing", completed=0, total=0, agent_type="", retrieval_count=None, error=None)
