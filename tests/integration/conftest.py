@@ -169,6 +169,8 @@ AEGRA_NO_DELAYED_RUNS = (
 
 # The API keys of the session's dev server (server/auth.py): two users and an administrator.
 API_KEYS = {"alice": "key-alice-7f3c", "bob": "key-bob-91d2", "ops": "key-ops-c0de"}
+AGENT_API_KEYS = ",".join(f"{user}={key}" for user, key in API_KEYS.items())
+"""API_KEYS as the AGENT_API_KEYS setting (`user=key,...`)."""
 ADMIN_USER = "ops"
 
 
@@ -351,7 +353,7 @@ def dev_server(request, pg_uri, openai_server, own_model_server, tmp_path_factor
         openai_server,
         POSTGRES_URI=pg_uri,
         POSTGRES_SCHEMA="it_server",
-        AGENT_API_KEYS=",".join(f"{user}={key}" for user, key in API_KEYS.items()),
+        AGENT_API_KEYS=AGENT_API_KEYS,
         AGENT_ADMIN_USERS=ADMIN_USER,
         # `*`: any public base URL; the second scripted server, on loopback, listed by the operator.
         AGENT_REQUEST_BASE_URLS=f"*,{own_model_server.base_url}",

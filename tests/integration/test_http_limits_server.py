@@ -15,7 +15,7 @@ import jwt
 import pytest
 
 from scripts.free_port import free_port
-from tests.integration.conftest import API_KEYS, DevServer, server_env
+from tests.integration.conftest import AGENT_API_KEYS, API_KEYS, DevServer, server_env
 from tests.web_servers import LoopbackServer, Reply
 
 pytestmark = pytest.mark.integration
@@ -75,7 +75,7 @@ def limits_server(pg_uri, openai_server, web, tmp_path_factory):
         openai_server,
         POSTGRES_URI=pg_uri,
         POSTGRES_SCHEMA="it_limits",
-        AGENT_API_KEYS=",".join(f"{name}={secret}" for name, secret in API_KEYS.items()),
+        AGENT_API_KEYS=AGENT_API_KEYS,
         AGENT_ADMIN_USERS="ops",
         AGENT_JWT_SECRET=JWT_SECRET,
         AGENT_JWT_AUDIENCE=AUDIENCE,

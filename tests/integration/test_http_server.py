@@ -14,6 +14,7 @@ import pytest
 from langgraph_sdk import get_client
 
 from tests.integration.conftest import (
+    AGENT_API_KEYS,
     API_KEYS,
     KB_DATA,
     DevServer,
@@ -72,7 +73,7 @@ def http_server(pg_uri, openai_server, web, tmp_path_factory):
         openai_server,
         POSTGRES_URI=pg_uri,
         POSTGRES_SCHEMA="it_http",
-        AGENT_API_KEYS=",".join(f"{name}={secret}" for name, secret in API_KEYS.items()),
+        AGENT_API_KEYS=AGENT_API_KEYS,
         AGENT_ADMIN_USERS="ops",
         AGENT_JWT_SECRET=JWT_SECRET,
         AGENT_JWT_AUDIENCE=AUDIENCE,

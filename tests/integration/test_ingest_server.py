@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.integration.conftest import API_KEYS, DevServer, server_env
+from tests.integration.conftest import AGENT_API_KEYS, API_KEYS, DevServer, server_env
 
 pytestmark = pytest.mark.integration
 
@@ -50,7 +50,7 @@ def ingest_server(pg_uri, openai_server, tmp_path_factory):
         openai_server,
         POSTGRES_URI=pg_uri,
         POSTGRES_SCHEMA="it_ingest",
-        AGENT_API_KEYS=",".join(f"{name}={secret}" for name, secret in API_KEYS.items()),
+        AGENT_API_KEYS=AGENT_API_KEYS,
         AGENT_ADMIN_USERS="ops",
         KB_CHUNK_SIZE="200",
         KB_CHUNK_OVERLAP="20",

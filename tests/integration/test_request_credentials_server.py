@@ -13,7 +13,7 @@ import pytest
 from langgraph_sdk import get_client
 
 from scripts.free_port import free_port
-from tests.integration.conftest import API_KEYS, key, sql, user
+from tests.integration.conftest import AGENT_API_KEYS, API_KEYS, key, sql, user
 from tools.credentials import REF_HEADER
 
 pytestmark = [
@@ -133,7 +133,7 @@ def jina_server(pg_uri, openai_server, jina_engine, tmp_path_factory):
         openai_server,
         POSTGRES_URI=pg_uri,
         POSTGRES_SCHEMA="it_search_key",
-        AGENT_API_KEYS=",".join(f"{name}={value}" for name, value in API_KEYS.items()),
+        AGENT_API_KEYS=AGENT_API_KEYS,
         WEB_SEARCH_PROVIDER="jina",
         JINA_SEARCH_URL=jina_engine.url("/search"),
         JINA_API_KEY="operator-jina-key",

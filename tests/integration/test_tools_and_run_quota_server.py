@@ -12,7 +12,7 @@ import jwt
 import pytest
 from langgraph_sdk import get_client
 
-from tests.integration.conftest import API_KEYS, DevServer, key, server_env, user, wait_status
+from tests.integration.conftest import AGENT_API_KEYS, API_KEYS, DevServer, key, server_env, user, wait_status
 from tests.web_servers import LoopbackServer, Reply
 
 pytestmark = pytest.mark.integration
@@ -43,7 +43,7 @@ def server(pg_uri, openai_server, tmp_path_factory):
             openai_server,
             POSTGRES_URI=pg_uri,
             POSTGRES_SCHEMA="it_tools",
-            AGENT_API_KEYS=",".join(f"{name}={secret}" for name, secret in API_KEYS.items()),
+            AGENT_API_KEYS=AGENT_API_KEYS,
             AGENT_ADMIN_USERS="ops",
             AGENT_JWT_SECRET=JWT_SECRET,
             AGENT_JWT_AUDIENCE=AUDIENCE,
