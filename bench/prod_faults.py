@@ -12,7 +12,11 @@ and API keys, then, in order:
    memories and knowledge bases (their graph too: rows in Postgres, walked by the graph worker)
    intact, the run in flight ends in a terminal state;
 5. Postgres stopped then started: the answers while it is down, time to recover;
-6. Redis stopped then started: the answers while it is down, time to recover.
+6. Redis stopped then started: the answers while it is down, time to recover;
+7. memory extraction debounce;
+8. `kill -9` of Postgres with 10 streamed runs in flight, started again 15 s later: every run ends
+   `success`, each thread has its question once and its answer once (`--only postgres-crash` runs
+   this one alone after the route checks).
 Prints each result and a summary of the figures (time to recover, runs lost, duplicates); exits
 1 when a check fails. Takes 3-5 minutes (Aegra's 30 s run lease dominates). Not run in CI.
 """
@@ -81,6 +85,15 @@ class Report:
     def __init__(self) -> None:
         self.failures: list[str] = []
         self.figures: dict[str, Any] = {}
+
+    def summary(self) -> int:
+        """Print the figures and the failed checks; the exit status (1: a check failed)."""
+        print("\nfigures:", json.dumps(self.figures, indent=2))
+        if self.failures:
+            print(f"\n{len(self.failures)} check(s) failed:", *self.failures, sep="\n  ")
+            return 1
+        print("\nevery check passed")
+        return 0
 
     def check(self, ok: bool, what: str) -> None:
         print(("  ok    " if ok else "  FAIL  ") + what, flush=True)
@@ -425,6 +438,104 @@ async def check_memory_debounce(stack: ProdStack, model: Any, report: Report) ->
     report.figures["debounce"] = {"runs": len(runs), "first_turn_extractions": asked_first}
 
 
+def postmaster_pid(postgres_uri: str) -> int:
+    """The pid of the stack's Postgres server (first line of `postmaster.pid` in its data folder)."""
+    with psycopg.connect(postgres_uri, autocommit=True) as conn:
+        row = conn.execute("select setting from pg_settings where name = 'data_directory'").fetchone()
+    assert row is not None
+    return int((Path(row[0]) / "postmaster.pid").read_text().split()[0])
+
+
+async def check_postgres_crash(stack: ProdStack, model: Any, report: Report, runs: int, down_s: float) -> None:
+    """`kill -9` of Postgres with `runs` streamed runs in flight on the replicas, started again
+    `down_s` seconds later: every run ends `success` (server/run_recovery.py resumes it from its
+    last checkpoint), each thread has its question once and its answer once."""
+    print(f"8. kill -9 of Postgres with {runs} streamed runs in flight, back {down_s:g} s later", flush=True)
+    answer = answer_of(60)
+    flights = []
+    for i in range(runs):
+        key = f"pgcrash{uuid.uuid4().hex[:8]}"
+        model.script(key, [{"content": answer, "delay_per_token": 0.1}] * 10)
+        sdk = client(stack.urls[i % len(stack.urls)], "alice")
+        thread = await sdk.threads.create()
+        run = await sdk.runs.create(
+            thread["thread_id"],
+            "react",
+            input={"messages": [{"role": "user", "content": f"{key}: count"}]},
+            stream_mode=["messages-tuple"],
+        )
+        flights.append({"key": key, "sdk": sdk, "thread": thread["thread_id"], "run": run["run_id"], "chunks": 0})
+
+    async def stream(flight: dict) -> None:
+        flight["starts"] = 0
+        async for part in flight["sdk"].runs.join_stream(
+            flight["thread"], flight["run"], stream_mode=["messages-tuple"]
+        ):
+            if part.event == "metadata":
+                flight["starts"] += 1
+            elif part.event.startswith("messages") and isinstance(part.data, list) and part.data:
+                flight["chunks"] += 1
+
+    watchers = [asyncio.create_task(stream(flight)) for flight in flights]
+    for _ in range(600):  # at most 120 s until every run streams
+        if all(flight["chunks"] >= 5 for flight in flights):
+            break
+        await asyncio.sleep(0.2)
+    streaming = sum(1 for flight in flights if flight["chunks"] >= 5)
+    pid = postmaster_pid(stack.postgres_uri)
+    os.kill(pid, signal.SIGKILL)
+    killed_at = time.monotonic()
+    print(f"  killed Postgres (pid {pid}) with {streaming} of {runs} runs streaming", flush=True)
+    await asyncio.sleep(down_s)
+    py = str(ROOT / ".venv-prod/bin/python")
+    started = subprocess.run([py, "-m", "store.postgres", "start"], cwd=ROOT, capture_output=True, text=True)
+    back_at = time.monotonic()
+    print(f"  Postgres started again {back_at - killed_at:.1f} s after the kill (rc {started.returncode})", flush=True)
+    report.check(started.returncode == 0, f"Postgres started again: {started.stderr.strip()[-200:]}")
+
+    async def outcome(flight: dict) -> None:
+        flight["status"] = await wait_terminal(flight["sdk"], flight["thread"], flight["run"], timeout=300)
+        flight["after_back_s"] = time.monotonic() - back_at
+
+    await asyncio.gather(*(outcome(flight) for flight in flights))
+    for watcher in watchers:
+        try:
+            await asyncio.wait_for(watcher, 30)
+        except Exception as exc:  # the stream may end with an error; the run's status and state decide
+            print(f"  (a stream ended: {type(exc).__name__})", flush=True)
+    duplicates = 0
+    counts = []
+    for flight in flights:
+        state = await flight["sdk"].threads.get_state(flight["thread"])
+        humans, ais = human_and_ai_counts(state, flight["key"], answer)
+        counts.append((humans, ais))
+        duplicates += max(humans - 1, 0) + max(ais - 1, 0)
+    succeeded = sum(1 for flight in flights if flight["status"] == "success")
+    times = sorted(flight["after_back_s"] for flight in flights if flight["status"] == "success")
+    report.check(
+        succeeded == runs,
+        f"{succeeded}/{runs} runs ended success (statuses {sorted(flight['status'] for flight in flights)}), "
+        f"{times[0] if times else -1:.1f}-{times[-1] if times else -1:.1f} s after Postgres was started again",
+    )
+    report.check(
+        all(count == (1, 1) for count in counts),
+        f"threads' final state: (question, answer) counts {counts} (want (1, 1) each); duplicates: {duplicates}",
+    )
+    chunks = [flight["chunks"] for flight in flights]
+    starts = [flight.get("starts", 0) for flight in flights]
+    print(f"  stream chunks per run {chunks} (answer: 60 tokens), metadata events per run {starts}", flush=True)
+    report.figures["postgres_crash"] = {
+        "runs": runs,
+        "streaming_at_kill": streaming,
+        "down_s": round(back_at - killed_at, 1),
+        "succeeded": succeeded,
+        "duplicate_messages": duplicates,
+        "success_after_postgres_back_s": [round(t, 1) for t in times],
+        "stream_chunks": chunks,
+        "metadata_events": starts,
+    }
+
+
 async def main_async(args: argparse.Namespace) -> int:
     report = Report()
     with spawn_openai_server() as model:
@@ -447,6 +558,9 @@ async def main_async(args: argparse.Namespace) -> int:
             print(f"stack up in {time.monotonic() - started:.1f} s: {stack.urls}", flush=True)
             memory = f"m{uuid.uuid4().hex[:8]}"
             await check_route_auth(stack, report)
+            if args.only == "postgres-crash":
+                await check_postgres_crash(stack, model, report, args.crash_runs, args.crash_down)
+                return report.summary()
             await check_store_scopes(stack, report, memory)
             done_thread = await check_kill_running_replica(stack, model, report)
             await check_kill_every_replica(stack, model, report, done_thread, memory)
@@ -476,20 +590,21 @@ async def main_async(args: argparse.Namespace) -> int:
                 ],
                 needed_by={"create run"},
             )  # fmt: skip
+            await check_postgres_crash(stack, model, report, args.crash_runs, args.crash_down)
         finally:
             stack.stop()
-    print("\nfigures:", json.dumps(report.figures, indent=2))
-    if report.failures:
-        print(f"\n{len(report.failures)} check(s) failed:", *report.failures, sep="\n  ")
-        return 1
-    print("\nevery check passed")
-    return 0
+    return report.summary()
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--replicas", type=int, default=2)
     parser.add_argument("--port", type=int, default=28600)
+    parser.add_argument("--crash-runs", type=int, default=10, help="runs in flight when Postgres is killed")
+    parser.add_argument("--crash-down", type=float, default=15, help="seconds Postgres stays down after the kill")
+    parser.add_argument(
+        "--only", choices=["postgres-crash"], help="start the stack and run only this check (with the route checks)"
+    )
     return asyncio.run(main_async(parser.parse_args(argv)))
 
 

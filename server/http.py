@@ -31,6 +31,7 @@ from server.logs import quiet_duplicate_run_errors
 from server.mcp_tools import mcp
 from server.request_credentials import RequestCredentialsMiddleware
 from server.route_auth import protect_routes
+from server.run_recovery import install_aegra_recovery
 from server.ui_cards import ui_card
 from settings import settings
 from settings.redact import install_log_redaction
@@ -47,7 +48,7 @@ from store.postgres import (
 )
 from tools.identity import kb_reader
 from tools.quota import QuotaExceeded, charge
-from tools.server_api import server_pool, server_pool_sizes
+from tools.server_api import server_kind, server_pool, server_pool_sizes
 
 KB_NAME_PATTERN = f"^{KB_NAME.pattern}$"
 logger = logging.getLogger(__name__)
@@ -74,7 +75,8 @@ async def lifespan(app: FastAPI):
     """Keep configured secrets out of the log from the start (settings/redact.py) and one log
     record per failed run, load the embeddings model in the background, and run the MCP
     endpoint's session manager while the server runs; under Aegra, keep its Postgres pool
-    quick to reconnect and make the package's tables ready beside its store."""
+    quick to reconnect, let runs resume after a Postgres outage and make the package's tables
+    ready beside its store."""
     install_log_redaction()
     quiet_duplicate_run_errors()
     durable_attempts()  # `langgraph dev`: a run's attempt on disk before it runs (server/dev_persistence.py)
@@ -82,6 +84,8 @@ async def lifespan(app: FastAPI):
     # Aegra's own Postgres pool: quick to serve again after a Postgres restart.
     pool = server_pool()
     fresh = asyncio.create_task(keep_pool_fresh(pool)) if pool is not None else None
+    if server_kind() == "aegra":
+        install_aegra_recovery()  # runs resume after a Postgres crash (server/run_recovery.py)
     if pool is not None:
         # The package's tables beside Aegra's store, migrated before the first request needs them.
         await _prepare_server_store()

@@ -95,6 +95,20 @@ class SettingsValues(RunSettings):
         "2, and sets it for them); each replica checks at start-up that all of their pools fit in Postgres' "
         "`max_connections`.",
     )
+    DATABASE_RECOVERY_WAIT: float = Field(
+        120,
+        ge=0,
+        le=3600,
+        description="Seconds a run whose Postgres went away (crash, restart) waits for it to answer again; it then "
+        "resumes from its last checkpoint (production stack, server/run_recovery.py). 0: the run fails at once "
+        "with DatabaseUnavailable.",
+    )
+    DATABASE_RECOVERY_RETRIES: int = Field(
+        3,
+        ge=0,
+        le=100,
+        description="How many times one run resumes after losing Postgres before it fails with DatabaseUnavailable.",
+    )
     STORE_TTL_SWEEP_MINUTES: float = Field(
         60,
         ge=0,

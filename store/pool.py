@@ -99,8 +99,24 @@ def is_database_unavailable(exc: BaseException) -> bool:
     `DatabaseUnavailable` may be another copy's class: it is recognised all the same, as an
     `OperationalError` without SQLSTATE."""
     return any(
-        isinstance(error, DatabaseUnavailable) or _is_connection_failure(error) for error in exception_chain(exc)
+        isinstance(error, DatabaseUnavailable) or _is_connection_failure(error) or _unavailable_answer(error)
+        for error in exception_chain(exc)
     )
+
+
+def _unavailable_answer(exc: BaseException) -> bool:
+    """An HTTP error answer `503 DATABASE_UNAVAILABLE` of the server's API (server/errors.py), as
+    a call of the server's own in-process client raises it (an `httpx.HTTPStatusError`)."""
+    response = getattr(exc, "response", None)
+    if getattr(response, "status_code", None) != 503:
+        return False
+    body = getattr(exc, "body", None)
+    if not isinstance(body, dict):
+        try:
+            body = response.json()  # type: ignore[union-attr]
+        except Exception:
+            return False
+    return isinstance(body, dict) and body.get("error") == "DATABASE_UNAVAILABLE"
 
 
 DATABASE_BUSY_MESSAGE = (
@@ -364,6 +380,9 @@ async def open_pool(
         **_pool_settings(schema),
     )
     await pool.open(wait=True, timeout=30)
+    from store.recovery import watch_database  # the Postgres a run waits for after an outage
+
+    watch_database(conninfo)
     try:
         yield pool
     finally:

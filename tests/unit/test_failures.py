@@ -22,6 +22,12 @@ class State(TypedDict, total=False):
     after: int
 
 
+class Item(TypedDict):
+    """A `Send` payload: a node reading it has an input schema of its own."""
+
+    item: str
+
+
 def build(outcomes: list) -> StateGraph:
     async def answer(state: State) -> dict:
         outcome = outcomes.pop(0)
@@ -72,3 +78,75 @@ async def test_other_errors_are_explained_without_their_text_and_interrupts_are_
     await graph.ainvoke({"messages": [("user", "second")]}, config)
     snapshot = await graph.aget_state(config)
     assert snapshot.next == ("answer",) and snapshot.interrupts[0].value == "which one?"
+
+
+@pytest.fixture
+def postgres_back(monkeypatch):
+    """Postgres (a name only: no connection is made) answering again after the waits recorded
+    in the list returned; `answers=False` keeps it away."""
+    from graphs.runtime import failures
+
+    waits: list[float] = []
+    answers = {"back": True}
+
+    async def wait_for_postgres(uri: str, timeout: float) -> float | None:
+        waits.append(timeout)
+        return 0.1 if answers["back"] else None
+
+    monkeypatch.setenv("POSTGRES_URI", "postgresql://nowhere/db")
+    monkeypatch.setenv("DATABASE_RECOVERY_WAIT", "7")
+    monkeypatch.setenv("DATABASE_RECOVERY_RETRIES", "2")
+    monkeypatch.setattr(failures, "wait_for_postgres", wait_for_postgres)
+    return waits, answers
+
+
+async def test_a_node_that_lost_postgres_runs_again_once_it_answers_and_nothing_is_explained(postgres_back):
+    from store.pool import DatabaseUnavailable
+
+    waits, _ = postgres_back
+    graph = build([DatabaseUnavailable(), "the answer"]).compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t", "run_id": "r1"}}
+    result = await graph.ainvoke({"messages": [("user", "question")]}, config)
+    assert [m.text for m in result["messages"]] == ["question", "the answer"]
+    assert result["after"] == 1 and waits == [7.0]
+
+
+async def test_past_the_bounds_the_outage_is_explained_and_the_run_fails(postgres_back):
+    from store.pool import DatabaseUnavailable
+    from store.recovery import outage_to_wait_out
+
+    waits, answers = postgres_back
+    # Retries spent: two waits, then the third loss is explained.
+    graph = build([DatabaseUnavailable()] * 3).compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t", "run_id": "r2"}}
+    with pytest.raises(DatabaseUnavailable) as raised:
+        await graph.ainvoke({"messages": [("user", "question")]}, config)
+    assert waits == [7.0, 7.0] and not outage_to_wait_out(raised.value)  # not waited out again by the server
+    explained = (await graph.aget_state(config)).values["messages"][-1]
+    assert explained.response_metadata[MARKER]["error"] == "DatabaseUnavailable" and "database" in explained.text
+    # Postgres not back in time: explained at once.
+    answers["back"] = False
+    graph = build([DatabaseUnavailable()]).compile(checkpointer=InMemorySaver())
+    with pytest.raises(DatabaseUnavailable):
+        await graph.ainvoke({"messages": [("user", "q")]}, {"configurable": {"thread_id": "u", "run_id": "r3"}})
+    assert waits == [7.0, 7.0, 7.0]
+
+
+async def test_a_node_fed_by_a_send_is_not_run_again_from_the_state(postgres_back):
+    from langgraph.types import Send
+
+    from store.pool import DatabaseUnavailable
+
+    waits, _ = postgres_back
+
+    async def work(payload: Item) -> dict:
+        raise DatabaseUnavailable()
+
+    builder = StateGraph(State)
+    builder.add_node("work", work)
+    builder.add_conditional_edges(START, lambda state: [Send("work", {"item": "x"})])
+    builder.add_edge("work", END)
+    graph = explain_failures(builder).compile(checkpointer=InMemorySaver())
+    with pytest.raises(DatabaseUnavailable):
+        await graph.ainvoke({"messages": [("user", "q")]}, {"configurable": {"thread_id": "s", "run_id": "r4"}})
+    assert waits == []
