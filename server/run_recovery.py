@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from settings import settings
-from store.recovery import resume_after_outages, watch_database
+from store.recovery import resume_after_outages
 
 logger = logging.getLogger(__name__)
 
@@ -151,7 +151,6 @@ def install_aegra_recovery() -> bool:
     from aegra_api.settings import settings as aegra_settings
 
     uri = aegra_settings.db.database_url_sync
-    watch_database(uri)
     stream_graph = executor._stream_graph
 
     @functools.wraps(stream_graph)
@@ -161,7 +160,7 @@ def install_aegra_recovery() -> bool:
             lambda: stream_graph(job),
             uri=uri,
             before_resume=lambda: _keep_or_give_up(run_id),
-            what=f"run {run_id} (resumed from its last checkpoint)",
+            what=f"run {run_id} (it resumes from its last checkpoint)",
         )
 
     def waiting(fn: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T]]:

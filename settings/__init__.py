@@ -99,15 +99,15 @@ class SettingsValues(RunSettings):
         120,
         ge=0,
         le=3600,
-        description="Seconds a run whose Postgres went away (crash, restart) waits for it to answer again; it then "
-        "resumes from its last checkpoint (production stack, server/run_recovery.py). 0: the run fails at once "
-        "with DatabaseUnavailable.",
+        description="Seconds a run that lost Postgres (a crash, a restart) waits for it to answer again; it then goes "
+        "on: the graph node that failed runs again, or on the production stack the run resumes from its last "
+        "checkpoint (store/recovery.py). 0: the run fails at once with DatabaseUnavailable.",
     )
     DATABASE_RECOVERY_RETRIES: int = Field(
         3,
         ge=0,
         le=100,
-        description="How many times one run resumes after losing Postgres before it fails with DatabaseUnavailable.",
+        description="How many times one run waits for Postgres so before it fails with DatabaseUnavailable (0: never).",
     )
     STORE_TTL_SWEEP_MINUTES: float = Field(
         60,

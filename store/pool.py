@@ -360,6 +360,14 @@ def _pool_settings(schema: str) -> dict:
     }
 
 
+_opened: list[str] = []
+
+
+def opened_uri() -> str | None:
+    """The Postgres the first pool `open_pool` opened in this process connects to (None: none yet)."""
+    return _opened[0] if _opened else None
+
+
 @asynccontextmanager
 async def open_pool(
     uri: str | None = None, max_size: int | None = None
@@ -380,9 +388,8 @@ async def open_pool(
         **_pool_settings(schema),
     )
     await pool.open(wait=True, timeout=30)
-    from store.recovery import watch_database  # the Postgres a run waits for after an outage
-
-    watch_database(conninfo)
+    if conninfo not in _opened:
+        _opened.append(conninfo)
     try:
         yield pool
     finally:

@@ -1,7 +1,7 @@
 """Waiting out a Postgres outage: the pieces a run uses to survive Postgres going away.
 
-- `database_uri()`: the Postgres a run waits for (`POSTGRES_URI`, else the one the package's pool
-  opened; Aegra's own, `server/run_recovery.py`, registers it with `watch_database`);
+- `database_uri()`: the Postgres a run waits for (`POSTGRES_URI`, which `scripts/prod` sets, else
+  the one the package's pool opened);
 - `wait_for_postgres(uri, timeout)`: until Postgres answers a query again, bounded;
 - `resume_after_outages(attempt, ...)`: a graph run (any coroutine safe to repeat) that fails
   because Postgres went away is called again once Postgres answers, at most
@@ -25,14 +25,13 @@ from typing import TypeVar
 import psycopg
 
 from settings import settings
-from store.pool import DatabaseUnavailable, exception_chain, is_database_unavailable
+from store.pool import DatabaseUnavailable, exception_chain, is_database_unavailable, opened_uri
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
 _PROBE_EVERY_S = 0.5
-_watched: list[str] = []
 
 
 def gave_up(error: BaseException) -> DatabaseUnavailable:
@@ -44,18 +43,12 @@ def gave_up(error: BaseException) -> DatabaseUnavailable:
     return given_up
 
 
-def watch_database(uri: str) -> None:
-    """Name the Postgres runs wait for when `POSTGRES_URI` is not set (the first one named wins)."""
-    if not _watched:
-        _watched.append(uri)
-
-
 def database_uri() -> str | None:
-    """The Postgres runs wait for: `POSTGRES_URI`, else the one the server's pools opened."""
+    """The Postgres runs wait for: `POSTGRES_URI`, else the one the package's pool opened."""
     configured = settings().POSTGRES_URI
     if configured:
         return configured.get_secret_value()
-    return _watched[0] if _watched else None
+    return opened_uri()
 
 
 def outage_to_wait_out(exc: BaseException) -> bool:
