@@ -8,7 +8,8 @@
   `DATABASE_RECOVERY_RETRIES` times, each time waiting at most `DATABASE_RECOVERY_WAIT` s. A
   LangGraph run with the same run id resumes from its last checkpoint instead of applying its
   input again, so the thread gets each message once.
-- `gave_up(error)`: the error a run ends with once those bounds are spent (not waited out again).
+- `gave_up(error)`: the error a run ends with once those bounds are spent (not waited out again
+  by an enclosing wait: a node, then the run).
 
 graphs/runtime/failures.py waits the same way when a graph node fails for that reason, and runs the
 node again.
@@ -90,8 +91,9 @@ async def resume_after_outages(
     default `database_uri()`; at most `wait` s, default DATABASE_RECOVERY_WAIT) and call
     `attempt()` again, at most `retries` times (default DATABASE_RECOVERY_RETRIES). `attempt`
     must be safe to repeat: a graph run with the same run id resumes from its last checkpoint.
-    `before_resume` runs before each repetition (it may raise to stop). Any other error, or
-    Postgres not back in time, raises as it was."""
+    `before_resume` runs before each repetition (it may raise to stop). Any other error raises as
+    it was; Postgres not back in time, or lost once more than `retries` times, raises `gave_up`
+    (a `DatabaseUnavailable` no caller waits out again)."""
     wait = settings().DATABASE_RECOVERY_WAIT if wait is None else wait
     retries = settings().DATABASE_RECOVERY_RETRIES if retries is None else retries
     resumed = 0
@@ -102,8 +104,11 @@ async def resume_after_outages(
             return await attempt()
         except Exception as exc:
             target = uri or database_uri()
-            if resumed >= retries or wait <= 0 or target is None or not outage_to_wait_out(exc):
+            if wait <= 0 or target is None or not outage_to_wait_out(exc):
                 raise
+            if resumed >= retries:
+                logger.error("Postgres went away during %s %d times: it fails", what, resumed + 1)
+                raise gave_up(exc) from exc
             resumed += 1
             logger.warning(
                 "Postgres went away during %s (%s: %s); waiting up to %g s for it (%d of %d)",
@@ -117,5 +122,5 @@ async def resume_after_outages(
             waited = await wait_for_postgres(target, wait)
             if waited is None:
                 logger.error("Postgres did not answer within %g s: %s fails", wait, what)
-                raise
+                raise gave_up(exc) from exc
             logger.info("Postgres answers again after %.1f s: %s goes on", waited, what)

@@ -35,6 +35,7 @@ from graphs.runtime.history import last_turn
 from graphs.runtime.ui import chat_messages, link_to_answer
 from settings import settings
 from store import memory
+from store.recovery import resume_after_outages
 from tools import credentials
 from tools.identity import check_thread_owner, run_user_id, run_user_name
 
@@ -59,7 +60,9 @@ async def remember_turn(
     context has `remember` off or the graph runs without a store."""
     if not getattr(runtime.context, "remember", False) or runtime.store is None:
         return
-    await check_thread_owner(config)
+    # Each step waits out a Postgres outage itself (store/recovery.py), so the node that ends the
+    # turn, its model call included, is not run again for it and no write is repeated.
+    await resume_after_outages(lambda: check_thread_owner(config), what="checking the thread's owner")
     turn = last_turn(messages)
     thread_id = (config.get("configurable") or {}).get("thread_id")
     user_id = run_user_id(runtime)
@@ -87,7 +90,12 @@ async def record_turn(
     for message in turn:
         if message["content"].strip():
             said_by = memory.ASSISTANT_SPEAKER if message["role"] == "assistant" else speaker or user_id
-            saved = await space.record_chat_message(message["role"], message["content"], thread_id, speaker=said_by)
+            saved = await resume_after_outages(
+                lambda message=message, said_by=said_by: space.record_chat_message(
+                    message["role"], message["content"], thread_id, speaker=said_by
+                ),
+                what="recording the turn",
+            )
             ids.append(saved["id"])
     return ids
 
@@ -136,11 +144,16 @@ async def schedule_extraction(
     store = runtime.store
     if store is None:  # the callers check; without a store there is nothing to write to
         return
-    await add_pending_turn(store, user_id, thread_id, turn, speaker=speaker or user_id, chat_ids=chat_ids)
+    await resume_after_outages(
+        lambda: add_pending_turn(store, user_id, thread_id, turn, speaker=speaker or user_id, chat_ids=chat_ids),
+        what="keeping the turn for memory extraction",
+    )
     context = runtime.context
     if runtime.server_info is not None:
-        await create_writer_run(
-            store, user_id, thread_id, speaker or user_id, _extraction_model(context.model), strategy="rollback"
+        model = _extraction_model(context.model)
+        await resume_after_outages(
+            lambda: create_writer_run(store, user_id, thread_id, speaker or user_id, model, strategy="rollback"),
+            what="scheduling memory extraction",
         )
         return
     from graphs.runtime.models import load_chat_model

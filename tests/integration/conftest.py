@@ -370,7 +370,13 @@ def restartable(tmp_path, openai_server, monkeypatch):
     data_dir = tmp_path / "pg" / "data"
     monkeypatch.setenv("EMBEDDED_POSTGRES_DIR", str(data_dir))
     uri = ensure_embedded_postgres()
-    env = server_env(openai_server, POSTGRES_URI=uri, POSTGRES_SCHEMA="restart", EMBEDDED_POSTGRES_DIR=str(data_dir))
+    env = server_env(
+        openai_server,
+        POSTGRES_URI=uri,
+        POSTGRES_SCHEMA="restart",
+        EMBEDDED_POSTGRES_DIR=str(data_dir),
+        DATABASE_RECOVERY_WAIT="4",  # a run waits this long for Postgres to come back
+    )
     server = DevServer(tmp_path, env)
     server.start()
     yield server

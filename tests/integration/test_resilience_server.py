@@ -91,41 +91,67 @@ async def test_postgres_down_answers_503_keeps_the_connection_and_recovers(resta
     assert final["messages"][-1]["content"] == "after"
 
 
-async def test_a_run_when_postgres_goes_down_ends_with_a_clear_error_after_its_streamed_text(
-    restartable, openai_server
-):
+async def stream_while_postgres_stops(client, thread_id: str, text_in: str, restart_after: float | None, env) -> tuple:
+    """Stream a run of `text_in`, stop Postgres once 40 characters have streamed (and start it
+    again `restart_after` s later): the streamed text, the stream's events, when Postgres stopped."""
+    text = ""
+    events: list = []
+    stopped_at: list[float] = []
+    restart: list[asyncio.Task] = []
+
+    async def restart_later() -> None:
+        await asyncio.sleep(restart_after or 0)
+        await asyncio.to_thread(start_postgres, env)
+
+    async for part in client.runs.stream(thread_id, "react", input=user(text_in), stream_mode=["messages-tuple"]):
+        events.append(part)
+        if part.event == "messages":
+            chunk = part.data[0]
+            if chunk.get("type") == "AIMessageChunk" and isinstance(chunk.get("content"), str):
+                text += chunk["content"]
+        if len(text) > 40 and not stopped_at:
+            await asyncio.to_thread(stop_embedded_postgres)
+            stopped_at.append(time.monotonic())
+            if restart_after is not None:
+                restart.append(asyncio.create_task(restart_later()))
+    if restart:
+        await restart[0]
+    return text, events, stopped_at[0]
+
+
+async def test_a_run_waits_for_postgres_to_come_back_and_fails_clearly_when_it_does_not(restartable, openai_server):
     client = restartable.client(None)
     k = key()
     words = "the streamed answer keeps coming " * 12
-    openai_server.script(k, [{"content": words, "delay_per_token": 0.1}])
+    openai_server.script(k, [{"content": words, "delay_per_token": 0.1}] * 2)
+    # Postgres stopped mid-run and started again 1 s later: the run waits for it and ends
+    # normally; the thread has the question and the answer once, the client got each token once.
     thread = await client.threads.create()
-    text = ""
-    events: list = []
-    stopped = False
-    stopped_at: list[float] = []
+    text, events, stopped = await asyncio.wait_for(
+        stream_while_postgres_stops(client, thread["thread_id"], f"{k} talk", 1.0, restartable.env), 120
+    )
+    print(f"the run ended {time.monotonic() - stopped:.2f} s after Postgres stopped (started again after 1 s)")
+    assert [p.event for p in events if p.event == "error"] == [], [p.data for p in events if p.event == "error"]
+    assert text == words
+    messages = (await client.threads.get_state(thread["thread_id"]))["values"]["messages"]
+    assert [(m["type"], m["content"]) for m in messages] == [("human", f"{k} talk"), ("ai", words)]
+    runs = await client.runs.list(thread["thread_id"])
+    assert [r["status"] for r in runs] == ["success"]
 
-    async def consume() -> None:
-        nonlocal text, stopped
-        async for part in client.runs.stream(
-            thread["thread_id"], "react", input=user(f"{k} talk"), stream_mode=["messages-tuple"]
-        ):
-            events.append(part)
-            if part.event == "messages":
-                chunk = part.data[0]
-                if chunk.get("type") == "AIMessageChunk" and isinstance(chunk.get("content"), str):
-                    text += chunk["content"]
-            if len(text) > 40 and not stopped:
-                stopped = True
-                await asyncio.to_thread(stop_embedded_postgres)
-                stopped_at.append(time.monotonic())
-
-    await asyncio.wait_for(consume(), 120)  # ends: no hang
-    print(f"the run ended {time.monotonic() - stopped_at[0]:.2f} s after Postgres stopped")
-    assert stopped and text.startswith("the streamed answer") and len(text) > 40
+    # Postgres stopped and kept down: the run waits DATABASE_RECOVERY_WAIT (4 s), then ends with a
+    # clear error after what it streamed.
+    thread = await client.threads.create()
+    text, events, stopped = await asyncio.wait_for(
+        stream_while_postgres_stops(client, thread["thread_id"], f"{k} talk again", None, restartable.env), 120
+    )
+    ended = time.monotonic() - stopped
+    print(f"the run ended {ended:.2f} s after Postgres stopped")
+    assert text.startswith("the streamed answer") and len(text) > 40
     errors = [p.data for p in events if p.event == "error"]
     assert errors, [p.event for p in events][-5:]
     assert errors[-1]["error"] == "DatabaseUnavailable", errors[-1]
     assert "database" in errors[-1]["message"].lower()
+    assert ended >= 4, ended  # it waited
 
 
 @pytest.fixture(scope="module")
