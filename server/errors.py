@@ -144,7 +144,8 @@ class DatabaseUnavailableMiddleware:
     routes too (`/threads`, `/runs`, `/store`, ...), so this is the one place that turns a lost
     database into an answer. Without it the error escapes as a plain-text 500 and the server
     closes the connection. A response already streaming (a run's events) cannot change its
-    status: the run itself ends with a `DatabaseUnavailable` error event.
+    status: the run itself waits for Postgres (store/recovery.py) and, when it does not come
+    back in time, ends with a `DatabaseUnavailable` error event.
     """
 
     def __init__(self, app: ASGIApp) -> None:

@@ -6,15 +6,15 @@ graph node that fails so is run again by the graph itself once Postgres answers
 for Postgres to answer again (at most `DATABASE_RECOVERY_WAIT` seconds) and then resumes from its
 last checkpoint, in the same worker (store/recovery.py `resume_after_outages`): the steps it had
 completed are not run again, so the thread gets each message once. A run resumes at most
-`DATABASE_RECOVERY_RETRIES` times; past either bound it fails with the error it had, as before.
+`DATABASE_RECOVERY_RETRIES` times; past either bound it fails with `DatabaseUnavailable`.
 
-`install_aegra_recovery` puts that around Aegra's graph execution, and makes Aegra's own writes
-  of the run's status (`start_run`, `finalize_run`: conditional updates, safe to repeat) wait
-  for Postgres the same way. Before resuming, the run renews its lease only if it still holds it
-  (Aegra's lease reaper may have handed it to another replica when the outage outlasted the
-  lease): otherwise it stops as on a lost lease, and the other replica resumes it. Every reach
-  into Aegra's internals is in this module and checked by `check_aegra_hooks` when a replica
-  starts (`ServerLibraryChanged`, naming the aegra-api version, when they moved).
+`install_aegra_recovery` puts that around Aegra's graph execution, and makes Aegra's own writes of
+the run's status (`start_run`, `finalize_run`: conditional updates, safe to repeat) wait for
+Postgres the same way. Before resuming, the run renews its lease only if it still holds it
+(Aegra's lease reaper may have handed it to another replica when the outage outlasted the lease):
+otherwise it stops as on a lost lease, and the other replica resumes it. Every reach into Aegra's
+internals is in this module and checked by `check_aegra_hooks` when a replica starts
+(`ServerLibraryChanged`, naming the aegra-api version, when they moved).
 """
 
 from __future__ import annotations
@@ -35,9 +35,6 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 _INSTALLED = "__agent_engine_run_recovery__"
-
-
-# --- Aegra -------------------------------------------------------------------------------------
 
 
 class ServerLibraryChanged(RuntimeError):
@@ -145,7 +142,7 @@ def install_aegra_recovery() -> bool:
             f"Postgres outage: {'; '.join(missing)}. Adapt that module to this version (or set "
             "DATABASE_RECOVERY_WAIT=0 to start without it)."
         )
-    executor = importlib.import_module(_RUN_EXECUTOR)
+    executor: Any = importlib.import_module(_RUN_EXECUTOR)
     if getattr(executor, _INSTALLED, False):
         return True
     from aegra_api.settings import settings as aegra_settings
@@ -166,7 +163,8 @@ def install_aegra_recovery() -> bool:
     def waiting(fn: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T]]:
         @functools.wraps(fn)
         async def call(*args: Any, **kwargs: Any) -> T:
-            return await resume_after_outages(lambda: fn(*args, **kwargs), uri=uri, what=f"{fn.__name__}{args[:1]}")
+            what = f"{fn.__name__} of run {args[0]}" if args else fn.__name__
+            return await resume_after_outages(lambda: fn(*args, **kwargs), uri=uri, what=what)
 
         return call
 

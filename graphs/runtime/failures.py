@@ -16,6 +16,7 @@ times a run; store/recovery.py) and runs the failed node again, from the same st
 explained and each message reaches the thread once. Past those bounds, or for a node fed by a
 `Send` (its input is not the graph's state, so it cannot be run again from here), the failure is
 explained and the run fails with `DatabaseUnavailable`, which no one waits out again.
+
 `explain_failures(builder)` is the one place every chat graph gets this from.
 """
 

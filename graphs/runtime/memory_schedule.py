@@ -22,6 +22,7 @@ import logging
 import time
 import uuid
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any, TypeVar
 
 from langchain_core.messages import BaseMessage
@@ -90,12 +91,8 @@ async def record_turn(
     for message in turn:
         if message["content"].strip():
             said_by = memory.ASSISTANT_SPEAKER if message["role"] == "assistant" else speaker or user_id
-            saved = await resume_after_outages(
-                lambda message=message, said_by=said_by: space.record_chat_message(
-                    message["role"], message["content"], thread_id, speaker=said_by
-                ),
-                what="recording the turn",
-            )
+            record = partial(space.record_chat_message, message["role"], message["content"], thread_id, speaker=said_by)
+            saved = await resume_after_outages(record, what="recording the turn")
             ids.append(saved["id"])
     return ids
 
