@@ -164,3 +164,19 @@ def test_aegras_internals_are_checked_and_a_version_without_them_is_refused(aegr
     with pytest.raises(run_recovery.ServerLibraryChanged, match="_stream_graph") as refused:
         run_recovery.install_aegra_recovery()
     assert "DATABASE_RECOVERY_WAIT=0" in str(refused.value)
+
+
+async def test_the_servers_own_503_database_unavailable_answer_is_an_outage():
+    """A graph calling the server's API in-process (memory scheduling, the thread-owner check)
+    gets Postgres' outage as an HTTP error: it is waited out like a lost connection."""
+    import httpx
+    from langgraph_sdk.errors import APIStatusError
+
+    async def sdk_error(status: int, code: str) -> Exception:
+        body = {"error": code, "message": "...", "details": {}}
+        response = httpx.Response(status, json=body, request=httpx.Request("GET", "http://server/threads/t"))
+        return APIStatusError("...", response=response, body=body)
+
+    assert recovery.outage_to_wait_out(await sdk_error(503, "DATABASE_UNAVAILABLE"))
+    assert not recovery.outage_to_wait_out(await sdk_error(503, "QUEUE_UNAVAILABLE"))
+    assert not recovery.outage_to_wait_out(await sdk_error(500, "DATABASE_UNAVAILABLE"))
