@@ -414,10 +414,14 @@ async def outage(
 async def check_memory_debounce(stack: ProdStack, model: Any, report: Report) -> None:
     """Two quick turns of one conversation: the first turn's extraction is superseded (Aegra has
     no `after_seconds`; graphs/runtime/memory_schedule.py), only the second one asks the model."""
-    print("7. memory extraction debounce (MEMORY_EXTRACTION_DELAY=5)", flush=True)
+    print("7. memory extraction debounce (MEMORY_EXTRACTION_DELAY=15)", flush=True)
     from graphs.runtime.memory_schedule import memory_thread_id
 
     key = f"faultmem{uuid.uuid4().hex[:8]}"
+    # Every call of this conversation (the two answers, the extraction) gets an empty extraction:
+    # valid JSON for the writer's structured call, a plain answer for react's.
+    empty = json.dumps({"people": [], "semantic": [], "episodic": [], "profile_updates": {}})
+    model.script(key, [{"content": empty}] * 10)
     first, second = f"{key} I live in Lisbon", f"{key} I have a cat"
     alice = client(stack.urls[0], "alice")
     thread = await alice.threads.create()
@@ -549,7 +553,7 @@ async def main_async(args: argparse.Namespace) -> int:
             "AGENT_ADMIN_USERS": "ops",
             "PORT": str(args.port),
             "LANGSMITH_TRACING": "false",
-            "MEMORY_EXTRACTION_DELAY": "5",
+            "MEMORY_EXTRACTION_DELAY": "15",
         }
         stack = ProdStack(env)
         try:
