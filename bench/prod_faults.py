@@ -565,6 +565,9 @@ async def main_async(args: argparse.Namespace) -> int:
             if args.only == "postgres-crash":
                 await check_postgres_crash(stack, model, report, args.crash_runs, args.crash_down)
                 return report.summary()
+            if args.only == "debounce":
+                await check_memory_debounce(stack, model, report)
+                return report.summary()
             await check_store_scopes(stack, report, memory)
             done_thread = await check_kill_running_replica(stack, model, report)
             await check_kill_every_replica(stack, model, report, done_thread, memory)
@@ -607,7 +610,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--crash-runs", type=int, default=10, help="runs in flight when Postgres is killed")
     parser.add_argument("--crash-down", type=float, default=15, help="seconds Postgres stays down after the kill")
     parser.add_argument(
-        "--only", choices=["postgres-crash"], help="start the stack and run only this check (with the route checks)"
+        "--only", choices=["postgres-crash", "debounce"], help="start the stack and run only this check (with the route checks)"
     )
     return asyncio.run(main_async(parser.parse_args(argv)))
 
