@@ -13,7 +13,7 @@ and API keys, then, in order:
    intact, the run in flight ends in a terminal state;
 5. Postgres stopped then started: the answers while it is down, time to recover;
 6. Redis stopped then started: the answers while it is down, time to recover;
-7. memory extraction debounce;
+7. memory extraction of two quick turns: both writer runs succeed, each turn extracted once (`--only debounce`);
 8. `kill -9` of Postgres with 10 streamed runs in flight, started again 15 s later: every run ends
    `success`, each thread has its question once and its answer once (`--only postgres-crash` runs
    this one alone after the route checks).
@@ -412,14 +412,16 @@ async def outage(
 
 
 async def check_memory_debounce(stack: ProdStack, model: Any, report: Report) -> None:
-    """Two quick turns of one conversation: the first turn's extraction is superseded (Aegra has
-    no `after_seconds`; graphs/runtime/memory_schedule.py), only the second one asks the model."""
-    print("7. memory extraction debounce (MEMORY_EXTRACTION_DELAY=15)", flush=True)
+    """Two quick turns of one conversation: two writer runs (Aegra has no `after_seconds`; each
+    run waits itself, graphs/runtime/memory_schedule.py) that end `success` and extract each turn
+    exactly once between them: the superseded run asks nothing, the other extracts every pending
+    turn of the conversation (one model call a turn, graphs/memory_writer/pending.py)."""
+    print("7. memory extraction of two quick turns (MEMORY_EXTRACTION_DELAY=15)", flush=True)
     from graphs.runtime.memory_schedule import memory_thread_id
 
     key = f"faultmem{uuid.uuid4().hex[:8]}"
-    # Every call of this conversation (the two answers, the extraction) gets an empty extraction:
-    # valid JSON for the writer's structured call, a plain answer for react's.
+    # Every call of this conversation (the two answers, the extractions) gets an empty
+    # extraction: valid JSON for the writer's structured call, a plain answer for react's.
     empty = json.dumps({"people": [], "semantic": [], "episodic": [], "profile_updates": {}})
     model.script(key, [{"content": empty}] * 10)
     first, second = f"{key} I live in Lisbon", f"{key} I have a cat"
@@ -431,15 +433,18 @@ async def check_memory_debounce(stack: ProdStack, model: Any, report: Report) ->
     runs = await alice.runs.list(memory_thread)
     ended = [await wait_terminal(alice, memory_thread, run["run_id"], timeout=120) for run in runs]
     extractions = [json.dumps(r) for r in model.requests() if "long-term memory of an assistant" in json.dumps(r)]
-    asked_first = sum(1 for r in extractions if "Lisbon" in r and "a cat" not in r)
+    asked_first = sum(1 for r in extractions if "Lisbon" in r)
     asked_second = sum(1 for r in extractions if "a cat" in r)
     report.check(
-        len(runs) == 2 and all(status == "success" for status in ended) and asked_first == 0 and asked_second >= 1,
+        len(runs) == 2 and all(status == "success" for status in ended) and asked_first == 1 and asked_second == 1,
         f"{len(runs)} extraction runs ({ended}); the model was asked to extract the first turn "
-        f"{asked_first} times, the second {asked_second} (want 2 runs, both success, 0 and >= 1: a "
-        "superseded run ends without asking, the last one extracts)",
+        f"{asked_first} times, the second {asked_second} (want 2 runs, both success, each turn once)",
     )
-    report.figures["debounce"] = {"runs": len(runs), "first_turn_extractions": asked_first}
+    report.figures["debounce"] = {
+        "runs": len(runs),
+        "first_turn_extractions": asked_first,
+        "second_turn_extractions": asked_second,
+    }
 
 
 def postmaster_pid(postgres_uri: str) -> int:
@@ -610,7 +615,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--crash-runs", type=int, default=10, help="runs in flight when Postgres is killed")
     parser.add_argument("--crash-down", type=float, default=15, help="seconds Postgres stays down after the kill")
     parser.add_argument(
-        "--only", choices=["postgres-crash", "debounce"], help="start the stack and run only this check (with the route checks)"
+        "--only",
+        choices=["postgres-crash", "debounce"],
+        help="start the stack and run only this check (with the route checks)",
     )
     return asyncio.run(main_async(parser.parse_args(argv)))
 
