@@ -11,9 +11,9 @@ configuration, on the same Postgres (its tables kept), because every replica's w
 from the one Redis queue: a replica that is up but not sent requests still runs them.
 
 Printed per round and per configuration (all its rounds together): throughput (runs completed per
-second of the round), p50/p95/max latency of a run (thread created to stream ended), errors by kind
-(`HTTP <status>`, `run error`, a client exception's type, `too many clients` counted in the
-replicas' logs), the load average; then each configuration's throughput over the first one's, as
+second of the round), p50/p95/max latency of a run (thread created to stream ended), the CPU time
+the replicas' processes and the embedded Postgres used a run, errors by kind (`HTTP <status>`, `run error`, a client
+exception's type, `too many clients` counted in the replicas' logs), the load average; then each configuration's throughput over the first one's, as
 the median of the rounds' ratios (the rounds are paired: round i of every configuration ran back
 to back). Exits 1 when the last configuration had an error or is slower than the first. Loopback
 only; not run in CI.
@@ -50,6 +50,8 @@ class Round:
     latencies: list[float] = field(default_factory=list)
     errors: Counter[str] = field(default_factory=Counter)
     load: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    cpu: float = 0.0  # CPU seconds the replicas' processes used during the round
+    postgres_cpu: float = 0.0  # and the embedded Postgres (0 for another one)
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -74,6 +76,8 @@ def summary(rounds: list[Round]) -> dict[str, Any]:
         errors.update(r.errors)
     return {
         "runs": len(latencies),
+        "cpu_per_run": sum(r.cpu for r in rounds) / len(latencies) if latencies else 0.0,
+        "postgres_cpu_per_run": sum(r.postgres_cpu for r in rounds) / len(latencies) if latencies else 0.0,
         "throughput": len(latencies) / seconds if seconds > 0 else 0.0,
         "p50": percentile(latencies, 50),
         "p95": percentile(latencies, 95),
@@ -115,13 +119,13 @@ def error_kind(exc: BaseException) -> str:
 def render(results: dict[int, list[Round]]) -> str:
     """The per-configuration table and the ratios against the first configuration."""
     configs = list(results)
-    lines = ["replicas  runs  runs/s   p50 s   p95 s   max s  errors"]
+    lines = ["replicas  runs  runs/s   p50 s   p95 s   max s  CPU ms a run (replicas, Postgres)  errors"]
     for replicas in configs:
         s = summary(results[replicas])
         errors = ", ".join(f"{kind} x{n}" for kind, n in s["errors"].items()) or "none"
         lines.append(
             f"{replicas:>8} {s['runs']:>5} {s['throughput']:7.2f} {s['p50']:7.2f} {s['p95']:7.2f} "
-            f"{s['max']:7.2f}  {errors}"
+            f"{s['max']:7.2f}  {1000 * s['cpu_per_run']:4.0f}, {1000 * s['postgres_cpu_per_run']:4.0f}  {errors}"
         )
     base = configs[0]
     for replicas in configs[1:]:
@@ -156,6 +160,33 @@ async def one_user(client: Any, runs: int, round_errors: Counter[str], latencies
             round_errors[error_kind(exc)] += 1
 
 
+def cpu_seconds(pids: list[int], children: bool = False) -> float:
+    """CPU seconds (user + system) the processes `pids` have used so far; with `children`, also
+    their children's, those that ended included (Postgres' backends)."""
+    total = 0.0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # gone
+            continue
+        total += sum(int(f) for f in fields[11 : 15 if children else 13]) / os.sysconf("SC_CLK_TCK")
+        if children:
+            listed = Path(f"/proc/{pid}/task/{pid}/children")
+            kids = [int(k) for k in listed.read_text().split()] if listed.exists() else []
+            total += cpu_seconds(kids)
+    return total
+
+
+def postgres_pid() -> list[int]:
+    """The embedded Postgres' postmaster (its data folder's `postmaster.pid`), if it runs here."""
+    from store.pool import _embedded_dir
+
+    try:
+        return [int((_embedded_dir() / "postmaster.pid").read_text().split()[0])]
+    except (OSError, ValueError, IndexError):
+        return []
+
+
 def log_mentions(data_dir: Path, text: str) -> int:
     """How many lines of the replicas' logs under `data_dir` mention `text`."""
     total = 0
@@ -180,25 +211,30 @@ def sdk_client(urls: list[str], timeout: float) -> Any:
     return LangGraphClient(http)
 
 
-async def load_round(urls: list[str], users: int, runs_per_user: int, timeout: float) -> tuple[float, Any, Any]:
-    """One round: `users` users at once; (seconds, latencies, errors)."""
+async def load_round(
+    urls: list[str], users: int, runs_per_user: int, timeout: float, pids: list[int]
+) -> tuple[float, Any, Any, float, float]:
+    """One round: `users` users at once; (seconds, latencies, errors, CPU seconds the processes
+    `pids` used meanwhile, CPU seconds of the embedded Postgres)."""
     client = sdk_client(urls, timeout)
     errors: Counter[str] = Counter()
     latencies: list[float] = []
     # Warm-up: each replica's graphs loaded, its first connections open.
     warm = [one_user(client, 1, Counter(), []) for _ in urls]
     await asyncio.gather(*warm)
-    started = time.monotonic()
+    started, cpu, pg = time.monotonic(), cpu_seconds(pids), cpu_seconds(postgres_pid(), children=True)
     await asyncio.wait_for(
         asyncio.gather(*(one_user(client, runs_per_user, errors, latencies) for _ in range(users))),
         timeout=timeout * runs_per_user + 60,
     )
-    seconds = time.monotonic() - started
+    seconds, cpu = time.monotonic() - started, cpu_seconds(pids) - cpu
+    pg = cpu_seconds(postgres_pid(), children=True) - pg
     await client.aclose()
-    return seconds, latencies, errors
+    return seconds, latencies, errors, cpu, pg
 
 
 def main_with(args: argparse.Namespace) -> int:
+    from bench.prod_faults import replica_pids
     from tests.openai_server import spawn_openai_server
     from tests.prod_stack import ProdStack
 
@@ -228,18 +264,19 @@ def main_with(args: argparse.Namespace) -> int:
                 started = time.monotonic()
                 stack.start(replicas)
                 up = time.monotonic() - started
-                seconds, latencies, errors = asyncio.run(
-                    load_round(stack.urls, args.users, args.runs_per_user, args.timeout)
+                seconds, latencies, errors, cpu, pg = asyncio.run(
+                    load_round(stack.urls, args.users, args.runs_per_user, args.timeout, replica_pids())
                 )
                 too_many = log_mentions(data_dir, TOO_MANY)
                 if too_many:
                     errors[f"{TOO_MANY} (replica logs)"] += too_many
-                r = Round(replicas, seconds, latencies, errors, os.getloadavg())
+                r = Round(replicas, seconds, latencies, errors, os.getloadavg(), cpu, pg)
                 results[replicas].append(r)
                 s = summary([r])
                 print(
                     f"  {replicas} replica(s) (up in {up:.1f} s): {s['runs']} runs in {seconds:.1f} s = "
-                    f"{s['throughput']:.2f} runs/s, p50 {s['p50']:.2f} s, p95 {s['p95']:.2f} s, "
+                    f"{s['throughput']:.2f} runs/s, p50 {s['p50']:.2f} s, p95 {s['p95']:.2f} s, CPU a run: "
+                    f"replicas {1000 * s['cpu_per_run']:.0f} ms, Postgres {1000 * s['postgres_cpu_per_run']:.0f} ms, "
                     f"errors {s['errors'] or 'none'}, load average {' '.join(f'{x:.2f}' for x in r.load)}",
                     flush=True,
                 )
