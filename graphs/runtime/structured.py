@@ -25,7 +25,7 @@ import sys
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
@@ -37,6 +37,9 @@ from graphs.runtime.models import NOSTREAM_TAGS, ModelCallError, ainvoke_with_re
 from graphs.runtime.prompts import JSON_SCHEMA_PROMPT, STRUCTURED_RETRY
 from graphs.runtime.text_tool_calls import find_text_tool_calls
 from settings import settings
+
+if TYPE_CHECKING:
+    from langchain_openai import ChatOpenAI
 
 logger = logging.getLogger(__name__)
 
@@ -68,7 +71,7 @@ class Structured:
     method: str
 
 
-def is_chat_openai(model: object) -> bool:
+def is_chat_openai(model: object) -> TypeGuard[ChatOpenAI]:
     """Whether `model` is a `ChatOpenAI`, without importing `langchain_openai` when no model of
     that class was made (then it cannot be one; graphs/runtime/openai_compatible.py)."""
     module = sys.modules.get("langchain_openai")
