@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import logging
 import time
 from typing import Annotated, Any
@@ -70,13 +71,21 @@ async def _load_embeddings() -> None:
     logger.info("Embeddings model %s ready (loaded in %.1f s)", model, time.monotonic() - started)
 
 
+async def _import_model_client() -> None:
+    """Import the chat-model client of the configured model once the server is up (`openai:*`:
+    langchain_openai, graphs/runtime/openai_compatible.py), so that neither the start-up nor the
+    first run waits for it."""
+    if settings().AGENT_MODEL.startswith("openai:"):
+        await asyncio.to_thread(importlib.import_module, "graphs.runtime.openai_compatible")
+
+
 @contextlib.asynccontextmanager
 async def lifespan(app: FastAPI):
     """Keep configured secrets out of the log from the start (settings/redact.py) and one log
-    record per failed run, load the embeddings model in the background, and run the MCP
-    endpoint's session manager while the server runs; under Aegra, keep its Postgres pool
-    quick to reconnect, let runs resume after a Postgres outage and make the package's tables
-    ready beside its store."""
+    record per failed run, load the embeddings model and the model client in the background,
+    and run the MCP endpoint's session manager while the server runs; under Aegra, keep its
+    Postgres pool quick to reconnect, let runs resume after a Postgres outage and make the
+    package's tables ready beside its store."""
     install_log_redaction()
     quiet_duplicate_run_errors()
     durable_attempts()  # `langgraph dev`: a run's attempt on disk before it runs (server/dev_persistence.py)
@@ -91,9 +100,11 @@ async def lifespan(app: FastAPI):
         await _prepare_server_store()
         await _check_connection_budget(pool)
     async with mcp.session_manager.run():
+        importing = asyncio.create_task(_import_model_client())
         yield
     await ingest_jobs.RUNNER.close()
     loading.cancel()
+    importing.cancel()
     if fresh is not None:
         fresh.cancel()
     await close_server_backends()

@@ -91,9 +91,9 @@ class SettingsValues(RunSettings):
         1,
         ge=1,
         le=1000,
-        description="Server processes sharing the Postgres (`scripts/prod` starts this many Aegra replicas, default "
-        "2, and sets it for them); each replica checks at start-up that all of their pools fit in Postgres' "
-        "`max_connections`.",
+        description="Server processes sharing the Postgres, those of every machine (`scripts/prod` starts this many "
+        "Aegra replicas, default 2, or LOCAL_REPLICAS of them, and sets it for them); each replica checks at "
+        "start-up that all of their pools fit in Postgres' `max_connections`.",
     )
     DATABASE_RECOVERY_WAIT: float = Field(
         120,

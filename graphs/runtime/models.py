@@ -19,10 +19,8 @@ import httpx
 from langchain.chat_models import init_chat_model
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
-from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool
-from langchain_openai import ChatOpenAI
 from langgraph.constants import TAG_NOSTREAM
 from pydantic import SecretStr
 
@@ -90,30 +88,6 @@ _KEY_VARIABLES = {
     "groq": "GROQ_API_KEY",
     "mistralai": "MISTRAL_API_KEY",
 }
-
-
-class ChatOpenAICompatible(ChatOpenAI):
-    """`ChatOpenAI` that keeps the `reasoning_content` OpenAI-compatible servers send (vLLM,
-    DeepSeek, Ollama, llama.cpp reasoning models), in `additional_kwargs["reasoning_content"]`.
-    Plain `ChatOpenAI` drops that non-standard field."""
-
-    def _convert_chunk_to_generation_chunk(
-        self, chunk: dict, default_chunk_class: type, base_generation_info: dict | None
-    ) -> ChatGenerationChunk | None:
-        generation = super()._convert_chunk_to_generation_chunk(chunk, default_chunk_class, base_generation_info)
-        choices = chunk.get("choices") or []
-        delta = (choices[0].get("delta") or {}) if choices else {}
-        if generation is not None and (text := delta.get("reasoning_content")):
-            generation.message.additional_kwargs["reasoning_content"] = text
-        return generation
-
-    def _create_chat_result(self, response, generation_info: dict | None = None) -> ChatResult:
-        result = super()._create_chat_result(response, generation_info)
-        raw = response if isinstance(response, dict) else response.model_dump()
-        for generation, choice in zip(result.generations, raw.get("choices") or [], strict=False):
-            if text := (choice.get("message") or {}).get("reasoning_content"):
-                generation.message.additional_kwargs["reasoning_content"] = text
-        return result
 
 
 _PROVIDERS: dict[str, Callable[..., BaseChatModel]] = {}
@@ -231,6 +205,8 @@ def load_chat_model(
             )
         if reasoning_effort is not None:
             kwargs["reasoning_effort"] = reasoning_effort
+        from graphs.runtime.openai_compatible import ChatOpenAICompatible  # langchain_openai on first use
+
         return ChatOpenAICompatible(
             model=name, base_url=base_url, api_key=api_key or SecretStr("EMPTY"), stream_usage=True, **kwargs
         )

@@ -21,15 +21,15 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import Runnable, RunnableConfig
-from langchain_openai import ChatOpenAI
 from pydantic import BaseModel, ValidationError
 
 from graphs.runtime.events import emit
@@ -37,6 +37,9 @@ from graphs.runtime.models import NOSTREAM_TAGS, ModelCallError, ainvoke_with_re
 from graphs.runtime.prompts import JSON_SCHEMA_PROMPT, STRUCTURED_RETRY
 from graphs.runtime.text_tool_calls import find_text_tool_calls
 from settings import settings
+
+if TYPE_CHECKING:
+    from langchain_openai import ChatOpenAI
 
 logger = logging.getLogger(__name__)
 
@@ -68,12 +71,19 @@ class Structured:
     method: str
 
 
+def is_chat_openai(model: object) -> TypeGuard[ChatOpenAI]:
+    """Whether `model` is a `ChatOpenAI`, without importing `langchain_openai` when no model of
+    that class was made (then it cannot be one; graphs/runtime/openai_compatible.py)."""
+    module = sys.modules.get("langchain_openai")
+    return module is not None and isinstance(model, module.ChatOpenAI)
+
+
 def structured_method(model: BaseChatModel) -> str:
     """AGENT_STRUCTURED_OUTPUT when set; `auto`: `json_schema` for an OpenAI-compatible server
     (ChatOpenAI with a base URL), else `function_calling`. Only ChatOpenAI is asked by
     `response_format`."""
     chosen = settings().AGENT_STRUCTURED_OUTPUT
-    if not isinstance(model, ChatOpenAI) or chosen == FUNCTION_CALLING:
+    if not is_chat_openai(model) or chosen == FUNCTION_CALLING:
         return FUNCTION_CALLING
     return JSON_SCHEMA if chosen == JSON_SCHEMA or model.openai_api_base else FUNCTION_CALLING
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from langchain_core.messages import HumanMessage
 
@@ -119,3 +121,23 @@ async def test_top_p_and_max_tokens_reach_the_provider_only_when_set(openai_endp
 def test_out_of_range_model_parameters_are_refused(bad):
     with pytest.raises(ValueError, match="Invalid context field"):
         Context(**bad)
+
+
+def test_the_graphs_load_without_the_openai_client_which_comes_with_the_first_openai_model():
+    """A server's start-up imports every graph; `langchain_openai` (and `openai`) wait for the
+    first `openai:*` model (graphs/runtime/openai_compatible.py), so a replica answers sooner."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "import graphs.router.graph, graphs.react.graph, graphs.memory_writer.graph\n"
+        "import graphs.plan_execute.graph, graphs.deep_research.graph, graphs.runtime.structured\n"
+        "print(sorted(m for m in ('langchain_openai', 'openai') if m in sys.modules))\n"
+        "from graphs.runtime.models import load_chat_model\n"
+        "model = load_chat_model('openai:local')\n"
+        "print(type(model).__name__, 'langchain_openai' in sys.modules)\n"
+    )
+    env = {**os.environ, "OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": "k"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.split("\n")[:2] == ["[]", "ChatOpenAICompatible True"]
