@@ -87,7 +87,7 @@ class Policy:
     adjacent: the same thread's messages, a document's chunks or the documents dated next to it)
     ranked in (`with_neighbours`); `neighbour_gap`: a neighbour of another document dated further
     than this from its hit is left out (None: no limit); `speaker_field`: the value's field naming
-    who wrote it (None: unknown; with `speaker_prefix`, the "Name" of a text "Name: words"), so that a neighbour by someone else than its hit (the question
+    who wrote it (None: unknown), so that a neighbour by someone else than its hit (the question
     the hit answers, the answer to it) is scored with its own bonuses (`with_neighbours`).
     `text_field`, `date_field`: the value's text and date; `document_field`:
     candidates sharing it compete as one document (None: each on its own)."""
@@ -101,7 +101,6 @@ class Policy:
     neighbour_turns: int = 0
     neighbour_gap: timedelta | None = None
     speaker_field: str | None = None
-    speaker_prefix: bool = False
     text_field: str = "text"
     date_field: str = "created_at"
     document_field: str | None = None
@@ -310,17 +309,6 @@ def speaker_share(value: dict, people: dict[str, frozenset[str]]) -> float:
     return 1.0 if len(words) >= ADDRESS_WORDS else 0.5
 
 
-def speaker_of(value: dict, policy: Policy) -> str | None:
-    """Who wrote a candidate: its `policy.speaker_field`, else, with `policy.speaker_prefix`, the
-    "Name" of a text reading "Name: words" (a chat log's line in a knowledge base)."""
-    if policy.speaker_field:
-        return value.get(policy.speaker_field)
-    if policy.speaker_prefix:
-        found = _PREFIX.match(str(value.get(policy.text_field) or ""))
-        return found.group(0).split(":", 1)[0].strip() if found else None
-    return None
-
-
 def with_neighbours(
     fused: list[tuple[str, float]],
     neighbours: dict[str, list[Candidate]],
@@ -337,12 +325,12 @@ def with_neighbours(
     pic, super cozy." after "Alex: Any pictures of the new beds?" ranks as Sam's answer to a
     question about Sam's beds. A neighbour by the same person gets w times the whole score, so
     their small talk around a hit does not come in on their own speaker bonus."""
-    weight = policy.neighbour_weight
+    weight, field = policy.neighbour_weight, policy.speaker_field
     scores = dict(fused)
     for key, score in fused[:NEIGHBOUR_HITS]:
-        speaker = speaker_of(by_key[key].value, policy)
+        speaker = by_key[key].value.get(field) if field else None
         for item in neighbours.get(key, ()):
-            if speaker is not None and speaker_of(item.value, policy) not in (None, speaker):
+            if field and speaker is not None and item.value.get(field) not in (None, speaker):
                 inherited = weight * (score - bonus.get(key, 0.0)) + bonus.get(item.key, 0.0)
             else:
                 inherited = weight * score

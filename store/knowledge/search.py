@@ -154,7 +154,6 @@ def kb_policy(config: KnowledgeConfig, keyword_weight: float | None = None) -> h
         text_field="content",
         date_field="date",
         document_field="source",
-        speaker_prefix=True,
     )
 
 

@@ -607,32 +607,6 @@ def test_hybrid_rank_adds_the_name_bonus_to_chunks_holding_a_common_name():
     assert {r.item.key: r.score - plain[r.item.key] for r in boosted} == pytest.approx({"m": 0.5, "t": 0.0, "o": 0.0})
 
 
-def test_a_chat_log_neighbour_by_the_other_speaker_does_not_inherit_the_hits_name_bonus():
-    """In a knowledge base of "Name: words" lines, the reply next to Katie's message is Dmitri's:
-    it shares the hit's topic, not her name bonus (as chat memory's neighbours do)."""
-    from store.hybrid import Signals, rank, speaker_of
-    from store.knowledge.search import Hit, kb_policy
-
-    policy = replace(kb_policy(knowledge.knowledge_config(), keyword_weight=0.0), neighbour_gap=None)
-    assert speaker_of({"content": "kat_b92: signed up for pottery"}, policy) == "kat_b92"
-    assert speaker_of({"content": "no speaker here"}, policy) is None
-    hit = Hit("k", {"content": "kat_b92: signed up for a pottery class on thursdays", "source": "k"}, 0.9)
-    reply = Hit("r", {"content": "Dmitri: haha classic Katie", "source": "r"}, 0.0)
-    hers = Hit("u", {"content": "kat_b92: learning the ukulele, only 3 chords so far lol", "source": "u"}, 0.5)
-    low = Hit("o", {"content": "Omar: The weather is grey.", "source": "o"}, 0.1)
-    signals = Signals(
-        "What has Katie signed up for or learned?",
-        dense=[(h, h.score) for h in (hit, hers, low)],
-        keyword=[],
-        names={"Katie", "kat_b92"},
-        people={"kat_b92": frozenset({"Katie", "kat_b92"})},
-    )
-    signals.neighbours = {"k": [reply]}
-    order = [r.item.key for r in rank(signals, policy)]
-    assert order.index("u") < order.index("r"), order  # before: the reply at 0.8 x (1.0 + 0.5) = 1.2 > 0.5 + 0.5
-    assert [r.item.key for r in rank(signals, replace(policy, speaker_prefix=False))].index("r") == 1
-
-
 # --- who reads a knowledge base ------------------------------------------------------------------
 
 
