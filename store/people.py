@@ -236,18 +236,18 @@ def learn_lines(registry: dict, text: str) -> bool:
     "Note:" or "Address:" does not) and when it looks like a name (`speaker_like`: a FAQ's "Q:"
     and "A:" never do). Every non-empty line is counted (`lines`), so that a knowledge base is a
     chat log only when its speakers' lines make most of it (`recorded_speakers`). Returns whether
-    anything changed."""
+    the text held a speaker's line."""
     counts = registry.setdefault("speakers", {})
-    lines = sum(1 for line in text.splitlines() if line.strip())
-    registry["lines"] = int(registry.get("lines") or 0) + lines
-    changed = bool(lines)
+    registry["lines"] = int(registry.get("lines") or 0) + sum(1 for line in text.splitlines() if line.strip())
+    spoken = False
     for match in _LINE.finditer(text):
         speaker, words = match.group(1).strip(), match.group(2)
         if not speaker_like(speaker):
             continue
         counts[speaker] = counts.get(speaker, 0) + 1
+        spoken = True
         learn(registry, speaker, words, recorded_speakers(registry, share=0.0) | {speaker})
-    return changed
+    return spoken
 
 
 def recorded_speakers(registry: dict | None, share: float = LOG_SHARE) -> set[str]:
