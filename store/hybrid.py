@@ -27,6 +27,7 @@ from store.names import about, mentions, without_names
 
 NEIGHBOUR_SEEDS = 10  # top hits of each signal whose thread neighbours are fetched
 NEIGHBOUR_HITS = 10  # top fused hits that bring their neighbours into the ranking
+SUBSTANCE_WORDS = 5  # words (beside names and little words) a message needs to earn the whole name bonus
 ADDRESS_WORDS = 3  # words (beside names and little words) a message to someone needs to say more than hello
 # fmt: off
 _LITTLE = frozenset([
@@ -209,8 +210,7 @@ def rank(signals: Signals, policy: Policy) -> list[Ranked]:
         by_key.update({item.key: item for item in items if item.key not in listed})
     in_range = signals.in_range
     bonus = {
-        key: policy.time_weight * (key in in_range)
-        + policy.name_weight * name_share(item.value, signals.persons, policy)
+        key: policy.time_weight * (key in in_range) + name_bonus(item.value, signals, policy)
         for key, item in by_key.items()
     }
     fused = fuse(
@@ -251,6 +251,28 @@ def close(hit: dict, neighbour: dict, policy: Policy) -> bool:
     if not first or not second or policy.neighbour_gap is None:
         return policy.neighbour_gap is None
     return abs(datetime.fromisoformat(first) - datetime.fromisoformat(second)) <= policy.neighbour_gap
+
+
+_PREFIX = re.compile(r"^[^\n:]{1,40}:\s+")
+
+
+def name_bonus(value: dict, signals: Signals, policy: Policy) -> float:
+    """A candidate's name bonus: `policy.name_weight` times its share (`name_share`) times how
+    much it says (`substance`)."""
+    share = policy.name_weight * name_share(value, signals.persons, policy) if policy.name_weight else 0.0
+    return share * substance(str(value.get(policy.text_field) or ""), signals.names) if share else 0.0
+
+
+def substance(text: str, names: set[str]) -> float:
+    """How much a message says, for the name bonus: its words past a "Name: " prefix, beside
+    little words, numbers and the query's `names`, over SUBSTANCE_WORDS (at most 1). A person's
+    small talk ("need a holiday", "How was your day Marcus?") is theirs as much as what they
+    did, but says less: without this, on a question about them worded away from their words
+    ("What hobbies has Jo picked up?"), their small talk fills the first results on the bonus."""
+    said = _PREFIX.sub("", text, count=1)
+    skip = {word.lower() for name in names for word in name.split()}
+    words = [w for w in re.findall(r"[\w'’]+", said.lower()) if w not in _LITTLE and w not in skip and not w.isdigit()]
+    return min(1.0, len(words) / SUBSTANCE_WORDS)
 
 
 def name_share(value: dict, people: dict[str, frozenset[str]], policy: Policy) -> float:

@@ -199,23 +199,64 @@ def candidates(query: str, persons: Iterable[Person]) -> set[str]:
 
 
 SPEAKER_MIN = 3  # lines a "Name: words" prefix must open before it counts as a speaker of a log
+LOG_SHARE = 0.5  # share of a knowledge base's lines its speakers' lines must make for it to be a chat log
 _LINE = re.compile(r"^([^\n:]{1,40}):[ \t]+(.+)$", re.M)
+# Prefixes of "Label: words" lines in documents (FAQs, notes, letters, recipes): never a speaker.
+# fmt: off
+_LABELS = frozenset([
+    "q", "a", "question", "questions", "answer", "answers", "note", "notes", "nb", "ps", "tip",
+    "tips", "hint", "warning", "caution", "important", "example", "examples", "step", "steps",
+    "address", "phone", "tel", "mobile", "fax", "email", "e-mail", "web", "website", "url", "link",
+    "date", "time", "when", "where", "subject", "from", "to", "cc", "bcc", "re", "source",
+    "sources", "summary", "title", "author", "tags", "category", "status", "result", "results",
+    "input", "output", "error", "info", "update", "edit", "faq", "price", "cost", "location",
+    "hours", "ingredients", "method", "definition", "response", "reply", "solution", "problem",
+    "issue", "fix", "cause", "reason", "goal", "objective", "pros", "cons", "usage", "returns",
+    "args", "arguments", "parameters", "description", "name", "type", "version", "license",
+    "copyright", "see also", "todo", "done", "yes", "no", "total", "topic", "chapter", "section",
+    "part", "table", "figure", "fig", "key", "value", "comment", "comments", "remarks", "details",
+])
+# fmt: on
+
+
+def speaker_like(prefix: str) -> bool:
+    """Whether the prefix of a "Prefix: words" line can name who said it: not a document's label
+    ("Q", "A", "Note", "Step 2", "Q1"), at most three words, opening with a letter."""
+    words = prefix.split()
+    if not words or len(words) > 3 or not prefix[:1].isalpha() or len(prefix) < 2:
+        return False
+    if re.fullmatch(r"[A-Za-z]\d+", prefix):
+        return False
+    return prefix.lower() not in _LABELS and words[0].lower() not in _LABELS
 
 
 def learn_lines(registry: dict, text: str) -> bool:
     """Fold a chat log's text into `registry` (in place): each line "Name: words" is a message
     of Name (`learn`); a prefix counts as a speaker once it opened SPEAKER_MIN lines (a log's
-    "Note:" or "Address:" does not). Returns whether anything changed."""
+    "Note:" or "Address:" does not) and when it looks like a name (`speaker_like`: a FAQ's "Q:"
+    and "A:" never do). Every non-empty line is counted (`lines`), so that a knowledge base is a
+    chat log only when its speakers' lines make most of it (`recorded_speakers`). Returns whether
+    the text held a speaker's line."""
     counts = registry.setdefault("speakers", {})
-    changed = False
+    registry["lines"] = int(registry.get("lines") or 0) + sum(1 for line in text.splitlines() if line.strip())
+    spoken = False
     for match in _LINE.finditer(text):
         speaker, words = match.group(1).strip(), match.group(2)
+        if not speaker_like(speaker):
+            continue
         counts[speaker] = counts.get(speaker, 0) + 1
-        changed = True
-        learn(registry, speaker, words, recorded_speakers(registry) | {speaker})
-    return changed
+        spoken = True
+        learn(registry, speaker, words, recorded_speakers(registry, share=0.0) | {speaker})
+    return spoken
 
 
-def recorded_speakers(registry: dict | None) -> set[str]:
-    """The speakers of a registry learnt from logs (`learn_lines`)."""
-    return {name for name, count in ((registry or {}).get("speakers") or {}).items() if count >= SPEAKER_MIN}
+def recorded_speakers(registry: dict | None, share: float = LOG_SHARE) -> set[str]:
+    """The speakers of a registry learnt from logs (`learn_lines`): the prefixes that opened
+    SPEAKER_MIN lines or more, when their lines make at least `share` of all the lines learnt
+    (a registry without a line count, written before it was kept, is taken as a log)."""
+    registry = registry or {}
+    found = {name: count for name, count in (registry.get("speakers") or {}).items() if count >= SPEAKER_MIN}
+    total = registry.get("lines")
+    if total and sum(found.values()) < share * total:
+        return set()
+    return set(found)

@@ -23,15 +23,19 @@ async def registry(store: BaseStore, kb: str) -> dict | None:
 
 
 async def learn_documents(store: BaseStore, kb: str, texts: Iterable[str]) -> None:
-    """Fold the texts of newly ingested documents into `kb`'s registry (written only when one of
-    them holds a "Name: words" line)."""
-    current = dict(await registry(store, kb) or {})
-    changed = False
+    """Fold the texts of newly ingested documents into `kb`'s registry, written once they hold a
+    speaker's line (every line of the texts counts then, so that documents with a few "Name:
+    words" lines are not taken for a chat log; lines ingested before the first speaker's line
+    are not counted); the registry entry is marked once the knowledge base has speakers."""
+    found = await registry(store, kb)
+    current = dict(found or {})
+    spoken = False
     for text in texts:
-        changed = learn_lines(current, text) or changed
-    if changed:
+        spoken = learn_lines(current, text) or spoken
+    if spoken or found is not None:
         await store.aput(people_namespace(kb), PEOPLE_KEY, current, index=False)
-        await _mark(store, kb)
+        if recorded_speakers(current):
+            await _mark(store, kb)
 
 
 async def rebuild(store: BaseStore, kb: str) -> dict:
@@ -43,7 +47,7 @@ async def rebuild(store: BaseStore, kb: str) -> dict:
     for value in chunks:
         learn_lines(built, str(value.get("content") or ""))
     await store.aput(people_namespace(kb), PEOPLE_KEY, built, index=False)
-    if built:
+    if recorded_speakers(built):
         await _mark(store, kb)
     return built
 

@@ -231,7 +231,8 @@ async def test_kb_hybrid_ranks_the_chunks_of_the_person_a_query_names_first(pg_s
 SURF_WEEK = [
     ("Tom", "I had my first surf lesson today, so many waves.", datetime(2023, 5, 8, 10, tzinfo=UTC)),
     ("Maya", "My sister visited from Leeds.", datetime(2023, 5, 10, 9, tzinfo=UTC)),
-    ("Tom", "I repainted the kitchen a pale green.", datetime(2023, 5, 11, 9, tzinfo=UTC)),
+    # six words beside little words: the whole speaker bonus (`store.hybrid.substance`)
+    ("Tom", "I repainted the kitchen a pale green over the weekend.", datetime(2023, 5, 11, 9, tzinfo=UTC)),
     ("Tom", "Another surf lesson next month, I hope the waves are smaller.", datetime(2023, 6, 20, 9, tzinfo=UTC)),
     ("Tom", "I painted the hallway blue.", datetime(2023, 7, 2, 9, tzinfo=UTC)),
 ]

@@ -596,7 +596,7 @@ def test_hybrid_rank_adds_the_name_bonus_to_chunks_holding_a_common_name():
     from store.knowledge.search import Hit, kb_policy
 
     tom = Hit("t", {"content": "Tom: We adopted a kitten from the rescue.", "source": "t"}, 0.8)
-    maya = Hit("m", {"content": "Maya: We adopted a greyhound.", "source": "m"}, 0.6)
+    maya = Hit("m", {"content": "Maya: We adopted a greyhound from the shelter on Sunday.", "source": "m"}, 0.6)
     other = Hit("o", {"content": "Omar: The weather is grey.", "source": "o"}, 0.2)
     signals = Signals("", dense=[(h, h.score) for h in (tom, maya, other)], keyword=[], names={"Maya"})
     policy = kb_policy(knowledge.knowledge_config(), keyword_weight=0.0)

@@ -476,6 +476,36 @@ def test_the_named_persons_answer_next_to_the_others_question_keeps_its_own_bonu
     assert new.index("s") > new.index("h2")
 
 
+def test_small_talk_earns_less_of_the_speaker_bonus_than_what_someone_did():
+    """A question about Jo worded away from her words: every message of hers earns the speaker
+    bonus, but "need a holiday" says less than "learning the ukulele ...", so it earns less of it."""
+    from langgraph.store.base import Item
+
+    from store.hybrid import Policy, Signals, rank, substance
+
+    def turn(key: str, speaker: str, text: str) -> Item:
+        value = {"speaker": speaker, "text": f"{speaker}: {text}"}
+        return Item(value=value, key=key, namespace=("x",), created_at=NOW, updated_at=NOW)
+
+    assert substance("Joanna Whitfield: need a holiday", {"Jo"}) == 0.4
+    assert substance("Joanna Whitfield: How was your day Marcus?", {"Marcus"}) == 0.2
+    assert substance("Joanna Whitfield: learning the ukulele, only 3 chords so far lol", {"Jo"}) == 1.0
+    holiday = turn("h", "Joanna Whitfield", "need a holiday")
+    ukulele = turn("u", "Joanna Whitfield", "learning the ukulele, only 3 chords so far lol")
+    other = turn("o", "Marcus", "gym then bed")
+    signals = Signals(
+        "What hobbies has Jo picked up?",
+        [(holiday, 0.6), (ukulele, 0.55), (other, 0.3)],
+        [],
+        names={"Jo", "Joanna Whitfield"},
+        people={"Joanna Whitfield": frozenset({"Jo", "Joanna Whitfield"})},
+    )
+    policy = Policy(keyword_weight=0.0, name_weight=0.5, name_bonus="speaker")
+    assert [r.item.key for r in rank(signals, policy)] == ["u", "h", "o"]
+    # without the bonus the closer vector wins: the order above is the bonus's doing
+    assert [r.item.key for r in rank(signals, replace(policy, name_weight=0.0))] == ["h", "u", "o"]
+
+
 # ---------------------------------------------------------------- one pipeline, one backend
 
 

@@ -188,3 +188,50 @@ async def test_a_knowledge_base_of_chat_logs_finds_a_speaker_by_the_name_everyon
     assert (await kb_people.rebuild(store, "chat"))["people"][JO]["introduced"] == {"Jo": 1}
     await knowledge.delete_kb(store, "chat")
     assert await kb_people.registry(store, "chat") is None
+
+
+FAQ = [
+    "Q: How do I reset my password?\nA: Open Settings, then Security, then Reset password.\n"
+    "Note: the link in the email expires after an hour.",
+    "Q: Can I change my username?\nA: Yes, once a month, under Profile.",
+    "Q: Where are invoices kept?\nA: Under Billing, one per month.\nQ1: Are they PDFs?\nA1: Yes.",
+    "Q: Is there a mobile app?\nA: For iOS and Android.\nStep 1: install it.\nStep 2: sign in.",
+    "Q: How do I delete my account?\nA: Write to support from the address you signed up with.",
+]
+
+
+def test_a_faq_is_not_a_chat_log():
+    """ "Q:", "A:", "Note:", "Step 1:" open many lines of a FAQ but name nobody; a few "Name:
+    words" lines in a document knowledge base do not make it a chat log either."""
+    from store.people import learn_lines, recorded_speakers, speaker_like
+
+    assert not any(speaker_like(p) for p in ("Q", "A", "Note", "Step 1", "Q1", "A1", "Answer", "Subject"))
+    assert all(speaker_like(p) for p in (JO, MARCUS, "kat_b92", "Dr Okafor"))
+    registry: dict = {}
+    for text in FAQ:
+        learn_lines(registry, text)
+    assert recorded_speakers(registry) == set()
+    # an interview quoted in a long document: its speakers' lines are a small part of it
+    document: dict = {}
+    prose = "\n".join(f"Paragraph {i} of the report on the harbour works." for i in range(20))
+    learn_lines(document, prose + "\nMaya: we start in May.\nTom: and end in June.\n" * 2 + "Maya: on budget.\n")
+    assert recorded_speakers(document) == set()
+    log: dict = {}
+    for speaker, text in [(MARCUS, "heyy"), (JO, "call me Jo"), (MARCUS, "ok Jo"), (JO, "lol")] * 2:
+        learn_lines(log, f"{speaker}: {text}")
+    assert recorded_speakers(log) == {JO, MARCUS}
+    assert recorded_speakers({"speakers": {JO: 3, MARCUS: 4}}) == {JO, MARCUS}  # written before lines were counted
+
+
+async def test_a_faq_knowledge_base_keeps_its_graph_and_fusion_rankings(store):
+    """A knowledge base of FAQ pages is no conversation: graph and fusion are not ranked as hybrid."""
+    from store import knowledge
+
+    await knowledge.create_kb(store, "faq", "help pages")
+    await knowledge.ingest_texts(store, "faq", [{"text": t, "source": f"faq:{i}"} for i, t in enumerate(FAQ)])
+    handle = await knowledge.open(store, "faq")
+    gathered = await handle.gather("How do I reset my password?", top_k=3, strategies=("hybrid", "graph", "fusion"))
+    assert not gathered.conversation
+    from store.knowledge.config import REGISTRY_NAMESPACE
+
+    assert not (await store.aget(REGISTRY_NAMESPACE, "faq")).value.get("people")  # its searches read no people
