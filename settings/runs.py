@@ -191,6 +191,11 @@ class RunSettings(BaseModel):
         True,
         description="When a model writes its tool calls as text (fenced or bare JSON, `<tool_call>` or `<function>` tags) instead of making them, turn the ones that match an offered tool's schema into real calls; invalid ones are never run, the model is asked once more (default true).",
     )
+    AGENT_CALCULATION: str = Field(
+        "after",
+        pattern="^(after|before|off)$",
+        description="When a user's message is a numeric word problem (numbers and a question) and the calculator is offered, ask the model for the calculation as a structured answer (one arithmetic expression) and run the calculator on it as a normal tool call, so the figure comes from the tool: `after` asks only when the model answered without running the calculator (a model that calls it pays nothing), `before` asks before the turn's first model call (cheapest for a small model on a CPU), `off` never. The final answer is checked: a calculator result it does not state is added, and figures no tool produced are marked as not computed (default after).",
+    )
     AGENT_STRUCTURED_OUTPUT: str = Field(
         "auto",
         pattern="^(auto|json_schema|function_calling)$",
