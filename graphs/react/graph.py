@@ -113,7 +113,12 @@ async def call_model(state: State, runtime: Runtime[Context], config: RunnableCo
     if new_turn:
         thread_id = (config.get("configurable") or {}).get("thread_id")
         recalled = await recall_note(
-            runtime.store, run_user_id(runtime), messages[-1].text, top_k=context.recall_top_k, thread_id=thread_id
+            runtime.store,
+            run_user_id(runtime),
+            messages[-1].text,
+            top_k=context.recall_top_k,
+            thread_id=thread_id,
+            max_tokens=context.recall_max_tokens,
         )
         update["turn_recall"] = recalled
     else:
