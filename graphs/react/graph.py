@@ -124,7 +124,9 @@ async def call_model(state: State, runtime: Runtime[Context], config: RunnableCo
     else:
         recalled = state.get("turn_recall", "")
     # A numeric word problem's figure comes from the calculator (graphs/runtime/calculation.py).
-    calculate = needs_calculation(messages, [tool.name for tool in tools], context.calculation)
+    calculate = context.tool_choice != "none" and needs_calculation(
+        messages, [tool.name for tool in tools], context.calculation
+    )
     call_config = config
     try:
         if calculate and context.calculation == "before" and new_turn:

@@ -188,6 +188,12 @@ async def test_off_leaves_the_answer_alone_and_other_questions_are_not_touched(m
     assert len(model.calls) == 1 and not _kinds(events, "answer_checked")
 
 
+async def test_tool_choice_none_is_respected(model_slot):
+    state, events, _, model = await run(model_slot, ["About 32,000."], tool_choice="none")
+    assert len(model.calls) == 1 and not _kinds(events, "calculation_requested")
+    assert state["messages"][-1].content.endswith(NOT_COMPUTED_NOTE)  # and not presented as computed
+
+
 def test_the_mode_is_checked():
     with pytest.raises(ValueError, match="calculation"):
         Context(model="scripted:test", calculation="sometimes")
