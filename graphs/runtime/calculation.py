@@ -44,9 +44,8 @@ HISTORY_MESSAGES = 6
 """The conversation's last user messages and answers the calculation request reads."""
 
 CALCULATION_PROMPT = """Write the calculation that answers the user's last message as one arithmetic
-expression for a calculator. Use the numbers the user gave (converted to the units asked for),
-with + - * / ** and parentheses; write a percentage as 37% or 0.37. Only the expression: no
-words, units, variables, equals signs or LaTeX."""
+expression for a calculator: the numbers the user gave, with + - * / ** and parentheses; a
+percentage as 37% or 0.37. Only the expression: no words, units, variables, equals signs or LaTeX."""
 
 NOT_COMPUTED_NOTE = "(These figures were not computed with a tool: please check them.)"
 COMPUTED_NOTE = "(Calculator: {expression} = {result})"

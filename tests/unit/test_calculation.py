@@ -197,3 +197,55 @@ async def test_tool_choice_none_is_respected(model_slot):
 def test_the_mode_is_checked():
     with pytest.raises(ValueError, match="calculation"):
         Context(model="scripted:test", calculation="sometimes")
+
+
+async def test_a_call_repeated_after_failing_on_its_arguments_is_corrected_before_it_runs(model_slot, monkeypatch):
+    """The tool's own argument schema is asked for (shown the failed call and its error); the
+    corrected call runs instead of the repeat."""
+    from langchain_core.tools import tool
+
+    from tools.errors import ToolInputError
+
+    ran = []
+
+    @tool
+    def save_note(text: str, kind: str = "semantic", category: str | None = None) -> str:
+        """Save a note."""
+        ran.append((kind, category))
+        if kind == "episodic" and category is not None:
+            raise ToolInputError("category applies to semantic memories only")
+        return "saved"
+
+    async def available_tools():
+        return {"save_note": save_note}, []
+
+    monkeypatch.setattr(registry, "available_tools", available_tools)
+    bad = {"name": "save_note", "args": {"text": "I ran a half marathon", "kind": "episodic", "category": "goal"}}
+    fixed = {"text": "I ran a half marathon", "kind": "episodic", "category": None}
+    state, events, _, model = await run(
+        model_slot,
+        [
+            {"tool_calls": [bad]},
+            {"tool_calls": [bad]},  # the same call again
+            {"tool_calls": [{"name": "save_note", "args": bad["args"]}]},  # the correction repeats it: re-asked
+            {"tool_calls": [{"name": "save_note", "args": fixed}]},
+            "Saved it.",
+        ],
+        message="Save this as an episodic memory in the category goal: I ran a half marathon.",
+    )
+    assert ran == [("episodic", "goal"), ("episodic", None)]
+    assert state["messages"][-1].content == "Saved it."
+    asked = model.calls[2]
+    assert asked.tool_names == ["save_note"] and "category applies to semantic memories only" in asked.messages[-1].text
+    [corrected] = _kinds(events, "tool_call_corrected")
+    assert corrected["args"] == fixed and corrected["name"] == "save_note"
+
+
+async def test_a_call_corrected_by_the_model_itself_costs_nothing_extra(model_slot, monkeypatch):
+    ok = {"name": "calculator", "args": {"expression": "2+2"}}
+    state, events, _, model = await run(
+        model_slot,
+        [{"tool_calls": [{"name": "calculator", "args": {"expression": "2+"}}]}, {"tool_calls": [ok]}, "4"],
+        message="Add two and two.",
+    )
+    assert len(model.calls) == 3 and not _kinds(events, "tool_call_corrected")
