@@ -44,17 +44,17 @@ def _key(name: str, args: Any) -> str:
 def failed_on_arguments(messages: Sequence[AnyMessage]) -> dict[str, tuple[dict, str]]:
     """The turn's calls that failed on their arguments: key -> (arguments, error text)."""
     start = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=0)
-    errors = {
-        m.tool_call_id: m.text
+    errors: dict[str, str] = {
+        m.tool_call_id: str(m.text)
         for m in messages[start:]
         if isinstance(m, ToolMessage) and m.additional_kwargs.get("error_type") == INPUT_ERROR
     }
-    failed = {}
+    failed: dict[str, tuple[dict, str]] = {}
     for message in messages[start:]:
         if isinstance(message, AIMessage):
             for call in message.tool_calls:
-                if call.get("id") in errors:
-                    failed[_key(call["name"], call["args"])] = (call["args"], errors[call["id"]])
+                if (call_id := call.get("id")) in errors:
+                    failed[_key(call["name"], call["args"])] = (call["args"], errors[str(call_id)])
     return failed
 
 
@@ -114,7 +114,7 @@ async def _ask(
             raise ValueError(f"these are the arguments that failed ({error.splitlines()[0]})")
         return corrected
 
-    prompt = [
+    prompt: list[AnyMessage] = [
         SystemMessage(CORRECTION_PROMPT.format(tool=tool.name)),
         HumanMessage(
             CORRECTION_REQUEST.format(
