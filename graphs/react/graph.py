@@ -29,7 +29,7 @@ from graphs.runtime.memory_recall import recall_note
 from graphs.runtime.memory_schedule import remember_turn
 from graphs.runtime.models import NOSTREAM_TAGS, ainvoke_with_retries, ainvoke_with_tools, load_chat_model
 from graphs.runtime.structured import StructuredOutputError
-from graphs.runtime.tool_correction import correct_repeated_calls
+from graphs.runtime.tool_correction import correct_repeated_calls, failed_on_arguments
 from graphs.runtime.tool_offer import tools_for_turn
 from graphs.runtime.tool_runner import run_tool_calls
 from graphs.runtime.ui import link_to_answer
@@ -179,16 +179,17 @@ async def call_model(state: State, runtime: Runtime[Context], config: RunnableCo
     if response.tool_calls:
         # A call that failed on its arguments is corrected before it runs again.
         try:
-            response = await correct_repeated_calls(
-                load_chat_model(context.model, temperature=context.temperature, timeout=context.model_timeout),
-                tools,
-                messages,
-                response,
-                config,
-                retries=context.model_retries,
-                timeout=context.model_timeout,
-                step=step,
-            )
+            if failed_on_arguments(messages):
+                response = await correct_repeated_calls(
+                    load_chat_model(context.model, temperature=context.temperature, timeout=context.model_timeout),
+                    tools,
+                    messages,
+                    response,
+                    config,
+                    retries=context.model_retries,
+                    timeout=context.model_timeout,
+                    step=step,
+                )
         except RunDeadlineExceeded:
             pass  # the repeat runs as it is; the next step ends the run
         # Held aside until the tools answer: `messages` never commits a call without its result.
