@@ -187,9 +187,20 @@ class RunSettings(BaseModel):
         le=20,
         description="Before a turn's first model call, show the model up to this many of the user's memories close in meaning to the message (saved facts, events, the user's messages in other conversations, profile fields), so questions about the user are answered from memory without a search; 0 turns it off (default 3).",
     )
+    AGENT_RECALL_MAX_TOKENS: int = Field(
+        300,
+        ge=0,
+        le=8000,
+        description="The most tokens (about 4 characters each) the memories recalled into a turn's prompt take together (AGENT_RECALL_TOP_K): the closest first, a long one cut, so the prompt stays bounded however long the user's memories and messages are; 0 turns the note off (default 300).",
+    )
     AGENT_RECOVER_TOOL_CALLS: bool = Field(
         True,
         description="When a model writes its tool calls as text (fenced or bare JSON, `<tool_call>` or `<function>` tags) instead of making them, turn the ones that match an offered tool's schema into real calls; invalid ones are never run, the model is asked once more (default true).",
+    )
+    AGENT_CALCULATION: str = Field(
+        "after",
+        pattern="^(after|before|off)$",
+        description="When a user's message is a numeric word problem (numbers and a question) and the calculator is offered, ask the model for the calculation as a structured answer (one arithmetic expression) and run the calculator on it as a normal tool call, so the figure comes from the tool: `after` asks only when the model answered without running the calculator (a model that calls it pays nothing), `before` asks before the turn's first model call (cheapest for a small model on a CPU), `off` never (nor with AGENT_TOOL_CHOICE `none`). The final answer is checked: a calculator result it does not state is added, and figures no tool produced are marked as not computed (default after).",
     )
     AGENT_STRUCTURED_OUTPUT: str = Field(
         "auto",

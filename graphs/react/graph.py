@@ -19,6 +19,7 @@ from langgraph.runtime import Runtime
 
 from graphs.react.prompts import STEP_LIMIT_PROMPT, SUMMARY_SECTION, SYSTEM_PROMPT, TIME_NOTE
 from graphs.react.state import InputState, State
+from graphs.runtime.calculation import CALCULATOR, ask_calculation, check_answer, is_word_problem, needs_calculation
 from graphs.runtime.context import Context
 from graphs.runtime.deadline import RunDeadlineExceeded
 from graphs.runtime.events import emit
@@ -27,6 +28,8 @@ from graphs.runtime.history import needs_summary, summarize
 from graphs.runtime.memory_recall import recall_note
 from graphs.runtime.memory_schedule import remember_turn
 from graphs.runtime.models import NOSTREAM_TAGS, ainvoke_with_retries, ainvoke_with_tools, load_chat_model
+from graphs.runtime.structured import StructuredOutputError
+from graphs.runtime.tool_correction import correct_repeated_calls, failed_on_arguments
 from graphs.runtime.tool_offer import tools_for_turn
 from graphs.runtime.tool_runner import run_tool_calls
 from graphs.runtime.ui import link_to_answer
@@ -111,18 +114,37 @@ async def call_model(state: State, runtime: Runtime[Context], config: RunnableCo
     if new_turn:
         thread_id = (config.get("configurable") or {}).get("thread_id")
         recalled = await recall_note(
-            runtime.store, run_user_id(runtime), messages[-1].text, top_k=context.recall_top_k, thread_id=thread_id
+            runtime.store,
+            run_user_id(runtime),
+            messages[-1].text,
+            top_k=context.recall_top_k,
+            thread_id=thread_id,
+            max_tokens=context.recall_max_tokens,
         )
         update["turn_recall"] = recalled
     else:
         recalled = state.get("turn_recall", "")
+    # A numeric word problem's figure comes from the calculator (graphs/runtime/calculation.py).
+    calculate = context.tool_choice != "none" and needs_calculation(
+        messages, [tool.name for tool in tools], context.calculation
+    )
+    call_config = config
+    try:
+        if calculate and context.calculation == "before" and new_turn:
+            if (request := await _calculation(context, messages, config, "before", step)) is not None:
+                return update | {"pending_tool_calls": request}
+        elif calculate and context.calculation == "after":
+            # Its answer is replaced when it skips the calculator: kept off the token stream.
+            call_config = {**config, "tags": [*(config.get("tags") or []), *NOSTREAM_TAGS]}
+    except RunDeadlineExceeded as exc:
+        return update | {"messages": [*update.get("messages", []), AIMessage(str(exc))]}
     prompt = [SystemMessage(_system_prompt(context, summary, last_step)), *_with_time(messages, recalled)]
     try:
         response = await ainvoke_with_tools(
             model,
             tools,
             prompt,
-            config,
+            call_config,
             retries=context.model_retries,
             step=step,
             timeout=context.model_timeout,
@@ -145,15 +167,67 @@ async def call_model(state: State, runtime: Runtime[Context], config: RunnableCo
                 or f"I reached the step limit ({context.max_steps} model calls) before finishing; "
                 f"I still wanted to call: {wanted}.",
             )
+    if calculate and context.calculation == "after" and not response.tool_calls:
+        # The model answered a word problem without the calculator: its draft gives way to the
+        # calculation, run as a tool call; the model answers from the result.
+        try:
+            request = await _calculation(context, messages, config, "after", step)
+        except RunDeadlineExceeded:
+            request = None
+        if request is not None:
+            return update | {"pending_tool_calls": request}
     if response.tool_calls:
+        # A call that failed on its arguments is corrected before it runs again.
+        try:
+            if failed_on_arguments(messages):
+                response = await correct_repeated_calls(
+                    load_chat_model(context.model, temperature=context.temperature, timeout=context.model_timeout),
+                    tools,
+                    messages,
+                    response,
+                    config,
+                    retries=context.model_retries,
+                    timeout=context.model_timeout,
+                    step=step,
+                )
+        except RunDeadlineExceeded:
+            pass  # the repeat runs as it is; the next step ends the run
         # Held aside until the tools answer: `messages` never commits a call without its result.
         update["pending_tool_calls"] = response
         return update
+    offered = update.get("turn_tools") or state.get("turn_tools") or []
+    if context.calculation != "off" and CALCULATOR in offered and is_word_problem(_question(messages)):
+        response = check_answer(messages, response, step=step)
     update["messages"] = [*update.get("messages", []), response]
     update["pending_tool_calls"] = None
     await remember_turn([*messages, response], runtime, config)  # the answer: the turn is over
     update |= link_to_answer({"messages": [response], "ui": state.get("ui")}, config)
     return update
+
+
+def _question(messages: list[AnyMessage]) -> str:
+    """The text of the turn's user message."""
+    return next((m.text for m in reversed(messages) if isinstance(m, HumanMessage)), "")
+
+
+async def _calculation(
+    context: Context, messages: list[AnyMessage], config: RunnableConfig, when: str, step: int
+) -> AIMessage | None:
+    """The turn's calculation as a calculator call (graphs/runtime/calculation.py); None when
+    the model gave no usable expression (the turn goes on without it)."""
+    model = load_chat_model(context.model, temperature=context.temperature, timeout=context.model_timeout)
+    try:
+        return await ask_calculation(
+            model,
+            messages,
+            config,
+            when=when,
+            retries=context.model_retries,
+            timeout=context.model_timeout,
+            step=step,
+        )
+    except StructuredOutputError:
+        return None
 
 
 async def _offered_tools(

@@ -96,6 +96,8 @@ def validate_fields(context: Any) -> None:
 DEFAULT_MODEL_TIMEOUT = 120.0
 TOOL_CHOICES = ("auto", "none", "required")
 """`tool_choice` values besides a tool's name."""
+CALCULATION_MODES = ("after", "before", "off")
+"""When a numeric word problem's calculation is asked for (graphs/runtime/calculation.py)."""
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
 
 
@@ -145,7 +147,9 @@ class Context:
     context_window_tokens: int = env_field("AGENT_CONTEXT_TOKENS")
     remember: bool = env_field("AGENT_REMEMBER")
     recall_top_k: int = env_field("AGENT_RECALL_TOP_K")
+    recall_max_tokens: int = env_field("AGENT_RECALL_MAX_TOKENS")
     recover_tool_calls: bool = env_field("AGENT_RECOVER_TOOL_CALLS")
+    calculation: str = env_field("AGENT_CALCULATION")
     run_timeout: float = env_field("AGENT_RUN_TIMEOUT")
 
     def sampling(self) -> dict[str, Any]:
@@ -177,6 +181,10 @@ class Context:
             raise ValueError(
                 f"Invalid context field `reasoning_effort`: {self.reasoning_effort!r} is not one of "
                 f"{', '.join(REASONING_EFFORTS)}."
+            )
+        if self.calculation not in CALCULATION_MODES:
+            raise ValueError(
+                f"Invalid context field `calculation`: {self.calculation!r} is not one of {', '.join(CALCULATION_MODES)}."
             )
         if not self.user_id.strip():
             raise ValueError("Invalid context field `user_id`: must not be empty.")

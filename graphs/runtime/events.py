@@ -29,6 +29,9 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "model_parameter_ignored": ("parameter", "value", "model", "reason"),
     "tool_calls_recovered": ("step", "recovered", "invalid", "names", "errors", "reasked"),
     "structured_output_failed": ("schema", "attempts", "error", "method"),
+    "calculation_requested": ("step", "when", "expression"),
+    "answer_checked": ("step", "computed", "stated", "note"),
+    "tool_call_corrected": ("step", "name", "error", "args"),
     "run_deadline_exceeded": ("deadline_s", "elapsed_s", "stage"),
     # router
     "route_decided": (

@@ -18,7 +18,8 @@ embedder, while unrelated messages stay under 0.3. The user's own chat messages 
 with the message as written.
 
 Only items at least `MIN_SIMILARITY` similar to the message are shown, at most `top_k` of them,
-most similar first; a message unrelated to anything stored gets no note. Only the run's user's
+most similar first, within a token budget (`max_tokens`, context `recall_max_tokens`: a long
+chat message is cut); a message unrelated to anything stored gets no note. Only the run's user's
 namespace is read. A failing store or embedder costs the note, never the turn (logged).
 """
 
@@ -41,6 +42,9 @@ MIN_SIMILARITY = 0.35
 for the memory to be shown: a memory that answers a question about it scores 0.5-0.6, unrelated
 ones under 0.2."""
 RECALLED_KINDS = ("semantic", "episodic", "chat")
+CHARS_PER_TOKEN = 4
+MIN_ITEM_CHARS = 40
+"""Less room than this left in the note's budget: no further item (a cut-off stump misleads)."""
 MAX_PROFILE_FIELDS = 50
 _FIRST_PERSON = [
     (re.compile(pattern, re.IGNORECASE), replacement)
@@ -106,17 +110,43 @@ async def recall_items(
     return list(kept)[:top_k]
 
 
+def fit_items(items: list[str], max_tokens: int) -> list[str]:
+    """`items` (most similar first), spaces collapsed, within `max_tokens` together (about
+    CHARS_PER_TOKEN characters a token): each takes what it needs of what is left, a longer one
+    is cut at a word with "…", and none is kept once less than a short sentence is left."""
+    left = max_tokens * CHARS_PER_TOKEN
+    kept = []
+    for item in items:
+        text = " ".join(item.split())
+        if left < MIN_ITEM_CHARS:
+            break
+        if len(text) > left:
+            text = text[: left - 1].rsplit(" ", 1)[0] + "…"
+        kept.append(text)
+        left -= len(text)
+    return kept
+
+
 async def recall_note(
-    store: BaseStore | None, user_id: str, message: str, *, top_k: int, thread_id: str | None = None
+    store: BaseStore | None,
+    user_id: str,
+    message: str,
+    *,
+    top_k: int,
+    thread_id: str | None = None,
+    max_tokens: int = 300,
 ) -> str:
-    """The note added to the latest user message (`RECALL_NOTE`), or "" when nothing is close."""
-    if store is None or top_k <= 0:
+    """The note added to the latest user message (`RECALL_NOTE`), or "" when nothing is close;
+    its items fit `max_tokens` (`fit_items`), so the prompt stays bounded however long the
+    user's memories and messages are."""
+    if store is None or top_k <= 0 or max_tokens <= 0:
         return ""
     try:
         items = await recall_items(store, user_id, message, top_k=top_k, thread_id=thread_id)
     except Exception as exc:  # the note is a help: a failing store or embedder must not end the turn
         logger.warning("memory recall for the prompt failed: %s", str(exc) or type(exc).__name__)
         return ""
+    items = fit_items(items, max_tokens)
     if not items:
         return ""
-    return RECALL_NOTE.format(items="\n".join(f"- {' '.join(text.split())}" for text in items))
+    return RECALL_NOTE.format(items="\n".join(f"- {text}" for text in items))

@@ -27,7 +27,7 @@ from pydantic import SecretStr
 from graphs.runtime.deadline import RunDeadlineExceeded, bounded
 from graphs.runtime.events import emit
 from graphs.runtime.history import repair_tool_history
-from graphs.runtime.prompts import TOOL_CALL_RETRY
+from graphs.runtime.prompts import ANSWER_WITHOUT_TOOLS, TOOL_CALL_RETRY
 from graphs.runtime.retry import RetriesExhausted, call_with_retries
 from graphs.runtime.text_tool_calls import recover as recover_text_calls
 from graphs.runtime.text_tool_calls import with_calls
@@ -437,5 +437,15 @@ async def ainvoke_with_tools(
     if found.calls:
         return with_calls(response, found)
     # Still invalid after the re-ask: never run them, and keep their raw text out of the answer.
-    text = found.content or "I could not make a valid tool call for this request: " + "; ".join(found.errors)
+    text = found.content
+    if not text and reasked:
+        # Nothing but invalid calls, twice: the model answers without tools, from what it has
+        # (the conversation, the notes in the prompt), rather than the user reading the errors.
+        plain = [*messages, HumanMessage(ANSWER_WITHOUT_TOOLS.format(errors="; ".join(found.errors)))]
+        answer = await ainvoke_with_retries(model, plain, config, retries=retries, step=step, timeout=timeout)
+        again = recover_text_calls(answer, tools)
+        text = answer.text if again is None else again.content
+        if text:
+            response = answer
+    text = text or "I could not make a valid tool call for this request: " + "; ".join(found.errors)
     return response.model_copy(update={"content": text})

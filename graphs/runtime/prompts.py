@@ -13,6 +13,10 @@ TOOL_CALL_RETRY = """Your tool call could not be used: {errors}.
 Call the tool again through tool calling with arguments that match its schema, or answer in plain
 text without a tool call."""
 
+ANSWER_WITHOUT_TOOLS = """Your tool calls could not be used ({errors}). Answer my message now in plain
+text, without calling any tool, from what you know and the notes you were given; say so if you
+cannot."""
+
 JSON_SCHEMA_PROMPT = """Answer with exactly one `{schema}` JSON object and nothing else. Its JSON schema
 (field meanings in "description"):
 {json_schema}"""

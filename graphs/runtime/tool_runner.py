@@ -178,7 +178,13 @@ def _failed(call, step, started, exc, timeout_s, attempts, log) -> ToolMessage:
     content = f"Error calling {call['name']}: {error}"
     if isinstance(exc, ToolInputError):  # the arguments were wrong: the model can fix them
         content += f"\n{FIX_AND_RETRY.format(tool=call['name'])}"
-    return ToolMessage(content=content, tool_call_id=call["id"], name=call["name"], status="error")
+    return ToolMessage(
+        content=content,
+        tool_call_id=call["id"],
+        name=call["name"],
+        status="error",
+        additional_kwargs={"error_type": type(exc).__name__},
+    )
 
 
 def _log_entry(call, step, status, duration_ms, attempts, error: str | None = None) -> dict:

@@ -49,7 +49,8 @@ async def test_the_react_snippet_uses_the_configured_model(dev_server, openai_se
     assert question in code and readme_client in code
     code = code.replace(readme_client, f'get_client(url="{dev_server.url}", api_key="{API_KEYS["alice"]}")')
     k = key()
-    openai_server.script(k, [{"content": "It is 397.8."}])
+    calculate = {"name": "calculator", "args": {"expression": "17% of 2340"}, "id": "r1"}
+    openai_server.script(k, [{"content": "", "tool_calls": [calculate]}, {"content": "It is 397.8."}])
     printed = await run_snippet(code.replace(question, f"{k} {question}"), dev_server.client("alice"))
     assert "397.8" in printed and "error" not in printed.split("\n")[-2], printed
     request = [r for r in openai_server.requests() if k in str(r.get("messages"))][-1]

@@ -224,7 +224,7 @@ async def test_a_run_stopped_by_the_recursion_limit_leaves_no_unanswered_tool_ca
         return {"content": "", "tool_calls": [{"name": "calculator", "args": {"expression": "6*7"}, "id": call_id}]}
 
     # The smallest limit accepted (server/api_checks.py) runs out on the third tool call.
-    openai_server.script(k, [calculate("r0"), calculate("q1"), calculate("r1"), "forty-two, after all"])
+    openai_server.script(k, [calculate("r0"), calculate("q1"), calculate("r1"), "It is 42, after all"])
     thread = await client.threads.create()
     tid = thread["thread_id"]
     run = await client.runs.create(
@@ -238,7 +238,7 @@ async def test_a_run_stopped_by_the_recursion_limit_leaves_no_unanswered_tool_ca
     assert state["next"] == ["tools"]
     assert [c["id"] for c in state["values"]["pending_tool_calls"]["tool_calls"]] == ["r1"]
     final = await client.runs.wait(tid, "react", input=None)
-    assert final["messages"][-1]["content"] == "forty-two, after all"
+    assert final["messages"][-1]["content"] == "It is 42, after all"
     state = await client.threads.get_state(tid)
     assert unanswered_calls(state) == set() and state["next"] == []
     assert "42" in [m for m in state["values"]["messages"] if m["type"] == "tool"][0]["content"]

@@ -143,10 +143,19 @@ async def test_an_invalid_text_call_is_never_run_and_the_model_is_asked_once_mor
     assert state["messages"][-1].content == "5"
 
 
-async def test_a_call_still_invalid_after_the_reask_is_dropped_from_the_answer(model_slot):
+async def test_a_call_still_invalid_after_the_reask_is_dropped_and_the_model_answers_without_tools(model_slot):
     bad = '{"name": "add", "arguments": {"a": "two"}}'
-    state, _, model = await run_react(model_slot, [bad, bad])
-    assert executed == [] and len(model.calls) == 2
+    state, _, model = await run_react(model_slot, [bad, bad, "I cannot add 'two' and nothing."])
+    assert executed == [] and len(model.calls) == 3
+    assert model.calls[2].tools == [] and "without calling any tool" in model.calls[2].messages[-1].text
+    answer = state["messages"][-1]
+    assert not answer.tool_calls and answer.text == "I cannot add 'two' and nothing."
+
+
+async def test_a_call_still_invalid_without_tools_leaves_a_plain_message(model_slot):
+    bad = '{"name": "add", "arguments": {"a": "two"}}'
+    state, _, model = await run_react(model_slot, [bad, bad, bad])
+    assert executed == [] and len(model.calls) == 3
     answer = state["messages"][-1]
     assert not answer.tool_calls and "could not make a valid tool call" in answer.text and "{" not in answer.text
 

@@ -141,7 +141,7 @@ async def test_memories_about_the_user_are_shown_with_a_question_in_a_new_conver
             {"tool_calls": [{"name": "calculator", "args": {"expression": "2+2"}}]},  # a later call of the turn
             "Your dog is Biscuit.",
             "Your sister is a dentist.",
-            "42",
+            "Paris.",
         ]
     )
     await turn(graph, "What is my dog's name?", thread="t1", remember=False)
@@ -155,7 +155,7 @@ async def test_memories_about_the_user_are_shown_with_a_question_in_a_new_conver
     await turn(graph, "What does my sister do for a living?", thread="t2", remember=False)
     asked = _asked(model.calls[2])
     assert "- My sister Ana is a dentist in Madrid." in asked and "Your sister is a dentist, nice" not in asked
-    await turn(graph, "What is 6 * 7?", thread="t3", remember=False)
+    await turn(graph, "What is the capital of France?", thread="t3", remember=False)
     assert "already know about me" not in _asked(model.calls[3])  # nothing close: no note
 
 
@@ -199,3 +199,32 @@ async def test_a_question_in_the_first_person_recalls_the_memory_written_about_t
     assert f"- {answer}" in note
     for unrelated in ("What is 17 * 23?", "What is the weather in Paris today?"):
         assert await recall_note(store, "carol", unrelated, top_k=5) == ""
+
+
+def test_the_recalled_items_fit_the_note_budget():
+    from graphs.runtime.memory_recall import CHARS_PER_TOKEN, fit_items
+
+    long = "Transect three showed bleaching on a third of the corals near the shore, " * 40
+    kept = fit_items(["The user lives in Lisbon", long, "The user has a cat named Pixel"], 50)
+    assert kept[0] == "The user lives in Lisbon"
+    assert kept[1].endswith("…") and len(kept[1]) < len(long)
+    assert sum(len(text) for text in kept) <= 50 * CHARS_PER_TOKEN
+    assert len(kept) == 2  # nothing is left for the third
+    assert fit_items(["The user lives   in\nLisbon"], 300) == ["The user lives in Lisbon"]
+    assert fit_items(["The user lives in Lisbon"], 0) == []
+
+
+async def test_a_long_message_from_another_conversation_is_cut_to_the_budget(setup):
+    graph, store, slot = setup
+    report = "My reef survey near Lisbon: " + ", ".join(f"transect {n} showed bleaching" for n in range(200))
+    await memory.record_chat_message(store, "alice", "user", report, "t0")
+    slot["model"] = model = ScriptedChatModel(responses=["It showed bleaching."] * 3)
+    question = "What did my reef survey near Lisbon show?"
+    await turn(graph, question, thread="t1", remember=False, recall_max_tokens=8000)
+    assert "transect 199 showed bleaching" in _asked(model.calls[0])  # a budget it fits: all of it
+    await turn(graph, question, thread="t2", remember=False)  # the default budget, 300 tokens
+    cut = _asked(model.calls[1])
+    assert "- My reef survey near Lisbon: transect 0 showed bleaching" in cut
+    assert "transect 199" not in cut and "…" in cut and len(cut) < len(report) / 3
+    await turn(graph, question, thread="t3", remember=False, recall_max_tokens=60)
+    assert len(_asked(model.calls[2])) < 600

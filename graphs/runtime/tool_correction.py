@@ -1,0 +1,139 @@
+"""A tool call that failed on its arguments is corrected, not repeated.
+
+A call whose arguments were wrong (`ToolInputError`: "category applies to semantic memories
+only") comes back to the model with the error and a request to correct it
+(graphs/runtime/tool_runner.py). A small model often makes the very same call again, until the
+step budget runs out. `correct_repeated_calls` catches that repeat: before an identical call runs
+again, the model is asked for the tool's arguments once more as a structured answer (the tool's
+own argument schema, grammar-constrained on OpenAI-compatible servers), shown the failed call and
+its error; arguments that differ from the failed ones replace the repeat, and a
+`tool_call_corrected` event says so. A model that corrects its calls itself never pays for it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
+from pydantic import BaseModel
+
+from graphs.runtime.events import emit
+from graphs.runtime.structured import StructuredOutputError, ainvoke_structured
+
+INPUT_ERROR = "ToolInputError"
+"""`additional_kwargs["error_type"]` of a tool result whose call failed on its arguments."""
+
+CORRECTION_PROMPT = """A call of the tool `{tool}` failed because of its arguments. Write the tool's
+arguments again, corrected as the error says, so that the call does what the user asked."""
+
+CORRECTION_REQUEST = """{request}
+
+The failed call: {tool} {args}
+The error: {error}"""
+
+
+def _key(name: str, args: Any) -> str:
+    return f"{name}:{json.dumps(args, sort_keys=True, default=str)}"
+
+
+def failed_on_arguments(messages: Sequence[AnyMessage]) -> dict[str, tuple[dict, str]]:
+    """The turn's calls that failed on their arguments: key -> (arguments, error text)."""
+    start = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=0)
+    errors: dict[str, str] = {
+        m.tool_call_id: str(m.text)
+        for m in messages[start:]
+        if isinstance(m, ToolMessage) and m.additional_kwargs.get("error_type") == INPUT_ERROR
+    }
+    failed: dict[str, tuple[dict, str]] = {}
+    for message in messages[start:]:
+        if isinstance(message, AIMessage):
+            for call in message.tool_calls:
+                if (call_id := call.get("id")) in errors:
+                    failed[_key(call["name"], call["args"])] = (call["args"], errors[str(call_id)])
+    return failed
+
+
+async def correct_repeated_calls(
+    model: BaseChatModel,
+    tools: Sequence[BaseTool],
+    messages: Sequence[AnyMessage],
+    response: AIMessage,
+    config: RunnableConfig | None,
+    *,
+    retries: int,
+    timeout: float | None,
+    step: int,
+) -> AIMessage:
+    """`response` with each call that repeats one of the turn's calls that failed on their
+    arguments replaced by the model's correction (unchanged when none differs)."""
+    failed = failed_on_arguments(messages) if response.tool_calls else {}
+    if not failed:
+        return response
+    by_name = {tool.name: tool for tool in tools}
+    request = next((m.text for m in reversed(messages) if isinstance(m, HumanMessage)), "")
+    calls, changed = [], False
+    for call in response.tool_calls:
+        tool = by_name.get(call["name"])
+        repeat = failed.get(_key(call["name"], call["args"]))
+        if tool is None or repeat is None or not isinstance(tool.tool_call_schema, type):
+            calls.append(call)
+            continue
+        args, error = repeat
+        corrected = await _ask(model, tool, request, args, error, config, retries=retries, timeout=timeout, step=step)
+        if corrected is None:
+            calls.append(call)
+            continue
+        emit("tool_call_corrected", step=step, name=call["name"], error=error, args=corrected)
+        calls.append({**call, "args": corrected})
+        changed = True
+    return response.model_copy(update={"tool_calls": calls}) if changed else response
+
+
+async def _ask(
+    model: BaseChatModel,
+    tool: BaseTool,
+    request: str,
+    args: dict,
+    error: str,
+    config: RunnableConfig | None,
+    *,
+    retries: int,
+    timeout: float | None,
+    step: int,
+) -> dict | None:
+    schema: type[BaseModel] = tool.tool_call_schema  # type: ignore[assignment]
+
+    def differs(value: BaseModel) -> dict:
+        corrected = value.model_dump(exclude_unset=True)
+        if _key(tool.name, corrected) == _key(tool.name, args):
+            raise ValueError(f"these are the arguments that failed ({error.splitlines()[0]})")
+        return corrected
+
+    prompt: list[AnyMessage] = [
+        SystemMessage(CORRECTION_PROMPT.format(tool=tool.name)),
+        HumanMessage(
+            CORRECTION_REQUEST.format(
+                request=request, tool=tool.name, args=json.dumps(args, ensure_ascii=False), error=error.splitlines()[0]
+            )
+        ),
+    ]
+    try:
+        result = await ainvoke_structured(
+            model,
+            schema,
+            prompt,
+            config,
+            retries=retries,
+            timeout=timeout,
+            step=step,
+            check=differs,
+            tags=["tool_correction"],
+        )
+    except StructuredOutputError:
+        return None
+    return result.value
