@@ -200,7 +200,7 @@ class RunSettings(BaseModel):
     AGENT_CALCULATION: str = Field(
         "after",
         pattern="^(after|before|off)$",
-        description="When a user's message is a numeric word problem (numbers and a question) and the calculator is offered, ask the model for the calculation as a structured answer (one arithmetic expression) and run the calculator on it as a normal tool call, so the figure comes from the tool: `after` asks only when the model answered without running the calculator (a model that calls it pays nothing), `before` asks before the turn's first model call (cheapest for a small model on a CPU), `off` never (nor with AGENT_TOOL_CHOICE `none`). The final answer is checked: a calculator result it does not state is added, and figures no tool produced are marked as not computed (default after).",
+        description="When a user's message is a numeric word problem (a question with numbers and a word asking for arithmetic: how much, a cost, a total, a rate, a percentage, an operation) and the calculator is offered, ask the model for the calculation as a structured answer (one arithmetic expression) and run the calculator on it as a normal tool call, so the figure comes from the tool: `after` asks only when the model answered without running the calculator (a model that calls it pays nothing), `before` asks before the turn's first model call (cheapest for a small model on a CPU), `off` never (nor with AGENT_TOOL_CHOICE `none`). The final answer is checked: a calculator result it does not state is added, and figures no tool produced are marked as not computed (default after).",
     )
     AGENT_STRUCTURED_OUTPUT: str = Field(
         "auto",

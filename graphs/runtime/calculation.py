@@ -6,7 +6,8 @@ reasons in LaTeX and answers `\\boxed{0}`). Models of every size reliably write 
 when asked for it as a structured answer (a grammar-constrained `json_schema` on
 OpenAI-compatible servers), so:
 
-- `is_word_problem(text)`: a small deterministic detector: numbers and a question;
+- `is_word_problem(text)`: a small deterministic detector: a question with numbers and a word
+  that asks for arithmetic (how much, a cost, a total, a rate, a percentage, an operation);
 - `ask_calculation(...)`: asks the model (graphs/runtime/structured.py) for the arithmetic
   expression that answers the question, checked by evaluating it, and returns it as a normal
   `calculator` tool call, which the agent's tool node runs: the transcript, the events and the
@@ -57,9 +58,15 @@ _QUESTION = re.compile(
     r"\?|^\s*(?:how|what|what's|whats|which|calculate|compute|work out|find)\b", re.IGNORECASE | re.MULTILINE
 )
 _QUANTITY_CUE = re.compile(
-    r"\bhow\s+(?:much|many|long|far|fast|old)\b|\bsquare\s+root\b|\bsquared\b|\bcubed\b|\bpower\s+of\b|%|\bper\s?cent\b",
+    r"\bhow\s+(?:much|many|long|far|fast|old|often)\b|\bsquare\s+root\b|\bsquared\b|\bcubed\b|\bpower\s+of\b"
+    r"|%|\bper\s?cent\b|\bper\b|\beach\b|\bcosts?\b|\bprice\b|\bpa(?:y|ys|id)\b|\btotal\b|\bsum\b"
+    r"|\bleft\b|\bremain(?:s|ing)?\b|\baverage\b|\bspeed\b|\brate\b|\btimes\b|\bmultipl(?:y|ied)\b"
+    r"|\bdivided\b|\bplus\b|\bminus\b|\bdifference\b|\btwice\b|\bhalf\b|\bdouble\b|\btriple\b"
+    r"|\b(?:calculate|compute|work\s+out)\b|\d\s*[-+*/^\u00d7]\s*\d",
     re.IGNORECASE,
 )
+"""Words that ask for arithmetic: a question with numbers but none of these ("I have 2 kids aged
+5 and 7: what books do you recommend?") is left to the model."""
 _DIGIT_GROUP = re.compile(r"(?<=\d)[,\u202f\u00a0](?=\d{3}\b)")
 _RESULT = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?")
 
@@ -93,13 +100,13 @@ def numbers(text: str) -> list[Decimal]:
 
 
 def is_word_problem(text: str) -> bool:
-    """Whether a user message asks for a figure computed from numbers it gives: a question with
-    two quantities or more, or one quantity and a cue for arithmetic (how much / many / long,
-    a percentage, a power or a root). Years, dates, clock times and long messages do not count."""
+    """Whether a user message asks for a figure computed from numbers it gives: a question with a
+    quantity and a cue for arithmetic (how much / many / long, a cost, a total, a rate, a
+    percentage, an operation, a power or a root). Years, dates, clock times and long messages do
+    not count, nor questions whose numbers ask for no arithmetic."""
     if not text or len(text) > MAX_PROBLEM_CHARS or not _QUESTION.search(text):
         return False
-    found = numbers(text)
-    return len(found) >= 2 or (len(found) == 1 and _QUANTITY_CUE.search(text) is not None)
+    return bool(numbers(text)) and _QUANTITY_CUE.search(_TIME_OR_DATE.sub(" ", text)) is not None
 
 
 def _turn(messages: Sequence[AnyMessage]) -> tuple[HumanMessage | None, list[AnyMessage]]:

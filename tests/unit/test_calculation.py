@@ -33,6 +33,7 @@ def only_the_calculator(monkeypatch):
         "What is 17% of 2340?",
         "How many seconds are there in 3 days?",
         "what's 12 times 3",
+        "What is (45 + 55) * 3 - 17?",
         "Five of us share a 156 euro bill and 10 euro tip. What does each pay?",
     ],
 )
@@ -50,6 +51,10 @@ def test_a_question_with_quantities_is_a_word_problem(text):
         "Which city do I live in?",
         "Tell me about Qwen2.5 and GPT4?",  # digits inside names
         "Summarize: " + "In 2019 sales were 12 units and 40 returns. " * 20 + "What changed?",  # a document
+        "I have 2 kids aged 5 and 7, what books do you recommend?",  # numbers, no arithmetic asked
+        "What's the weather for the next 3 days in 2 cities?",
+        "Can you suggest 3 names for my 2 cats?",
+        "Is GPT-4 better than GPT-3 for 2 languages?",
     ],
 )
 def test_other_messages_are_not(text):
