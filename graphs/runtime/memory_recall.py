@@ -21,12 +21,16 @@ Only items at least `MIN_SIMILARITY` similar to the message are shown, at most `
 most similar first, within a token budget (`max_tokens`, context `recall_max_tokens`: a long
 chat message is cut); a message unrelated to anything stored gets no note. Only the run's user's
 namespace is read. A failing store or embedder costs the note, never the turn (logged).
+
+A memory very close to the message (`Recalled.best`) lets the turn first ask, without tools,
+whether the recalled memories answer it (graphs/runtime/memory_answer.py).
 """
 
 from __future__ import annotations
 
 import logging
 import re
+from dataclasses import dataclass
 
 import numpy as np
 from langgraph.store.base import BaseStore
@@ -89,6 +93,13 @@ async def recall_items(
 ) -> list[str]:
     """The texts of at most `top_k` of `user_id`'s memories close to `message` (see the module
     docstring), most similar first; `thread_id` is the conversation the message belongs to."""
+    return [text for _, text in await recall_scored(store, user_id, message, top_k=top_k, thread_id=thread_id)]
+
+
+async def recall_scored(
+    store: BaseStore, user_id: str, message: str, *, top_k: int, thread_id: str | None = None
+) -> list[tuple[float, str]]:
+    """`recall_items` with each text's similarity to the message: `(similarity, text)`."""
     if top_k <= 0 or not message.strip():
         return []
     space = memory.open(store, user_id)
@@ -106,8 +117,11 @@ async def recall_items(
     if "profile" in kinds:
         scored += await _profile_matches(store, user_id, about)
     scored.sort(key=lambda item: -item[0])
-    kept = dict.fromkeys(text for similarity, text in scored if similarity >= MIN_SIMILARITY and text)
-    return list(kept)[:top_k]
+    kept: dict[str, float] = {}
+    for similarity, text in scored:
+        if similarity >= MIN_SIMILARITY and text:
+            kept.setdefault(text, similarity)
+    return [(similarity, text) for text, similarity in kept.items()][:top_k]
 
 
 def fit_items(items: list[str], max_tokens: int) -> list[str]:
@@ -127,6 +141,41 @@ def fit_items(items: list[str], max_tokens: int) -> list[str]:
     return kept
 
 
+@dataclass(frozen=True)
+class Recalled:
+    """What a turn recalled: the note for the prompt (`RECALL_NOTE`, "" when nothing is close),
+    its items' texts and the highest similarity among them (0.0 when none)."""
+
+    note: str = ""
+    items: tuple[str, ...] = ()
+    best: float = 0.0
+
+
+async def recall_for_turn(
+    store: BaseStore | None,
+    user_id: str,
+    message: str,
+    *,
+    top_k: int,
+    thread_id: str | None = None,
+    max_tokens: int = 300,
+) -> Recalled:
+    """The turn's recalled memories (`Recalled`); its items fit `max_tokens` (`fit_items`), so
+    the prompt stays bounded however long the user's memories and messages are."""
+    if store is None or top_k <= 0 or max_tokens <= 0:
+        return Recalled()
+    try:
+        scored = await recall_scored(store, user_id, message, top_k=top_k, thread_id=thread_id)
+    except Exception as exc:  # the note is a help: a failing store or embedder must not end the turn
+        logger.warning("memory recall for the prompt failed: %s", str(exc) or type(exc).__name__)
+        return Recalled()
+    items = fit_items([text for _, text in scored], max_tokens)
+    if not items:
+        return Recalled()
+    note = RECALL_NOTE.format(items="\n".join(f"- {text}" for text in items))
+    return Recalled(note=note, items=tuple(items), best=scored[0][0])
+
+
 async def recall_note(
     store: BaseStore | None,
     user_id: str,
@@ -136,17 +185,7 @@ async def recall_note(
     thread_id: str | None = None,
     max_tokens: int = 300,
 ) -> str:
-    """The note added to the latest user message (`RECALL_NOTE`), or "" when nothing is close;
-    its items fit `max_tokens` (`fit_items`), so the prompt stays bounded however long the
-    user's memories and messages are."""
-    if store is None or top_k <= 0 or max_tokens <= 0:
-        return ""
-    try:
-        items = await recall_items(store, user_id, message, top_k=top_k, thread_id=thread_id)
-    except Exception as exc:  # the note is a help: a failing store or embedder must not end the turn
-        logger.warning("memory recall for the prompt failed: %s", str(exc) or type(exc).__name__)
-        return ""
-    items = fit_items(items, max_tokens)
-    if not items:
-        return ""
-    return RECALL_NOTE.format(items="\n".join(f"- {text}" for text in items))
+    """The note added to the latest user message (`RECALL_NOTE`), or "" when nothing is close
+    (`recall_for_turn`)."""
+    recalled = await recall_for_turn(store, user_id, message, top_k=top_k, thread_id=thread_id, max_tokens=max_tokens)
+    return recalled.note
