@@ -93,19 +93,20 @@ async def recall_items(
 ) -> list[str]:
     """The texts of at most `top_k` of `user_id`'s memories close to `message` (see the module
     docstring), most similar first; `thread_id` is the conversation the message belongs to."""
-    return [text for _, text in await recall_scored(store, user_id, message, top_k=top_k, thread_id=thread_id)]
+    return [text for _, text, _ in await recall_scored(store, user_id, message, top_k=top_k, thread_id=thread_id)]
 
 
 async def recall_scored(
     store: BaseStore, user_id: str, message: str, *, top_k: int, thread_id: str | None = None
-) -> list[tuple[float, str]]:
-    """`recall_items` with each text's similarity to the message: `(similarity, text)`."""
+) -> list[tuple[float, str, str]]:
+    """`recall_items` with each text's similarity to the message and its kind (`semantic`,
+    `episodic`, `chat`, `profile`): `(similarity, text, kind)`."""
     if top_k <= 0 or not message.strip():
         return []
     space = memory.open(store, user_id)
     kinds = await stored_kinds(store, user_id)
     about = about_the_user(message)
-    scored: list[tuple[float, str]] = []
+    scored: list[tuple[float, str, str]] = []
     for kind in RECALLED_KINDS:
         if kind not in kinds:
             continue
@@ -113,15 +114,15 @@ async def recall_scored(
         for hit in await space.recall(query, kind, top_k=top_k, record_access=False, turns=False):
             if kind == "chat" and (hit.get("role") != "user" or (thread_id and hit.get("thread_id") == thread_id)):
                 continue
-            scored.append((float(hit.get("similarity") or 0.0), str(hit.get("text", "")).strip()))
+            scored.append((float(hit.get("similarity") or 0.0), str(hit.get("text", "")).strip(), kind))
     if "profile" in kinds:
-        scored += await _profile_matches(store, user_id, about)
+        scored += [(similarity, text, "profile") for similarity, text in await _profile_matches(store, user_id, about)]
     scored.sort(key=lambda item: -item[0])
-    kept: dict[str, float] = {}
-    for similarity, text in scored:
+    kept: dict[str, tuple[float, str]] = {}
+    for similarity, text, kind in scored:
         if similarity >= MIN_SIMILARITY and text:
-            kept.setdefault(text, similarity)
-    return [(similarity, text) for text, similarity in kept.items()][:top_k]
+            kept.setdefault(text, (similarity, kind))
+    return [(similarity, text, kind) for text, (similarity, kind) in kept.items()][:top_k]
 
 
 def fit_items(items: list[str], max_tokens: int) -> list[str]:
@@ -144,7 +145,10 @@ def fit_items(items: list[str], max_tokens: int) -> list[str]:
 @dataclass(frozen=True)
 class Recalled:
     """What a turn recalled: the note for the prompt (`RECALL_NOTE`, "" when nothing is close),
-    its items' texts and the highest similarity among them (0.0 when none)."""
+    its items' texts and the highest similarity among the saved memories and profile fields
+    among them (0.0 when none; the user's chat messages do not count: a message of another
+    conversation much like this one, "Hello!" or the same question asked again, answers
+    nothing)."""
 
     note: str = ""
     items: tuple[str, ...] = ()
@@ -169,11 +173,12 @@ async def recall_for_turn(
     except Exception as exc:  # the note is a help: a failing store or embedder must not end the turn
         logger.warning("memory recall for the prompt failed: %s", str(exc) or type(exc).__name__)
         return Recalled()
-    items = fit_items([text for _, text in scored], max_tokens)
+    items = fit_items([text for _, text, _ in scored], max_tokens)
     if not items:
         return Recalled()
     note = RECALL_NOTE.format(items="\n".join(f"- {text}" for text in items))
-    return Recalled(note=note, items=tuple(items), best=scored[0][0])
+    saved = [similarity for similarity, _, kind in scored if kind != "chat"]
+    return Recalled(note=note, items=tuple(items), best=max(saved, default=0.0))
 
 
 async def recall_note(

@@ -108,3 +108,12 @@ async def test_no_check_below_the_similarity_or_when_turned_off_or_a_tool_is_for
         state, checks, model = await run(model_slot, store, ["Answer."], question, **context)
         assert not checks and len(model.calls) == 1 and model.calls[0].tool_names == ["calculator"], (question, context)
         assert state["messages"][-1].content == "Answer."
+
+
+async def test_a_chat_message_of_another_conversation_alone_starts_no_check(model_slot, store):
+    """The user's own messages are shown in the note but answer nothing by being alike: the same
+    question asked in another conversation is as close as can be."""
+    await memory.record_chat_message(store, "ana", "user", "What is the weather like in Paris?", "t0")
+    state, checks, model = await run(model_slot, store, ["Sunny."], "What is the weather like in Paris?")
+    assert "- What is the weather like in Paris?" in model.calls[0].messages[-1].text  # in the note
+    assert not checks and len(model.calls) == 1 and model.calls[0].tool_names == ["calculator"]
