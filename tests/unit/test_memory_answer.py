@@ -101,6 +101,7 @@ async def test_an_invalid_check_leaves_the_turn_as_it_was(model_slot, store):
 async def test_no_check_below_the_similarity_or_when_turned_off_or_a_tool_is_forced(model_slot, store):
     for question, context in (
         ("What is the weather like in Paris?", {}),  # nothing close: no note, no check
+        ("Forget that I live in Lisbon.", {}),  # a request about the memory, not a question
         ("Which city do I live in?", {"recall_answer_similarity": 0}),
         ("Which city do I live in?", {"recall_answer_similarity": 0.9}),
         ("Which city do I live in?", {"tool_choice": "calculator"}),
@@ -117,3 +118,12 @@ async def test_a_chat_message_of_another_conversation_alone_starts_no_check(mode
     state, checks, model = await run(model_slot, store, ["Sunny."], "What is the weather like in Paris?")
     assert "- What is the weather like in Paris?" in model.calls[0].messages[-1].text  # in the note
     assert not checks and len(model.calls) == 1 and model.calls[0].tool_names == ["calculator"]
+
+
+def test_only_a_question_is_checked_against_the_notes():
+    from graphs.runtime.memory_answer import is_question
+
+    for text in ("Which city do I live in?", "what's my job", "Tell me my favourite colour.", "My city? "):
+        assert is_question(text), text
+    for text in ("Forget that I live in Lisbon.", "Remember that I moved to Porto", "Update my city to Porto."):
+        assert not is_question(text), text
