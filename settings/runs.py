@@ -193,6 +193,12 @@ class RunSettings(BaseModel):
         le=8000,
         description="The most tokens (about 4 characters each) the memories recalled into a turn's prompt take together (AGENT_RECALL_TOP_K): the closest first, a long one cut, so the prompt stays bounded however long the user's memories and messages are; 0 turns the note off (default 300).",
     )
+    AGENT_RECALL_ANSWER_SIMILARITY: float = Field(
+        0.45,
+        ge=0,
+        le=1,
+        description="When a memory recalled for a turn is at least this similar to the message (cosine, local embedder), the model is first asked, without tools, whether the recalled memories answer it; if they do, that answer, citing the memory, is the turn's answer; 0 turns the check off (default 0.45).",
+    )
     AGENT_RECOVER_TOOL_CALLS: bool = Field(
         True,
         description="When a model writes its tool calls as text (fenced or bare JSON, `<tool_call>` or `<function>` tags) instead of making them, turn the ones that match an offered tool's schema into real calls; invalid ones are never run, the model is asked once more (default true).",

@@ -25,9 +25,16 @@ from graphs.runtime.deadline import RunDeadlineExceeded
 from graphs.runtime.events import emit
 from graphs.runtime.failures import explain_failures
 from graphs.runtime.history import needs_summary, summarize
-from graphs.runtime.memory_recall import recall_note
+from graphs.runtime.memory_answer import answer_from_notes
+from graphs.runtime.memory_recall import Recalled, recall_for_turn
 from graphs.runtime.memory_schedule import remember_turn
-from graphs.runtime.models import NOSTREAM_TAGS, ainvoke_with_retries, ainvoke_with_tools, load_chat_model
+from graphs.runtime.models import (
+    NOSTREAM_TAGS,
+    ainvoke_with_retries,
+    ainvoke_with_tools,
+    load_chat_model,
+    stamp_answer,
+)
 from graphs.runtime.structured import StructuredOutputError
 from graphs.runtime.tool_correction import correct_repeated_calls, failed_on_arguments
 from graphs.runtime.tool_offer import tools_for_turn
@@ -111,9 +118,10 @@ async def call_model(state: State, runtime: Runtime[Context], config: RunnableCo
     else:
         tools = await _offered_tools(runtime, messages, None if new_turn else state.get("turn_tools"))
         update["turn_tools"] = [tool.name for tool in tools]
+    turn_recall = Recalled()
     if new_turn:
         thread_id = (config.get("configurable") or {}).get("thread_id")
-        recalled = await recall_note(
+        turn_recall = await recall_for_turn(
             runtime.store,
             run_user_id(runtime),
             messages[-1].text,
@@ -121,7 +129,7 @@ async def call_model(state: State, runtime: Runtime[Context], config: RunnableCo
             thread_id=thread_id,
             max_tokens=context.recall_max_tokens,
         )
-        update["turn_recall"] = recalled
+        recalled = update["turn_recall"] = turn_recall.note
     else:
         recalled = state.get("turn_recall", "")
     # A numeric word problem's figure comes from the calculator (graphs/runtime/calculation.py).
@@ -130,6 +138,22 @@ async def call_model(state: State, runtime: Runtime[Context], config: RunnableCo
     )
     call_config = config
     try:
+        if not calculate and _answers_from_memory(context, turn_recall):
+            # A recalled memory very close to the question: answered from it when it answers it
+            # (graphs/runtime/memory_answer.py), else the turn goes on with the note and the tools.
+            note_model = load_chat_model(context.model, temperature=context.temperature, timeout=context.model_timeout)
+            answer = await answer_from_notes(
+                note_model,
+                messages[-1].text,
+                turn_recall.items,
+                config,
+                retries=context.model_retries,
+                timeout=context.model_timeout,
+                step=step,
+            )
+            if answer is not None:
+                stamp_answer(answer, note_model)
+                return update | await _finish(state, runtime, config, messages, answer, update)
         if calculate and context.calculation == "before" and new_turn:
             if (request := await _calculation(context, messages, config, "before", step)) is not None:
                 return update | {"pending_tool_calls": request}
@@ -198,11 +222,25 @@ async def call_model(state: State, runtime: Runtime[Context], config: RunnableCo
     offered = update.get("turn_tools") or state.get("turn_tools") or []
     if context.calculation != "off" and CALCULATOR in offered and is_word_problem(_question(messages)):
         response = check_answer(messages, response, step=step)
-    update["messages"] = [*update.get("messages", []), response]
-    update["pending_tool_calls"] = None
+    return update | await _finish(state, runtime, config, messages, response, update)
+
+
+async def _finish(
+    state: State, runtime: Runtime[Context], config: RunnableConfig, messages: list, response: AIMessage, update: dict
+) -> dict:
+    """The state update that ends the turn with `response`, the answer: recorded, linked."""
+    done: dict = {"messages": [*update.get("messages", []), response], "pending_tool_calls": None}
     await remember_turn([*messages, response], runtime, config)  # the answer: the turn is over
-    update |= link_to_answer({"messages": [response], "ui": state.get("ui")}, config)
-    return update
+    done |= link_to_answer({"messages": [response], "ui": state.get("ui")}, config)
+    return done
+
+
+def _answers_from_memory(context: Context, recalled: Recalled) -> bool:
+    """Whether the turn first asks if its recalled memories answer it: one is at least
+    `recall_answer_similarity` close (0: never) and the run does not force a tool call."""
+    threshold = context.recall_answer_similarity
+    forced = context.tool_choice not in (None, "auto", "none")
+    return bool(recalled.items) and threshold > 0 and recalled.best >= threshold and not forced
 
 
 def _question(messages: list[AnyMessage]) -> str:

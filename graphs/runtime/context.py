@@ -148,6 +148,7 @@ class Context:
     remember: bool = env_field("AGENT_REMEMBER")
     recall_top_k: int = env_field("AGENT_RECALL_TOP_K")
     recall_max_tokens: int = env_field("AGENT_RECALL_MAX_TOKENS")
+    recall_answer_similarity: float = env_field("AGENT_RECALL_ANSWER_SIMILARITY")
     recover_tool_calls: bool = env_field("AGENT_RECOVER_TOOL_CALLS")
     calculation: str = env_field("AGENT_CALCULATION")
     run_timeout: float = env_field("AGENT_RUN_TIMEOUT")

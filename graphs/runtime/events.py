@@ -31,6 +31,7 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "structured_output_failed": ("schema", "attempts", "error", "method"),
     "calculation_requested": ("step", "when", "expression"),
     "answer_checked": ("step", "computed", "stated", "note"),
+    "memory_answer": ("step", "answered", "memory"),
     "tool_call_corrected": ("step", "name", "error", "args"),
     "run_deadline_exceeded": ("deadline_s", "elapsed_s", "stage"),
     # router

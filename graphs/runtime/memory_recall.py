@@ -21,12 +21,16 @@ Only items at least `MIN_SIMILARITY` similar to the message are shown, at most `
 most similar first, within a token budget (`max_tokens`, context `recall_max_tokens`: a long
 chat message is cut); a message unrelated to anything stored gets no note. Only the run's user's
 namespace is read. A failing store or embedder costs the note, never the turn (logged).
+
+A memory very close to the message (`Recalled.best`) lets the turn first ask, without tools,
+whether the recalled memories answer it (graphs/runtime/memory_answer.py).
 """
 
 from __future__ import annotations
 
 import logging
 import re
+from dataclasses import dataclass
 
 import numpy as np
 from langgraph.store.base import BaseStore
@@ -89,12 +93,20 @@ async def recall_items(
 ) -> list[str]:
     """The texts of at most `top_k` of `user_id`'s memories close to `message` (see the module
     docstring), most similar first; `thread_id` is the conversation the message belongs to."""
+    return [text for _, text, _ in await recall_scored(store, user_id, message, top_k=top_k, thread_id=thread_id)]
+
+
+async def recall_scored(
+    store: BaseStore, user_id: str, message: str, *, top_k: int, thread_id: str | None = None
+) -> list[tuple[float, str, str]]:
+    """`recall_items` with each text's similarity to the message and its kind (`semantic`,
+    `episodic`, `chat`, `profile`): `(similarity, text, kind)`."""
     if top_k <= 0 or not message.strip():
         return []
     space = memory.open(store, user_id)
     kinds = await stored_kinds(store, user_id)
     about = about_the_user(message)
-    scored: list[tuple[float, str]] = []
+    scored: list[tuple[float, str, str]] = []
     for kind in RECALLED_KINDS:
         if kind not in kinds:
             continue
@@ -102,12 +114,15 @@ async def recall_items(
         for hit in await space.recall(query, kind, top_k=top_k, record_access=False, turns=False):
             if kind == "chat" and (hit.get("role") != "user" or (thread_id and hit.get("thread_id") == thread_id)):
                 continue
-            scored.append((float(hit.get("similarity") or 0.0), str(hit.get("text", "")).strip()))
+            scored.append((float(hit.get("similarity") or 0.0), str(hit.get("text", "")).strip(), kind))
     if "profile" in kinds:
-        scored += await _profile_matches(store, user_id, about)
+        scored += [(similarity, text, "profile") for similarity, text in await _profile_matches(store, user_id, about)]
     scored.sort(key=lambda item: -item[0])
-    kept = dict.fromkeys(text for similarity, text in scored if similarity >= MIN_SIMILARITY and text)
-    return list(kept)[:top_k]
+    kept: dict[str, tuple[float, str]] = {}
+    for similarity, text, kind in scored:
+        if similarity >= MIN_SIMILARITY and text:
+            kept.setdefault(text, (similarity, kind))
+    return [(similarity, text, kind) for text, (similarity, kind) in kept.items()][:top_k]
 
 
 def fit_items(items: list[str], max_tokens: int) -> list[str]:
@@ -127,6 +142,45 @@ def fit_items(items: list[str], max_tokens: int) -> list[str]:
     return kept
 
 
+@dataclass(frozen=True)
+class Recalled:
+    """What a turn recalled: the note for the prompt (`RECALL_NOTE`, "" when nothing is close),
+    its items' texts and the highest similarity among the saved memories and profile fields
+    among them (0.0 when none; the user's chat messages do not count: a message of another
+    conversation much like this one, "Hello!" or the same question asked again, answers
+    nothing)."""
+
+    note: str = ""
+    items: tuple[str, ...] = ()
+    best: float = 0.0
+
+
+async def recall_for_turn(
+    store: BaseStore | None,
+    user_id: str,
+    message: str,
+    *,
+    top_k: int,
+    thread_id: str | None = None,
+    max_tokens: int = 300,
+) -> Recalled:
+    """The turn's recalled memories (`Recalled`); its items fit `max_tokens` (`fit_items`), so
+    the prompt stays bounded however long the user's memories and messages are."""
+    if store is None or top_k <= 0 or max_tokens <= 0:
+        return Recalled()
+    try:
+        scored = await recall_scored(store, user_id, message, top_k=top_k, thread_id=thread_id)
+    except Exception as exc:  # the note is a help: a failing store or embedder must not end the turn
+        logger.warning("memory recall for the prompt failed: %s", str(exc) or type(exc).__name__)
+        return Recalled()
+    items = fit_items([text for _, text, _ in scored], max_tokens)
+    if not items:
+        return Recalled()
+    note = RECALL_NOTE.format(items="\n".join(f"- {text}" for text in items))
+    saved = [similarity for similarity, _, kind in scored if kind != "chat"]
+    return Recalled(note=note, items=tuple(items), best=max(saved, default=0.0))
+
+
 async def recall_note(
     store: BaseStore | None,
     user_id: str,
@@ -136,17 +190,7 @@ async def recall_note(
     thread_id: str | None = None,
     max_tokens: int = 300,
 ) -> str:
-    """The note added to the latest user message (`RECALL_NOTE`), or "" when nothing is close;
-    its items fit `max_tokens` (`fit_items`), so the prompt stays bounded however long the
-    user's memories and messages are."""
-    if store is None or top_k <= 0 or max_tokens <= 0:
-        return ""
-    try:
-        items = await recall_items(store, user_id, message, top_k=top_k, thread_id=thread_id)
-    except Exception as exc:  # the note is a help: a failing store or embedder must not end the turn
-        logger.warning("memory recall for the prompt failed: %s", str(exc) or type(exc).__name__)
-        return ""
-    items = fit_items(items, max_tokens)
-    if not items:
-        return ""
-    return RECALL_NOTE.format(items="\n".join(f"- {text}" for text in items))
+    """The note added to the latest user message (`RECALL_NOTE`), or "" when nothing is close
+    (`recall_for_turn`)."""
+    recalled = await recall_for_turn(store, user_id, message, top_k=top_k, thread_id=thread_id, max_tokens=max_tokens)
+    return recalled.note

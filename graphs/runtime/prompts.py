@@ -26,3 +26,12 @@ Answer again with exactly one `{schema}` JSON object that matches its schema, an
 
 DEADLINE_MESSAGE = """I ran out of time for this request (the run's deadline of {deadline:g} s was
 reached) before I could finish. Please ask again, perhaps with a narrower request."""
+
+NOTE_ANSWER_SYSTEM = """You check whether notes about the user answer the user's question.
+The notes come from earlier conversations with the user. Answer only from what a note states;
+if no note states what the question asks, set answered to false."""
+
+NOTE_ANSWER_PROMPT = """Notes about the user:
+{notes}
+
+The user's question: {question}"""

@@ -26,7 +26,7 @@ async def test_a_memory_saved_in_one_thread_is_recalled_in_another_despite_a_wro
         f"{k} recall",
         [{"tool_calls": [{"name": "search_semantic_memory", "id": "find", "args": search}]}, "Teal."],
     )
-    context = {"user_id": person, "remember": False}
+    context = {"user_id": person, "remember": False, "recall_answer_similarity": 0}  # the search path
     first = await admin.threads.create()
     await admin.runs.wait(first["thread_id"], "react", input=user(f"{k} remember my colour"), context=context)
     saved = tool_results(await admin.threads.get_state(first["thread_id"]))["save"]

@@ -1,0 +1,115 @@
+"""A question the recalled memories answer is answered from them, citing the memory.
+
+A small model shown a note that answers the question (graphs/runtime/memory_recall.py) still
+often calls a memory tool instead, sometimes with arguments its schema refuses, and then says it
+knows nothing. So when a recalled memory or profile field (not one of the user's own chat
+messages, `Recalled.best`) is close to the message (similarity at least the run's
+`recall_answer_similarity`), the turn's first model call is a short one without tools: the
+notes and the question, and a structured answer (`NoteAnswer`: whether a note states what the
+question asks, the answer, which note). Similarity alone does not tell: "Which city does my
+sister live in?" is as close to "The user lives in Lisbon" (0.49) as "What do I do for a
+living?" is to "The user works as a marine biologist" (0.51); the model's check does.
+
+Only a question is checked (`is_question`): a request about a memory ("Forget that I live in
+Lisbon") is as close to it and needs its tools.
+
+When a note answers, that answer is the turn's answer, with the note it came from quoted after
+it and listed in `response_metadata.memories_used` (a `memory_answer` event says so). When none
+does, or the model gives no valid answer, the turn goes on as before: the note in the prompt,
+the tools offered.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
+from pydantic import BaseModel, Field
+
+from graphs.runtime.events import emit
+from graphs.runtime.prompts import NOTE_ANSWER_PROMPT, NOTE_ANSWER_SYSTEM
+from graphs.runtime.structured import StructuredOutputError, ainvoke_structured
+
+_QUESTION = re.compile(
+    r"\?\s*$|^\s*(?:what|what's|whats|which|where|where's|who|who's|whom|whose|when|why|how|do|does|did"
+    r"|am|is|are|was|were|can|could|have|has|tell me|remind me)\b",
+    re.IGNORECASE,
+)
+CITATION = '\n\n(From my notes of our earlier conversations: "{note}")'
+
+
+class NoteAnswer(BaseModel):
+    """Whether the notes answer the user's question, and the answer."""
+
+    answered: bool = Field(description="true only when a note states what the question asks")
+    answer: str = Field(
+        description="the answer to the user, addressed as 'you', from the notes; empty when answered is false"
+    )
+    note: int = Field(
+        default=1, description="the number of the note the answer comes from (1 is the first); 0 when none"
+    )
+
+
+def is_question(text: str) -> bool:
+    """Whether a user message asks something (ends with "?" or starts with a question word): only
+    a question is checked against the notes; a request about a memory ("Forget that I live in
+    Lisbon", "Remember my new address") needs its tools whatever the notes say."""
+    return bool(_QUESTION.search(text.strip()))
+
+
+def _checked(notes: Sequence[str]) -> Callable[[NoteAnswer], NoteAnswer]:
+    def check(value: NoteAnswer) -> NoteAnswer:
+        if value.answered and not value.answer.strip():
+            raise ValueError("answered is true but the answer is empty")
+        if value.answered and not 1 <= value.note <= len(notes):
+            raise ValueError(f"note must be the number of a note, 1 to {len(notes)}")
+        return value
+
+    return check
+
+
+async def answer_from_notes(
+    model: BaseChatModel,
+    question: str,
+    notes: Sequence[str],
+    config: RunnableConfig | None,
+    *,
+    retries: int,
+    timeout: float | None,
+    step: int,
+) -> AIMessage | None:
+    """The answer to `question` from `notes` (the turn's recalled memories, most similar
+    first), citing the note it came from; None when no note answers it or the model gave no
+    valid answer."""
+    if not notes or not is_question(question):
+        return None
+    listed = "\n".join(f"{number}. {note}" for number, note in enumerate(notes, 1))
+    prompt: list[AnyMessage] = [
+        SystemMessage(NOTE_ANSWER_SYSTEM),
+        HumanMessage(NOTE_ANSWER_PROMPT.format(notes=listed, question=question)),
+    ]
+    try:
+        result = await ainvoke_structured(
+            model,
+            NoteAnswer,
+            prompt,
+            config,
+            retries=retries,
+            timeout=timeout,
+            step=step,
+            check=_checked(notes),
+            tags=["memory_answer"],
+        )
+    except StructuredOutputError:
+        return None
+    value: NoteAnswer = result.value
+    if not value.answered:
+        emit("memory_answer", step=step, answered=False, memory="")
+        return None
+    note = notes[value.note - 1]
+    emit("memory_answer", step=step, answered=True, memory=note)
+    text = value.answer.strip() + CITATION.format(note=note.rstrip("."))
+    return AIMessage(content=text, response_metadata={"memories_used": [note]})
