@@ -106,7 +106,9 @@ async def test_a_run_whose_postgres_restarts_resumes_from_its_last_checkpoint(ow
         print(f"the run completed {time.monotonic() - back:.2f} s after Postgres was back")
         state = await graph.aget_state(config)
         assert [m.content for m in state.values["messages"]] == ["the question", "noted", "the answer"]
-        assert calls == {"note": 1, "answer": 2}  # resumed at `answer`: `note` was not run again
+        # `note` was not run again; `answer` ran again (resumed at it) or not (its result was kept
+        # by the write that waited for Postgres), depending on where the outage caught the write.
+        assert calls["note"] == 1 and calls["answer"] in (1, 2), calls
     finally:
         fresh.cancel()
         await pool.close()
