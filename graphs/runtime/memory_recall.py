@@ -179,18 +179,3 @@ async def recall_for_turn(
     note = RECALL_NOTE.format(items="\n".join(f"- {text}" for text in items))
     saved = [similarity for similarity, _, kind in scored if kind != "chat"]
     return Recalled(note=note, items=tuple(items), best=max(saved, default=0.0))
-
-
-async def recall_note(
-    store: BaseStore | None,
-    user_id: str,
-    message: str,
-    *,
-    top_k: int,
-    thread_id: str | None = None,
-    max_tokens: int = 300,
-) -> str:
-    """The note added to the latest user message (`RECALL_NOTE`), or "" when nothing is close
-    (`recall_for_turn`)."""
-    recalled = await recall_for_turn(store, user_id, message, top_k=top_k, thread_id=thread_id, max_tokens=max_tokens)
-    return recalled.note

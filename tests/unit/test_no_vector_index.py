@@ -12,7 +12,7 @@ from langgraph.store.memory import InMemoryStore
 from starlette.applications import Starlette
 from starlette.routing import Route
 
-from graphs.runtime.memory_recall import recall_note
+from graphs.runtime.memory_recall import recall_for_turn
 from server.errors import DatabaseUnavailableMiddleware
 from store import knowledge, memory
 from store.index import NoVectorIndex, store_index_config
@@ -49,7 +49,7 @@ async def test_memory_recall_without_an_index_is_an_error_and_the_recall_note_is
     with pytest.raises(NoVectorIndex):
         await memory.recall(store, "alice", "What instrument does my kid practise?", "semantic")
     with caplog.at_level(logging.WARNING):
-        note = await recall_note(store, "alice", "What instrument does my kid practise?", top_k=3)
+        note = (await recall_for_turn(store, "alice", "What instrument does my kid practise?", top_k=3)).note
     assert note == "" and "no vector index" in caplog.text
 
 

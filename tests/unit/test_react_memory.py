@@ -187,7 +187,7 @@ async def test_a_question_in_the_first_person_recalls_the_memory_written_about_t
     """Memories say "The user ..." and questions "I" / "my": compared as written, these answers
     were under the note's similarity floor and the note was empty; turned to the third person
     ("Which city does the user live in?") they are shown, and unrelated messages still get none."""
-    from graphs.runtime.memory_recall import about_the_user, recall_note
+    from graphs.runtime.memory_recall import about_the_user, recall_for_turn
 
     space = memory.open(store, "carol")
     for text in (
@@ -200,10 +200,10 @@ async def test_a_question_in_the_first_person_recalls_the_memory_written_about_t
     assert about_the_user("Which city do I live in? It's my question") == (
         "Which city does the user live in? It's the user's question"
     )
-    note = await recall_note(store, "carol", question, top_k=5)
+    note = (await recall_for_turn(store, "carol", question, top_k=5)).note
     assert f"- {answer}" in note
     for unrelated in ("What is 17 * 23?", "What is the weather in Paris today?"):
-        assert await recall_note(store, "carol", unrelated, top_k=5) == ""
+        assert (await recall_for_turn(store, "carol", unrelated, top_k=5)).note == ""
 
 
 def test_the_recalled_items_fit_the_note_budget():
