@@ -25,12 +25,13 @@ The questions were written with the storylines, before any ranking change was tr
 
 from __future__ import annotations
 
-import json
 import random
 import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+from bench.chat_sample import Sample, write_or_check
 
 PATH = Path(__file__).resolve().parent.parent / "evals" / "datasets" / "chat_recall.json"
 SESSIONS = 10
@@ -354,16 +355,9 @@ def build(index: int) -> dict:
     a_stories, b_stories = stories[:5], stories[5:8]
     list_turns, list_worded, list_para = LISTS_IN if held_in else LISTS_OUT
     both = BOTH_IN if held_in else BOTH_OUT
-    sessions: list[list[dict]] = [[] for _ in range(SESSIONS)]
-    qa: list[dict] = []
+    sample = Sample(SESSIONS, "held-in" if held_in else "held-out")
+    say, ask = sample.say, sample.ask
     a, b = people.a_recorded, people.b_recorded
-
-    def say(session: int, speaker: str, text: str, caption: str = "") -> str:
-        turn = {"speaker": speaker, "dia_id": f"D{session + 1}:{len(sessions[session]) + 1}", "text": text}
-        if caption:
-            turn["blip_caption"] = caption
-        sessions[session].append(turn)
-        return turn["dia_id"]
 
     def small_talk(session: int, count: int) -> None:
         for _ in range(count):
@@ -376,18 +370,6 @@ def build(index: int) -> dict:
                 say(session, rng.choice([a, b]), rng.choice(SHORT))
             else:
                 say(session, a, rng.choice(FILLER_A)) if rng.random() < 0.5 else say(session, b, rng.choice(FILLER_B))
-
-    def ask(text: str, evidence: list[str], category: int, style: str, slices: list[str]) -> None:
-        qa.append(
-            {
-                "question": text,
-                "evidence": evidence,
-                "category": category,
-                "style": style,
-                "split": "held-in" if held_in else "held-out",
-                "slices": sorted(set(slices)),
-            }
-        )
 
     a_forms, b_forms = people.a_forms(), people.b_forms()
     dates = _session_dates(index)
@@ -434,14 +416,7 @@ def build(index: int) -> dict:
             ask(question.format(a=a_name, b=b_name), evidence, 1, style, [*a_slices, *b_slices, "both speakers"])
     for session in range(SESSIONS):
         small_talk(session, rng.randint(4, 8))
-    body: dict = {"speaker_a": a, "speaker_b": b}
-    for number, (turns, at) in enumerate(zip(sessions, dates, strict=True), 1):
-        body[f"session_{number}"] = turns
-        body[f"session_{number}_date_time"] = at.strftime("%-I:%M %p on %-d %B, %Y")
-    for item in qa:
-        if "name recorded" in item["slices"] and "name not recorded" in item["slices"]:
-            item["slices"].remove("name recorded")  # a question counts as recorded only if all its names are
-    return {"sample_id": f"chat-{index}", "conversation": body, "qa": qa}
+    return sample.finish(f"chat-{index}", a, b, dates)
 
 
 def build_all() -> list[dict]:
@@ -449,15 +424,7 @@ def build_all() -> list[dict]:
 
 
 def main(argv: list[str]) -> int:
-    text = json.dumps(build_all(), indent=1, ensure_ascii=False) + "\n"
-    if "--check" in argv:
-        same = PATH.exists() and PATH.read_text() == text
-        print("up to date" if same else f"{PATH} differs from bench/chat_dataset.py: run python -m bench.chat_dataset")
-        return 0 if same else 1
-    PATH.write_text(text)
-    data = build_all()
-    print(f"wrote {PATH}: {len(data)} chats, {sum(len(d['qa']) for d in data)} questions")
-    return 0
+    return write_or_check(argv, PATH, build_all, "bench.chat_dataset")
 
 
 if __name__ == "__main__":

@@ -30,12 +30,13 @@ it) and `photo` (the fact is in the photo's caption only). Each question has a `
 
 from __future__ import annotations
 
-import json
 import random
 import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+from bench.chat_sample import Sample, write_or_check
 
 PATH = Path(__file__).resolve().parent.parent / "evals" / "datasets" / "chat_recall_fresh.json"
 SESSIONS = 12
@@ -333,15 +334,8 @@ def build(index: int) -> dict:
     rng = random.Random(7000 + index)
     pair = PAIRS[index]
     a, b = pair.a_recorded, pair.b_recorded
-    sessions: list[list[dict]] = [[] for _ in range(SESSIONS)]
-    qa: list[dict] = []
-
-    def say(session: int, speaker: str, text: str, caption: str = "") -> str:
-        turn = {"speaker": speaker, "dia_id": f"D{session + 1}:{len(sessions[session]) + 1}", "text": text}
-        if caption:
-            turn["blip_caption"] = caption
-        sessions[session].append(turn)
-        return turn["dia_id"]
+    sample = Sample(SESSIONS, "held-out")
+    say, ask = sample.say, sample.ask
 
     def small_talk(session: int, count: int) -> None:
         for _ in range(count):
@@ -354,18 +348,6 @@ def build(index: int) -> dict:
                 say(session, rng.choice([a, b]), rng.choice(SHORT))
             else:
                 say(session, a, rng.choice(FILLER_A)) if rng.random() < 0.5 else say(session, b, rng.choice(FILLER_B))
-
-    def ask(text: str, evidence: list[str], category: int, style: str, slices: list[str]) -> None:
-        qa.append(
-            {
-                "question": text,
-                "evidence": evidence,
-                "category": category,
-                "style": style,
-                "split": "held-out",
-                "slices": sorted(set(slices)),
-            }
-        )
 
     a_forms, b_forms = pair.a_forms(), pair.b_forms()
     dates = _session_dates(index)
@@ -463,14 +445,7 @@ def build(index: int) -> dict:
 
     for session in range(SESSIONS):
         small_talk(session, rng.randint(4, 9))
-    body: dict = {"speaker_a": a, "speaker_b": b}
-    for number, (turns, at) in enumerate(zip(sessions, dates, strict=True), 1):
-        body[f"session_{number}"] = turns
-        body[f"session_{number}_date_time"] = at.strftime("%-I:%M %p on %-d %B, %Y")
-    for item in qa:
-        if "name recorded" in item["slices"] and "name not recorded" in item["slices"]:
-            item["slices"].remove("name recorded")  # a question counts as recorded only if all its names are
-    return {"sample_id": f"fresh-{index}", "conversation": body, "qa": qa}
+    return sample.finish(f"fresh-{index}", a, b, dates)
 
 
 def build_all() -> list[dict]:
@@ -478,18 +453,7 @@ def build_all() -> list[dict]:
 
 
 def main(argv: list[str]) -> int:
-    text = json.dumps(build_all(), indent=1, ensure_ascii=False) + "\n"
-    if "--check" in argv:
-        same = PATH.exists() and PATH.read_text() == text
-        print("up to date" if same else f"{PATH} differs from bench/chat_fresh_dataset.py: run it")
-        return 0 if same else 1
-    PATH.write_text(text)
-    data = build_all()
-    turns = sum(
-        len(v) for d in data for k, v in d["conversation"].items() if k.startswith("session_") and isinstance(v, list)
-    )
-    print(f"wrote {PATH}: {len(data)} chats, {turns} turns, {sum(len(d['qa']) for d in data)} questions")
-    return 0
+    return write_or_check(argv, PATH, build_all, "bench.chat_fresh_dataset")
 
 
 if __name__ == "__main__":
