@@ -35,6 +35,7 @@ from graphs.runtime.models import (
     load_chat_model,
     stamp_answer,
 )
+from graphs.runtime.prompts import with_preamble
 from graphs.runtime.structured import StructuredOutputError
 from graphs.runtime.tool_correction import correct_repeated_calls, failed_on_arguments
 from graphs.runtime.tool_offer import tools_for_turn
@@ -56,7 +57,7 @@ def _reasoning_text(message: AIMessage) -> str:
 
 
 def _system_prompt(context: Context, summary: str, last_step: bool) -> str:
-    prompt = context.system_prompt or SYSTEM_PROMPT
+    prompt = context.system_prompt or with_preamble(SYSTEM_PROMPT)
     if summary:
         prompt += SUMMARY_SECTION.format(summary=summary)
     if last_step:

@@ -35,6 +35,7 @@ from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, Field
 
 from graphs.runtime.events import emit
+from graphs.runtime.prompts import with_preamble
 from graphs.runtime.structured import ainvoke_structured
 from tools.calculator import calculator
 
@@ -176,7 +177,7 @@ async def ask_calculation(
     result = await ainvoke_structured(
         model,
         Calculation,
-        [SystemMessage(CALCULATION_PROMPT), *_history(messages)],
+        [SystemMessage(with_preamble(CALCULATION_PROMPT)), *_history(messages)],
         config,
         retries=retries,
         timeout=timeout,

@@ -30,7 +30,7 @@ from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, Field
 
 from graphs.runtime.events import emit
-from graphs.runtime.prompts import NOTE_ANSWER_PROMPT, NOTE_ANSWER_SYSTEM
+from graphs.runtime.prompts import NOTE_ANSWER_PROMPT, NOTE_ANSWER_SYSTEM, with_preamble
 from graphs.runtime.structured import StructuredOutputError, ainvoke_structured
 
 _QUESTION = re.compile(
@@ -88,7 +88,7 @@ async def answer_from_notes(
         return None
     listed = "\n".join(f"{number}. {note}" for number, note in enumerate(notes, 1))
     prompt: list[AnyMessage] = [
-        SystemMessage(NOTE_ANSWER_SYSTEM),
+        SystemMessage(with_preamble(NOTE_ANSWER_SYSTEM)),
         HumanMessage(NOTE_ANSWER_PROMPT.format(notes=listed, question=question)),
     ]
     try:
