@@ -25,7 +25,7 @@ from graphs.runtime.deadline import RunDeadlineExceeded
 from graphs.runtime.events import emit
 from graphs.runtime.failures import explain_failures
 from graphs.runtime.history import needs_summary, summarize
-from graphs.runtime.memory_answer import answer_from_notes
+from graphs.runtime.memory_answer import NOT_ANSWERED_NOTE, answer_from_notes
 from graphs.runtime.memory_recall import Recalled, recall_for_turn
 from graphs.runtime.memory_schedule import remember_turn
 from graphs.runtime.models import (
@@ -38,7 +38,7 @@ from graphs.runtime.models import (
 from graphs.runtime.prompts import with_preamble
 from graphs.runtime.structured import StructuredOutputError
 from graphs.runtime.tool_correction import correct_repeated_calls, failed_on_arguments
-from graphs.runtime.tool_offer import tools_for_turn
+from graphs.runtime.tool_offer import MEMORY_LOOKUPS, tools_for_turn
 from graphs.runtime.tool_runner import run_tool_calls
 from graphs.runtime.ui import link_to_answer
 from tools.identity import run_user_id
@@ -141,9 +141,10 @@ async def call_model(state: State, runtime: Runtime[Context], config: RunnableCo
     try:
         if not calculate and _answers_from_memory(context, turn_recall):
             # A recalled memory very close to the question: answered from it when it answers it
-            # (graphs/runtime/memory_answer.py), else the turn goes on with the note and the tools.
+            # (graphs/runtime/memory_answer.py), else the turn goes on with the note and the tools
+            # (without the memory lookups when the model found that no memory answers it).
             note_model = load_chat_model(context.model, temperature=context.temperature, timeout=context.model_timeout)
-            answer = await answer_from_notes(
+            checked = await answer_from_notes(
                 note_model,
                 messages[-1].text,
                 turn_recall.items,
@@ -152,9 +153,13 @@ async def call_model(state: State, runtime: Runtime[Context], config: RunnableCo
                 timeout=context.model_timeout,
                 step=step,
             )
-            if answer is not None:
-                stamp_answer(answer, note_model)
-                return update | await _finish(state, runtime, config, messages, answer, update)
+            if checked.answer is not None:
+                stamp_answer(checked.answer, note_model)
+                return update | await _finish(state, runtime, config, messages, checked.answer, update)
+            if checked.unanswered:  # no memory answers: none is offered again as the answer
+                recalled = update["turn_recall"] = recalled + NOT_ANSWERED_NOTE
+                tools = [tool for tool in tools if tool.name not in MEMORY_LOOKUPS]
+                update["turn_tools"] = [tool.name for tool in tools]
         if calculate and context.calculation == "before" and new_turn:
             if (request := await _calculation(context, messages, config, "before", step)) is not None:
                 return update | {"pending_tool_calls": request}
