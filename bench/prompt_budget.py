@@ -199,7 +199,12 @@ async def first_calls(store: InMemoryStore, user: str) -> dict[str, tuple[list, 
         model = ScriptedChatModel(responses=["Noted."])
         register_model_provider(PROVIDER, lambda name, **kw: model)
         context = Context(
-            model=f"{PROVIDER}:x", user_id=user, remember=False, calculation="off", tools=tools, recall_answer_similarity=0
+            model=f"{PROVIDER}:x",
+            user_id=user,
+            remember=False,
+            calculation="off",
+            tools=tools,
+            recall_answer_similarity=0,
         )
         graph = builder.compile(checkpointer=InMemorySaver(), store=store)
         thread = {"configurable": {"thread_id": str(uuid.uuid4())}}

@@ -977,9 +977,7 @@ PLAN_6X7 = {
         {
             "name": "Plan",
             "args": {
-                "steps": [
-                    {"id": "a", "description": "compute", "tool": "calculator", "args": {"expression": "6*7"}}
-                ]
+                "steps": [{"id": "a", "description": "compute", "tool": "calculator", "args": {"expression": "6*7"}}]
             },
         }
     ]
