@@ -201,7 +201,7 @@ async def call_model(state: State, runtime: Runtime[Context], config: RunnableCo
         # The model answered a word problem without the calculator: its draft gives way to the
         # calculation, run as a tool call; the model answers from the result.
         try:
-            request = await _calculation(context, messages, config, "after", step)
+            request = await _calculation(context, messages, config, "after", step, response.text)
         except RunDeadlineExceeded:
             request = None
         if request is not None:
@@ -255,10 +255,11 @@ def _question(messages: list[AnyMessage]) -> str:
 
 
 async def _calculation(
-    context: Context, messages: list[AnyMessage], config: RunnableConfig, when: str, step: int
+    context: Context, messages: list[AnyMessage], config: RunnableConfig, when: str, step: int, draft: str = ""
 ) -> AIMessage | None:
-    """The turn's calculation as a calculator call (graphs/runtime/calculation.py); None when
-    the model gave no usable expression (the turn goes on without it)."""
+    """The turn's calculation as a calculator call (graphs/runtime/calculation.py; `draft`: the
+    model's answer without the calculator); None when the model gave no usable expression (the
+    turn goes on without it)."""
     model = load_chat_model(context.model, temperature=context.temperature, timeout=context.model_timeout)
     try:
         return await ask_calculation(
@@ -269,6 +270,7 @@ async def _calculation(
             retries=context.model_retries,
             timeout=context.model_timeout,
             step=step,
+            draft=draft,
         )
     except StructuredOutputError:
         return None
