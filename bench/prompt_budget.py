@@ -197,7 +197,7 @@ async def first_calls(store: InMemoryStore, user: str) -> dict[str, tuple[list, 
     calls["router classify"] = as_served(model.calls[0], RouteChoice)
     for name, tools in (("react", None), ("general (react, memory tools)", GENERAL_TOOLS)):
         model = ScriptedChatModel(responses=["Noted."])
-        register_model_provider(PROVIDER, lambda name, **kw: model)
+        register_model_provider(PROVIDER, lambda name, model=model, **kw: model)
         context = Context(
             model=f"{PROVIDER}:x",
             user_id=user,
