@@ -19,11 +19,13 @@ OpenAI-compatible servers), so:
 When (AGENT_CALCULATION, context `calculation`): `after` (default) asks only when the model
 answered a word problem without running the calculator (a model that calls it pays nothing);
 that answer, the draft, often sets the problem up right and gets only its arithmetic wrong, while
-the bare expression can get the set-up wrong (a train's 270 km in 2 h 15 min: the draft reasons
-270 / 2.25 = 120 km/h, the expression is `(270 / 2.25) * 3600`). So when the draft's final figure
-is not the calculation's result, the model is asked once more for the calculation its draft sets
-up; it is taken when the calculator confirms the draft's figure with it (the figure still comes
-from the tool), else the first one stands;
+the bare expression can get a unit factor wrong (a train's 270 km in 2 h 15 min: the draft
+reasons 270 / 2.25 = 120 km/h, the expression is `(270 / 2.25) * 3600`). So when the expression
+uses a number the user did not give (a factor: 60, 3600, 12) and the draft's final figure is not
+its result, the model is asked once more for the calculation its draft sets up; it is taken when
+the calculator confirms the draft's figure with it (the figure still comes from the tool), else
+the first one stands (an expression of the user's numbers only is kept: a draft can be wrong and
+self-consistent, 35 * 18 - 420 for savings that grow);
 `before` asks before the turn's first model call (cheapest for a small model on a CPU, which
 would otherwise write its own arithmetic first); `off` never.
 """
@@ -185,8 +187,9 @@ async def ask_calculation(
 ) -> AIMessage:
     """The model's calculation for the turn's word problem as an AI message calling the
     calculator (a `calculation_requested` event says so). With the model's `draft` answer whose
-    final figure is not the result, the calculation the draft sets up when the calculator gives
-    that figure with it (`from_draft` in the event). Raises StructuredOutputError when the model
+    final figure is not the result of an expression that uses a factor the user did not give,
+    the calculation the draft sets up when the calculator gives that figure with it
+    (`from_draft` in the event). Raises StructuredOutputError when the model
     gives no expression the calculator accepts."""
     asked = [SystemMessage(with_preamble(CALCULATION_PROMPT)), *_history(messages)]
     options = {"retries": retries, "timeout": timeout, "step": step, "check": _evaluates, "tags": ["calculation"]}
@@ -195,7 +198,9 @@ async def ask_calculation(
     figure = final_figure(draft)
     from_draft = False
     first = _value(expression)
-    if figure is not None and first is not None and not _states(str(figure), first):
+    question, _ = _turn(messages)
+    factor = _factors(expression, question.text if question else "")
+    if factor and figure is not None and first is not None and not _states(str(figure), first):
         redo = [*asked, AIMessage(draft), HumanMessage(DRAFT_CALCULATION)]
         try:
             again = await ainvoke_structured(model, Calculation, redo, config, **options)  # type: ignore[arg-type]
@@ -214,6 +219,15 @@ def final_figure(answer: str) -> Decimal | None:
     boxed = _BOXED.findall(answer)
     found = numbers(boxed[-1] if boxed else answer)
     return found[-1] if found else None
+
+
+def _factors(expression: str, question: str) -> bool:
+    """Whether `expression` uses a number the user's `question` does not give (a unit factor
+    such as 60, 3600 or 12, where a small model's expression goes wrong), beyond 1, 100 and a
+    given percentage as a fraction (37% as 0.37)."""
+    given = set(numbers(question))
+    allowed = given | {Decimal(1), Decimal(100)} | {number / 100 for number in given}
+    return any(number not in allowed for number in numbers(expression))
 
 
 def _confirms(expression: str, figure: Decimal) -> bool:

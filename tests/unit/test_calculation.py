@@ -13,6 +13,7 @@ from graphs.react.graph import builder
 from graphs.runtime.calculation import (
     DRAFT_CALCULATION,
     NOT_COMPUTED_NOTE,
+    _factors,
     check_answer,
     final_figure,
     is_word_problem,
@@ -186,6 +187,22 @@ async def test_a_draft_whose_set_up_the_calculator_confirms_gives_the_calculatio
     [requested] = _kinds(events, "calculation_requested")
     assert (requested["expression"], requested["from_draft"]) == ("270 / 2.25", True)
     assert len(model.calls) == 4
+
+
+async def test_an_expression_of_the_users_numbers_only_is_kept_whatever_the_draft(model_slot):
+    draft = "35 × 18 = 630 and 630 - 420 = 210, so you will have \\boxed{210} euros."  # wrong, consistent
+    message = "I already have 420 euros saved and I put away 35 euros every week. How much will I have after 18 weeks?"
+    state, events, _, model = await run(
+        model_slot, [draft, _calculation("420 + 35 * 18"), "You will have 1050 euros."], message=message
+    )
+    assert len(model.calls) == 3 and _kinds(events, "calculation_requested")[0]["from_draft"] is False
+    assert state["messages"][2].content.startswith("1050")
+
+
+def test_a_factor_is_a_number_the_user_did_not_give():
+    assert _factors("(270 / 2.25) * 3600", TRAIN) and _factors("4250 * 12 * 0.63", RENT)
+    assert not _factors("420 + 35 * 18", "I have 420 and add 35 a week. How much after 18 weeks?")
+    assert not _factors("4250 * (1 - 0.37)", RENT) and not _factors("4250 * 37 / 100", RENT)
 
 
 async def test_a_draft_that_states_the_result_costs_no_second_calculation(model_slot):
