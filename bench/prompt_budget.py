@@ -1,4 +1,5 @@
-"""Prompt size of react's first model call as a user's memories grow.
+"""Prompt size of react's first model call as a user's memories grow, and the prompt prefix the
+first calls of a router turn's graphs share.
 
     python -m bench.prompt_budget [--tokenize-url http://127.0.0.1:18080] [--memories N]
 
@@ -10,6 +11,13 @@ the prompt's tokens: in all, of them the part before the user's message (system 
 tool block, the cacheable prefix) and the recalled-memory note, and the growth from the new user
 to the rich one. With `--tokenize-url` (a llama.cpp server) the tokens are exact for its model
 (its chat template, `/apply-template`, and its tokenizer, `/tokenize`); else characters / 4.
+
+Then the shared prefix: the first model call of each graph a router turn can use (the router's
+classification, react, the general route (react with the memory tools), the planner), as the
+model server receives it (a structured call as a `json_schema` request: its schema in the system
+message, no tools), rendered with the chat template; for each the prompt's tokens and the tokens
+it shares from the start with the router's classification and with react's call, the part a
+server's prefix cache computes once for the turn.
 """
 
 from __future__ import annotations
@@ -25,10 +33,16 @@ from langchain_openai.chat_models.base import _convert_message_to_dict
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
+from graphs.plan_execute.context import PlanExecuteContext
+from graphs.plan_execute.graph import builder as plan_builder
+from graphs.plan_execute.plan import Plan
 from graphs.react.graph import builder
+from graphs.router.context import RouterContext
+from graphs.router.graph import GENERAL_TOOLS, RouteChoice, classify
 from graphs.runtime.context import Context
 from graphs.runtime.memory_recall import RECALL_NOTE
 from graphs.runtime.models import register_model_provider
+from graphs.runtime.structured import _with_schema
 from store import memory
 from store.embeddings import get_embeddings
 from tests.fakes import ScriptedChatModel
@@ -100,7 +114,12 @@ async def first_call(store: InMemoryStore, user: str, question: str, note_tokens
     register_model_provider(PROVIDER, lambda name, **kw: model)
     graph = builder.compile(checkpointer=InMemorySaver(), store=store)
     context = Context(
-        model=f"{PROVIDER}:x", user_id=user, remember=False, calculation="off", recall_max_tokens=note_tokens
+        model=f"{PROVIDER}:x",
+        user_id=user,
+        remember=False,
+        calculation="off",
+        recall_max_tokens=note_tokens,
+        recall_answer_similarity=0,  # the call with the note and the tools, not the answer from notes
     )
     await graph.ainvoke(
         {"messages": [HumanMessage(question)]}, {"configurable": {"thread_id": str(uuid.uuid4())}}, context=context
@@ -121,6 +140,98 @@ def measure(messages: list, tools: list, url: str | None) -> dict[str, int]:
     note_tokens = count_tokens({"messages": [{"role": "user", "content": note}]}, url) if note else 0
     empty = count_tokens({"messages": [{"role": "user", "content": ""}]}, url) if note else 0
     return {"prompt": whole, "prefix": prefix, "note": note_tokens - empty, "tools": len(tools)}
+
+
+TURN_MESSAGE = "I earn 4,250 a month and spend 37% on rent. How much is left each year after rent?"
+KBS = [{"name": "hr_policies", "description": "Staff handbook: vacation days, parental leave, expense rules"}]
+
+
+def as_served(call, schema: type | None) -> tuple[list, list]:
+    """A recorded call's messages and tools as an OpenAI-compatible server receives them: a
+    structured call (`schema`) as a `json_schema` request, its schema in the system message."""
+    if schema is None:
+        return call.messages, call.tools
+    return _with_schema(call.messages, schema), []
+
+
+def render(messages: list, tools: list, url: str | None) -> list[int] | str:
+    """The prompt as the model reads it: token ids from the server's template and tokenizer, or
+    (no server) a ChatML rendering with the tools after the system text, as Qwen's template does."""
+    as_dicts = [_convert_message_to_dict(m) for m in messages]
+    if url:
+        rendered = httpx.post(f"{url}/apply-template", json={"messages": as_dicts, "tools": tools}, timeout=60)
+        prompt = rendered.json()["prompt"]
+        return httpx.post(f"{url}/tokenize", json={"content": prompt}, timeout=60).json()["tokens"]
+    parts = []
+    for index, message in enumerate(as_dicts):
+        text = str(message.get("content") or "")
+        if index == 0 and tools:
+            text += "\n\n# Tools\n" + "\n".join(json.dumps(tool) for tool in tools)
+        parts.append(f"<|im_start|>{message['role']}\n{text}<|im_end|>\n")
+    return "".join(parts)
+
+
+def shared(a: list[int] | str, b: list[int] | str) -> int:
+    """The length of the common start of two renderings (tokens; characters / 4 for text)."""
+    length = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        length += 1
+    return length // 4 if isinstance(a, str) else length
+
+
+def size(prompt: list[int] | str) -> int:
+    return len(prompt) // 4 if isinstance(prompt, str) else len(prompt)
+
+
+async def first_calls(store: InMemoryStore, user: str) -> dict[str, tuple[list, list]]:
+    """The first model call of each graph a router turn uses, for `TURN_MESSAGE`, as served."""
+    calls: dict[str, tuple[list, list]] = {}
+    model = ScriptedChatModel(responses=["not a route"] * 3)
+    register_model_provider(PROVIDER, lambda name, **kw: model)
+    try:
+        await classify(TURN_MESSAGE, KBS, RouterContext(model=f"{PROVIDER}:x", user_id=user), {})
+    except ValueError:
+        pass  # the scripted answers are no route: only the prompt is wanted
+    calls["router classify"] = as_served(model.calls[0], RouteChoice)
+    for name, tools in (("react", None), ("general (react, memory tools)", GENERAL_TOOLS)):
+        model = ScriptedChatModel(responses=["Noted."])
+        register_model_provider(PROVIDER, lambda name, model=model, **kw: model)
+        context = Context(
+            model=f"{PROVIDER}:x",
+            user_id=user,
+            remember=False,
+            calculation="off",
+            tools=tools,
+            recall_answer_similarity=0,
+        )
+        graph = builder.compile(checkpointer=InMemorySaver(), store=store)
+        thread = {"configurable": {"thread_id": str(uuid.uuid4())}}
+        await graph.ainvoke({"messages": [HumanMessage(TURN_MESSAGE)]}, thread, context=context)
+        calls[name] = as_served(model.calls[0], None)
+    model = ScriptedChatModel(responses=["no plan"] * 5)
+    register_model_provider(PROVIDER, lambda name, **kw: model)
+    plan_graph = plan_builder.compile(checkpointer=InMemorySaver(), store=store)
+    plan_context = PlanExecuteContext(model=f"{PROVIDER}:x", user_id=user, remember=False)
+    thread = {"configurable": {"thread_id": str(uuid.uuid4())}}
+    await plan_graph.ainvoke({"messages": [HumanMessage(TURN_MESSAGE)]}, thread, context=plan_context)
+    calls["plan_execute planner"] = as_served(model.calls[0], Plan)
+    return calls
+
+
+async def print_shared_prefix(store: InMemoryStore, user: str, url: str | None) -> None:
+    """The first calls' sizes and the prefix they share with the classification and react's call."""
+    rendered = {name: render(*call, url) for name, call in (await first_calls(store, user)).items()}
+    print()
+    print(f"First calls of a router turn ({TURN_MESSAGE!r}), tokens; shared = common prefix")
+    print("| graph's first call | prompt | shared with router classify | shared with react |")
+    print("|---|---|---|---|")
+    for name, prompt in rendered.items():
+        print(
+            f"| {name} | {size(prompt):,} | {shared(prompt, rendered['router classify']):,} "
+            f"| {shared(prompt, rendered['react']):,} |"
+        )
 
 
 async def main(url: str | None, count: int, note_tokens: int) -> None:
@@ -144,6 +255,7 @@ async def main(url: str | None, count: int, note_tokens: int) -> None:
                 f"| {question} | {label} | {row['prompt']:,} | {row['prefix']:,} | {row['note']:,} | {row['tools']} |"
             )
         print(f"| | growth | {rows[rich]['prompt'] - rows['new-user']['prompt']:+,} | | | |")
+    await print_shared_prefix(store, rich, url)
 
 
 if __name__ == "__main__":

@@ -49,6 +49,7 @@ from graphs.runtime.events import emit
 from graphs.runtime.failures import explain_failures
 from graphs.runtime.memory_schedule import finish_turn
 from graphs.runtime.models import ModelCallError, ainvoke_with_retries, load_chat_model, report_unmet_tool_choice
+from graphs.runtime.prompts import with_preamble
 from graphs.runtime.readable import readable
 from graphs.runtime.structured import StructuredOutputError, ainvoke_structured
 from graphs.runtime.ui import chat_messages, start_progress
@@ -165,7 +166,7 @@ async def planner(state: State, runtime: Runtime[PlanExecuteContext], config: Ru
     context = runtime.context
     _task(state)  # a clear error when there is no user message
     names, described = await _tools(context)
-    prompt = PLANNER_PROMPT.format(max_steps=context.max_plan_steps, tools=described, now=_now())
+    prompt = with_preamble(PLANNER_PROMPT.format(max_steps=context.max_plan_steps, tools=described, now=_now()))
 
     def check(plan: Plan) -> list[dict]:
         return validate_steps(plan.steps, names, context.max_plan_steps)
@@ -448,13 +449,15 @@ async def _ask_replanner(
     log = state.get("execution_log", [])
     names, described = await _tools(context)
     finished = {e["step_id"]: e["status"] for e in log}
-    prompt = REPLANNER_PROMPT.format(
-        max_steps=context.max_plan_steps,
-        replans_left=context.max_replans - replans,
-        tools=described,
-        task=_task(state),
-        log=_log_text(log),
-        remaining=json.dumps(pending, ensure_ascii=False, indent=1) if pending else "(none)",
+    prompt = with_preamble(
+        REPLANNER_PROMPT.format(
+            max_steps=context.max_plan_steps,
+            replans_left=context.max_replans - replans,
+            tools=described,
+            task=_task(state),
+            log=_log_text(log),
+            remaining=json.dumps(pending, ensure_ascii=False, indent=1) if pending else "(none)",
+        )
     )
 
     def check(decision: Replan) -> _Decision:
@@ -491,7 +494,7 @@ async def synthesizer(state: State, runtime: Runtime[PlanExecuteContext], config
     )
     model = load_chat_model(context.model, **context.sampling(), timeout=context.model_timeout)
     report_unmet_tool_choice(context.tool_choice, context.model)
-    prompt = SYNTHESIZER_PROMPT.format(status=status, log=_log_text(log), now=_now())
+    prompt = with_preamble(SYNTHESIZER_PROMPT.format(status=status, log=_log_text(log), now=_now()))
     try:
         response = await ainvoke_with_retries(
             model,

@@ -25,7 +25,7 @@ from graphs.runtime.deadline import RunDeadlineExceeded
 from graphs.runtime.events import emit
 from graphs.runtime.failures import explain_failures
 from graphs.runtime.history import needs_summary, summarize
-from graphs.runtime.memory_answer import answer_from_notes
+from graphs.runtime.memory_answer import NOT_ANSWERED_NOTE, answer_from_notes
 from graphs.runtime.memory_recall import Recalled, recall_for_turn
 from graphs.runtime.memory_schedule import remember_turn
 from graphs.runtime.models import (
@@ -35,9 +35,10 @@ from graphs.runtime.models import (
     load_chat_model,
     stamp_answer,
 )
+from graphs.runtime.prompts import with_preamble
 from graphs.runtime.structured import StructuredOutputError
 from graphs.runtime.tool_correction import correct_repeated_calls, failed_on_arguments
-from graphs.runtime.tool_offer import tools_for_turn
+from graphs.runtime.tool_offer import MEMORY_LOOKUPS, tools_for_turn
 from graphs.runtime.tool_runner import run_tool_calls
 from graphs.runtime.ui import link_to_answer
 from tools.identity import run_user_id
@@ -56,7 +57,7 @@ def _reasoning_text(message: AIMessage) -> str:
 
 
 def _system_prompt(context: Context, summary: str, last_step: bool) -> str:
-    prompt = context.system_prompt or SYSTEM_PROMPT
+    prompt = context.system_prompt or with_preamble(SYSTEM_PROMPT)
     if summary:
         prompt += SUMMARY_SECTION.format(summary=summary)
     if last_step:
@@ -140,9 +141,10 @@ async def call_model(state: State, runtime: Runtime[Context], config: RunnableCo
     try:
         if not calculate and _answers_from_memory(context, turn_recall):
             # A recalled memory very close to the question: answered from it when it answers it
-            # (graphs/runtime/memory_answer.py), else the turn goes on with the note and the tools.
+            # (graphs/runtime/memory_answer.py), else the turn goes on with the note and the tools
+            # (without the memory lookups when the model found that no memory answers it).
             note_model = load_chat_model(context.model, temperature=context.temperature, timeout=context.model_timeout)
-            answer = await answer_from_notes(
+            checked = await answer_from_notes(
                 note_model,
                 messages[-1].text,
                 turn_recall.items,
@@ -151,9 +153,13 @@ async def call_model(state: State, runtime: Runtime[Context], config: RunnableCo
                 timeout=context.model_timeout,
                 step=step,
             )
-            if answer is not None:
-                stamp_answer(answer, note_model)
-                return update | await _finish(state, runtime, config, messages, answer, update)
+            if checked.answer is not None:
+                stamp_answer(checked.answer, note_model)
+                return update | await _finish(state, runtime, config, messages, checked.answer, update)
+            if checked.unanswered:  # no memory answers: none is offered again as the answer
+                recalled = update["turn_recall"] = recalled + NOT_ANSWERED_NOTE
+                tools = [tool for tool in tools if tool.name not in MEMORY_LOOKUPS]
+                update["turn_tools"] = [tool.name for tool in tools]
         if calculate and context.calculation == "before" and new_turn:
             if (request := await _calculation(context, messages, config, "before", step)) is not None:
                 return update | {"pending_tool_calls": request}
@@ -195,7 +201,7 @@ async def call_model(state: State, runtime: Runtime[Context], config: RunnableCo
         # The model answered a word problem without the calculator: its draft gives way to the
         # calculation, run as a tool call; the model answers from the result.
         try:
-            request = await _calculation(context, messages, config, "after", step)
+            request = await _calculation(context, messages, config, "after", step, response.text)
         except RunDeadlineExceeded:
             request = None
         if request is not None:
@@ -249,10 +255,11 @@ def _question(messages: list[AnyMessage]) -> str:
 
 
 async def _calculation(
-    context: Context, messages: list[AnyMessage], config: RunnableConfig, when: str, step: int
+    context: Context, messages: list[AnyMessage], config: RunnableConfig, when: str, step: int, draft: str = ""
 ) -> AIMessage | None:
-    """The turn's calculation as a calculator call (graphs/runtime/calculation.py); None when
-    the model gave no usable expression (the turn goes on without it)."""
+    """The turn's calculation as a calculator call (graphs/runtime/calculation.py; `draft`: the
+    model's answer without the calculator); None when the model gave no usable expression (the
+    turn goes on without it)."""
     model = load_chat_model(context.model, temperature=context.temperature, timeout=context.model_timeout)
     try:
         return await ask_calculation(
@@ -263,6 +270,7 @@ async def _calculation(
             retries=context.model_retries,
             timeout=context.model_timeout,
             step=step,
+            draft=draft,
         )
     except StructuredOutputError:
         return None

@@ -61,6 +61,7 @@ from graphs.runtime.events import emit
 from graphs.runtime.failures import explain_failures
 from graphs.runtime.memory_schedule import remember_turn
 from graphs.runtime.models import ModelConfigError, ainvoke_with_retries, load_chat_model, report_unmet_tool_choice
+from graphs.runtime.prompts import with_preamble
 from graphs.runtime.structured import StructuredOutputError, ainvoke_structured
 from graphs.runtime.ui import deferred_state_writes, link_to_answer
 from store import knowledge
@@ -200,9 +201,11 @@ async def classify(
     kbs = sorted(kbs, key=lambda kb: order.get(kb["name"], len(order)))
     names = [kb["name"] for kb in kbs]
     near = similar[0] if similar and similar[0].similarity >= context.kb_similarity - SIMILARITY_MARGIN else None
-    prompt = CLASSIFY_PROMPT.format(
-        routes="\n".join(f"- {r}: {ROUTE_DESCRIPTIONS.get(r, 'a sub-agent')}" for r in routes),
-        kbs="\n".join(f"- {kb['name']}: {kb.get('description') or '(no description)'}" for kb in kbs) or "(none)",
+    prompt = with_preamble(
+        CLASSIFY_PROMPT.format(
+            routes="\n".join(f"- {r}: {ROUTE_DESCRIPTIONS.get(r, 'a sub-agent')}" for r in routes),
+            kbs="\n".join(f"- {kb['name']}: {kb.get('description') or '(no description)'}" for kb in kbs) or "(none)",
+        )
     )
     model = load_chat_model(context.model, temperature=0, timeout=context.model_timeout)
 
@@ -423,7 +426,7 @@ async def _answer(state: State, runtime: Runtime[RouterContext], config: Runnabl
         text = extractive_answer(sources, EXTRACTIVE_HEADER.format(kb=kb), EXTRACTIVE_EMPTY.format(kb=kb))
         response = AIMessage(content=text, response_metadata={"extractive": True})
     else:
-        system = ANSWER_PROMPT.format(kb=kb, passages=passages_text(sources) or NO_PASSAGES)
+        system = with_preamble(ANSWER_PROMPT.format(kb=kb, passages=passages_text(sources) or NO_PASSAGES))
         if summary := state.get("summary"):
             system += SUMMARY_SECTION.format(summary=summary)
         prompt = [SystemMessage(system), *_history(state["messages"], context.context_window_tokens)]

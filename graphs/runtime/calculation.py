@@ -18,6 +18,14 @@ OpenAI-compatible servers), so:
 
 When (AGENT_CALCULATION, context `calculation`): `after` (default) asks only when the model
 answered a word problem without running the calculator (a model that calls it pays nothing);
+that answer, the draft, often sets the problem up right and gets only its arithmetic wrong, while
+the bare expression can get a unit factor wrong (a train's 270 km in 2 h 15 min: the draft
+reasons 270 / 2.25 = 120 km/h, the expression is `(270 / 2.25) * 3600`). So when the expression
+uses a number the user did not give (a factor: 60, 3600, 12) and the draft's final figure is not
+its result, the model is asked once more for the calculation its draft sets up; it is taken when
+the calculator confirms the draft's figure with it (the figure still comes from the tool), else
+the first one stands (an expression of the user's numbers only is kept: a draft can be wrong and
+self-consistent, 35 * 18 - 420 for savings that grow);
 `before` asks before the turn's first model call (cheapest for a small model on a CPU, which
 would otherwise write its own arithmetic first); `off` never.
 """
@@ -35,7 +43,8 @@ from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, Field
 
 from graphs.runtime.events import emit
-from graphs.runtime.structured import ainvoke_structured
+from graphs.runtime.prompts import with_preamble
+from graphs.runtime.structured import StructuredOutputError, ainvoke_structured
 from tools.calculator import calculator
 
 CALCULATOR = calculator.__name__
@@ -47,6 +56,10 @@ HISTORY_MESSAGES = 6
 CALCULATION_PROMPT = """Write the calculation that answers the user's last message as one arithmetic
 expression for a calculator: the numbers the user gave, with + - * / ** and parentheses; a
 percentage as 37% or 0.37. Only the expression: no words, units, variables, equals signs or LaTeX."""
+
+DRAFT_CALCULATION = """Write the calculation your answer above sets up, as one arithmetic expression
+of the numbers it uses, so that a calculator checks its figure."""
+"""The second request of `after` when the draft's figure is not the first calculation's result."""
 
 NOT_COMPUTED_NOTE = "(These figures were not computed with a tool: please check them.)"
 COMPUTED_NOTE = "(Calculator: {expression} = {result})"
@@ -69,6 +82,7 @@ _QUANTITY_CUE = re.compile(
 5 and 7: what books do you recommend?") is left to the model."""
 _DIGIT_GROUP = re.compile(r"(?<=\d)[,\u202f\u00a0](?=\d{3}\b)")
 _RESULT = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?")
+_BOXED = re.compile(r"\\boxed\{([^{}]*)\}")
 
 
 class Calculation(BaseModel):
@@ -169,25 +183,67 @@ async def ask_calculation(
     retries: int,
     timeout: float | None,
     step: int,
+    draft: str = "",
 ) -> AIMessage:
     """The model's calculation for the turn's word problem as an AI message calling the
-    calculator (a `calculation_requested` event says so). Raises StructuredOutputError when the
-    model gives no expression the calculator accepts."""
-    result = await ainvoke_structured(
-        model,
-        Calculation,
-        [SystemMessage(CALCULATION_PROMPT), *_history(messages)],
-        config,
-        retries=retries,
-        timeout=timeout,
-        step=step,
-        check=_evaluates,
-        tags=["calculation"],
-    )
+    calculator (a `calculation_requested` event says so). With the model's `draft` answer whose
+    final figure is not the result of an expression that uses a factor the user did not give,
+    the calculation the draft sets up when the calculator gives that figure with it
+    (`from_draft` in the event). Raises StructuredOutputError when the model
+    gives no expression the calculator accepts."""
+    asked = [SystemMessage(with_preamble(CALCULATION_PROMPT)), *_history(messages)]
+    options = {"retries": retries, "timeout": timeout, "step": step, "check": _evaluates, "tags": ["calculation"]}
+    result = await ainvoke_structured(model, Calculation, asked, config, **options)  # type: ignore[arg-type]
     expression: str = result.value
-    emit("calculation_requested", step=step, when=when, expression=expression)
+    figure = final_figure(draft)
+    from_draft = False
+    first = _value(expression)
+    question, _ = _turn(messages)
+    factor = _factors(expression, question.text if question else "")
+    if factor and figure is not None and first is not None and not _states(str(figure), first):
+        redo = [*asked, AIMessage(draft), HumanMessage(DRAFT_CALCULATION)]
+        try:
+            again = await ainvoke_structured(model, Calculation, redo, config, **options)  # type: ignore[arg-type]
+        except StructuredOutputError:
+            again = None
+        if again is not None and _confirms(again.value, figure):
+            expression, from_draft = again.value, True
+    emit("calculation_requested", step=step, when=when, expression=expression, from_draft=from_draft)
     call = {"name": CALCULATOR, "args": {"expression": expression}, "id": f"call_{uuid.uuid4().hex[:24]}"}
     return AIMessage(content="", tool_calls=[call], response_metadata={"calculation": when})
+
+
+def final_figure(answer: str) -> Decimal | None:
+    """The figure an answer ends on: its `\\boxed{...}` one when it has one (LaTeX), else its last
+    number; None without a number."""
+    boxed = _BOXED.findall(answer)
+    found = numbers(boxed[-1] if boxed else answer)
+    return found[-1] if found else None
+
+
+def _factors(expression: str, question: str) -> bool:
+    """Whether `expression` uses a number the user's `question` does not give (a unit factor
+    such as 60, 3600 or 12, where a small model's expression goes wrong), beyond 1, 100 and a
+    given percentage as a fraction (37% as 0.37)."""
+    given = set(numbers(question))
+    allowed = given | {Decimal(1), Decimal(100)} | {number / 100 for number in given}
+    return any(number not in allowed for number in numbers(expression))
+
+
+def _confirms(expression: str, figure: Decimal) -> bool:
+    """Whether the calculator gives `figure` with `expression`, a calculation that does not
+    write the figure itself ("0" or "120 * 1" confirms nothing)."""
+    value = _value(expression)
+    return value is not None and figure not in numbers(expression) and _states(str(figure), value)
+
+
+def _value(expression: str) -> Decimal | None:
+    """The calculator's result for `expression` as a number, None when it gives none."""
+    try:
+        match = _RESULT.match(calculator(expression).strip())
+        return Decimal(match.group()) if match else None
+    except (ValueError, InvalidOperation):
+        return None
 
 
 def _states(answer: str, result: Decimal) -> bool:

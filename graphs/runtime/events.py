@@ -29,7 +29,7 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "model_parameter_ignored": ("parameter", "value", "model", "reason"),
     "tool_calls_recovered": ("step", "recovered", "invalid", "names", "errors", "reasked"),
     "structured_output_failed": ("schema", "attempts", "error", "method"),
-    "calculation_requested": ("step", "when", "expression"),
+    "calculation_requested": ("step", "when", "expression", "from_draft"),
     "answer_checked": ("step", "computed", "stated", "note"),
     "memory_answer": ("step", "answered", "memory"),
     "tool_call_corrected": ("step", "name", "error", "args"),

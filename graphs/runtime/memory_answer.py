@@ -14,15 +14,20 @@ Only a question is checked (`is_question`): a request about a memory ("Forget th
 Lisbon") is as close to it and needs its tools.
 
 When a note answers, that answer is the turn's answer, with the note it came from quoted after
-it and listed in `response_metadata.memories_used` (a `memory_answer` event says so). When none
-does, or the model gives no valid answer, the turn goes on as before: the note in the prompt,
-the tools offered.
+it and listed in `response_metadata.memories_used` (a `memory_answer` event says so). When the
+model gives no valid answer, the turn goes on as before: the note in the prompt, the tools
+offered. When it checked the notes and none answers (`NoteCheck.unanswered`), the turn goes on
+without the memory lookups (the recall already searched the memories with this question: a tool
+finds the same ones, and a small model then answers with one of them, "Which city does my
+brother live in?" with "The user lives in Lisbon") and the note says it does not answer
+(`NOT_ANSWERED_NOTE`): the model answers another way or says it does not know.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage
@@ -30,7 +35,7 @@ from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, Field
 
 from graphs.runtime.events import emit
-from graphs.runtime.prompts import NOTE_ANSWER_PROMPT, NOTE_ANSWER_SYSTEM
+from graphs.runtime.prompts import NOTE_ANSWER_PROMPT, NOTE_ANSWER_SYSTEM, with_preamble
 from graphs.runtime.structured import StructuredOutputError, ainvoke_structured
 
 _QUESTION = re.compile(
@@ -39,6 +44,19 @@ _QUESTION = re.compile(
     re.IGNORECASE,
 )
 CITATION = '\n\n(From my notes of our earlier conversations: "{note}")'
+NOT_ANSWERED_NOTE = """
+(These notes were checked: none of them says what I ask now, so do not answer with them. If you
+cannot answer another way, say that you do not know.)"""
+
+
+@dataclass(frozen=True)
+class NoteCheck:
+    """What the check of the notes found: `answer`, the turn's answer from a note; or
+    `unanswered`, the model checked them and none states what the question asks; neither when
+    there was no check or no valid answer."""
+
+    answer: AIMessage | None = None
+    unanswered: bool = False
 
 
 class NoteAnswer(BaseModel):
@@ -80,15 +98,14 @@ async def answer_from_notes(
     retries: int,
     timeout: float | None,
     step: int,
-) -> AIMessage | None:
+) -> NoteCheck:
     """The answer to `question` from `notes` (the turn's recalled memories, most similar
-    first), citing the note it came from; None when no note answers it or the model gave no
-    valid answer."""
+    first), citing the note it came from, or that none answers it (`NoteCheck`)."""
     if not notes or not is_question(question):
-        return None
+        return NoteCheck()
     listed = "\n".join(f"{number}. {note}" for number, note in enumerate(notes, 1))
     prompt: list[AnyMessage] = [
-        SystemMessage(NOTE_ANSWER_SYSTEM),
+        SystemMessage(with_preamble(NOTE_ANSWER_SYSTEM)),
         HumanMessage(NOTE_ANSWER_PROMPT.format(notes=listed, question=question)),
     ]
     try:
@@ -104,12 +121,12 @@ async def answer_from_notes(
             tags=["memory_answer"],
         )
     except StructuredOutputError:
-        return None
+        return NoteCheck()
     value: NoteAnswer = result.value
     if not value.answered:
         emit("memory_answer", step=step, answered=False, memory="")
-        return None
+        return NoteCheck(unanswered=True)
     note = notes[value.note - 1]
     emit("memory_answer", step=step, answered=True, memory=note)
     text = value.answer.strip() + CITATION.format(note=note.rstrip("."))
-    return AIMessage(content=text, response_metadata={"memories_used": [note]})
+    return NoteCheck(AIMessage(content=text, response_metadata={"memories_used": [note]}))

@@ -10,7 +10,15 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 import tools.registry as registry
 from graphs.react.graph import builder
-from graphs.runtime.calculation import NOT_COMPUTED_NOTE, check_answer, is_word_problem, numbers
+from graphs.runtime.calculation import (
+    DRAFT_CALCULATION,
+    NOT_COMPUTED_NOTE,
+    _factors,
+    check_answer,
+    final_figure,
+    is_word_problem,
+    numbers,
+)
 from graphs.runtime.context import Context
 from tests.fakes import ScriptedChatModel
 
@@ -131,7 +139,12 @@ def _kinds(events, kind):
 async def test_after_an_answer_without_the_calculator_the_calculation_runs_as_a_tool_call(model_slot):
     state, events, streamed, model = await run(
         model_slot,
-        ["4250 × 0.37 = 1607.50, so \\boxed{0}", _calculation("4250 * 12 * (1 - 0.37)"), "You keep 32,130 a year."],
+        [
+            "4250 × 0.37 = 1607.50, so \\boxed{0}",
+            _calculation("4250 * 12 * (1 - 0.37)"),
+            _calculation("4250 * 0.37"),  # the draft's set-up: 1607.5, not its figure 0
+            "You keep 32,130 a year.",
+        ],
     )
     messages = state["messages"]
     assert [type(m).__name__ for m in messages] == ["HumanMessage", "AIMessage", "ToolMessage", "AIMessage"]
@@ -148,9 +161,63 @@ async def test_after_an_answer_without_the_calculator_the_calculation_runs_as_a_
     ]
     assert [e["name"] for e in _kinds(events, "tool_call_finished")] == ["calculator"]
     assert _kinds(events, "answer_checked")[0]["stated"] is True
-    # The structured call offered only the schema; the answer's call saw the calculator's result.
-    assert model.calls[1].tool_names == ["Calculation"]
-    assert any(isinstance(m, ToolMessage) and m.content.startswith("32130") for m in model.calls[2].messages)
+    # The structured calls offered only the schema; the answer's call saw the calculator's result.
+    assert model.calls[1].tool_names == model.calls[2].tool_names == ["Calculation"]
+    assert any(isinstance(m, ToolMessage) and m.content.startswith("32130") for m in model.calls[3].messages)
+    # The draft's figure (0) is not the result: the model was asked for the calculation its draft
+    # sets up, which the calculator does not confirm (1607.5): the first calculation stands.
+    assert model.calls[2].messages[-2].text.endswith("\\boxed{0}")
+    assert model.calls[2].messages[-1].text == DRAFT_CALCULATION
+    assert _kinds(events, "calculation_requested")[0]["from_draft"] is False
+
+
+TRAIN = "A train covers 270 km in 2 hours and 15 minutes. What is its average speed in km per hour?"
+
+
+async def test_a_draft_whose_set_up_the_calculator_confirms_gives_the_calculation(model_slot):
+    draft = "15 minutes is 0.25 hours, so the time is 2.25 hours and the speed is 270 / 2.25 = \\boxed{120} km/h."
+    state, events, _, model = await run(
+        model_slot,
+        [draft, _calculation("(270 / 2.25) * 3600"), _calculation("270 / 2.25"), "Its speed is 120 km per hour."],
+        message=TRAIN,
+    )
+    request = state["messages"][1]
+    assert request.tool_calls[0]["args"] == {"expression": "270 / 2.25"}
+    assert state["messages"][2].content.startswith("120")  # the figure still comes from the calculator
+    [requested] = _kinds(events, "calculation_requested")
+    assert (requested["expression"], requested["from_draft"]) == ("270 / 2.25", True)
+    assert len(model.calls) == 4
+
+
+async def test_an_expression_of_the_users_numbers_only_is_kept_whatever_the_draft(model_slot):
+    draft = "35 × 18 = 630 and 630 - 420 = 210, so you will have \\boxed{210} euros."  # wrong, consistent
+    message = "I already have 420 euros saved and I put away 35 euros every week. How much will I have after 18 weeks?"
+    state, events, _, model = await run(
+        model_slot, [draft, _calculation("420 + 35 * 18"), "You will have 1050 euros."], message=message
+    )
+    assert len(model.calls) == 3 and _kinds(events, "calculation_requested")[0]["from_draft"] is False
+    assert state["messages"][2].content.startswith("1050")
+
+
+def test_a_factor_is_a_number_the_user_did_not_give():
+    assert _factors("(270 / 2.25) * 3600", TRAIN) and _factors("4250 * 12 * 0.63", RENT)
+    assert not _factors("420 + 35 * 18", "I have 420 and add 35 a week. How much after 18 weeks?")
+    assert not _factors("4250 * (1 - 0.37)", RENT) and not _factors("4250 * 37 / 100", RENT)
+
+
+async def test_a_draft_that_states_the_result_costs_no_second_calculation(model_slot):
+    draft = "The speed is 270 / 2.25, about 120 km/h."  # right, but not from the calculator
+    state, events, _, model = await run(
+        model_slot, [draft, _calculation("270 / 2.25"), "Its speed is 120 km per hour."], message=TRAIN
+    )
+    assert len(model.calls) == 3 and _kinds(events, "calculation_requested")[0]["from_draft"] is False
+    assert state["messages"][-1].content == "Its speed is 120 km per hour."
+
+
+def test_the_final_figure_of_a_draft():
+    assert final_figure("so the speed is \\(\\boxed{120}\\) km per hour, not 7200") == 120
+    assert final_figure("Rent is 1,607.50, so 32,130 is left in 2024.") == 32130
+    assert final_figure("I cannot tell.") is None
 
 
 async def test_before_asks_for_the_calculation_ahead_of_the_first_answer(model_slot):
@@ -173,10 +240,17 @@ async def test_a_model_that_calls_the_calculator_pays_nothing_extra(model_slot):
 async def test_an_expression_the_calculator_refuses_is_asked_again(model_slot):
     state, _, _, model = await run(
         model_slot,
-        ["\\boxed{0}", _calculation("\\frac{4250}{2}"), _calculation("4250*12*0.63"), "32130 a year."],
+        [
+            "\\boxed{0}",
+            _calculation("\\frac{4250}{2}"),
+            _calculation("4250*12*0.63"),
+            _calculation("0 * 4250"),  # the draft's figure written into the expression confirms nothing
+            "32130 a year.",
+        ],
     )
     assert "could not be used" in model.calls[2].messages[-1].text  # the calculator's objection, re-asked
     assert state["messages"][-1].content == "32130 a year."
+    assert state["messages"][1].tool_calls[0]["args"] == {"expression": "4250*12*0.63"}
 
 
 async def test_without_a_usable_calculation_the_answer_is_marked_as_not_computed(model_slot):

@@ -9,6 +9,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from graphs.react.graph import builder
 from graphs.runtime.context import Context
+from graphs.runtime.memory_answer import NOT_ANSWERED_NOTE
 from store import memory
 from tests.fakes import ScriptedChatModel
 
@@ -71,19 +72,39 @@ async def test_the_note_that_answers_is_the_one_cited(model_slot, store):
     assert state["messages"][-1].response_metadata["memories_used"] == ["The user lives in Lisbon"]
 
 
-async def test_when_the_memories_do_not_answer_the_turn_goes_on_with_the_note_and_the_tools(model_slot, store):
+async def test_when_the_memories_do_not_answer_the_turn_goes_on_without_the_memory_lookups(model_slot, store):
+    calculation = {"tool_calls": [{"name": "calculator", "args": {"expression": "2+2"}, "id": "c1"}]}
     state, checks, model = await run(
         model_slot,
         store,
-        [note_answer(False), "I don't know where your sister lives."],
+        [note_answer(False), calculation, "I don't know where your sister lives."],
         "Which city does my sister live in?",  # 0.49 close to "The user lives in Lisbon"
         recall_answer_similarity=0.4,
+        tools=["calculator", "get_user_profile", "search_semantic_memory", "save_memory"],
     )
     assert [c["answered"] for c in checks] == [False]
-    assert len(model.calls) == 2 and model.calls[1].tool_names == ["calculator"]
-    assert "- The user lives in Lisbon" in model.calls[1].messages[-1].text  # the note is still shown
+    assert model.calls[0].tool_names == ["NoteAnswer"] and len(model.calls) == 3
+    # The memories were searched with this question and do not answer it: no lookup finds more,
+    # on any call of the turn; the note is still shown, saying it does not answer.
+    for call in model.calls[1:]:
+        assert sorted(call.tool_names) == ["calculator", "save_memory"]
+        asked = call.messages[-1].text if call is model.calls[1] else call.messages[-3].text
+        assert "- The user lives in Lisbon" in asked and asked.endswith(NOT_ANSWERED_NOTE)
     assert state["messages"][-1].content == "I don't know where your sister lives."
     assert "memories_used" not in state["messages"][-1].response_metadata
+
+
+async def test_without_a_check_the_memory_lookups_stay_offered(model_slot, store):
+    _, checks, model = await run(
+        model_slot,
+        store,
+        ["You live in Lisbon."],
+        "Which city do I live in?",
+        recall_answer_similarity=0,
+        tools=["get_user_profile", "save_memory"],
+    )
+    assert not checks and sorted(model.calls[0].tool_names) == ["get_user_profile", "save_memory"]
+    assert not model.calls[0].messages[-1].text.endswith(NOT_ANSWERED_NOTE)
 
 
 async def test_an_invalid_check_leaves_the_turn_as_it_was(model_slot, store):

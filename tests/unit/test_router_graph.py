@@ -7,7 +7,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.runtime import Runtime
 from langgraph.store.memory import InMemoryStore
@@ -18,6 +18,7 @@ from graphs.router import feedback as feedback_sink
 from graphs.router.context import RouterContext
 from graphs.router.intent import is_multi_hop
 from graphs.runtime.models import ModelConfigError
+from graphs.runtime.prompts import SHARED_PREAMBLE
 from graphs.runtime.ui import is_progress
 from store import knowledge, memory
 from store.embeddings import get_embeddings
@@ -969,3 +970,38 @@ async def test_a_retrieval_choice_naming_no_kb_with_none_close_goes_general_with
     assert "named no knowledge base" in route["reason"]
     assert [call.tool_names for call in model.calls][0] == ["RouteChoice"]
     assert sum(call.tool_names == ["RouteChoice"] for call in model.calls) == 1  # asked once
+
+
+PLAN_6X7 = {
+    "tool_calls": [
+        {
+            "name": "Plan",
+            "args": {
+                "steps": [{"id": "a", "description": "compute", "tool": "calculator", "args": {"expression": "6*7"}}]
+            },
+        }
+    ]
+}
+
+
+@pytest.mark.parametrize(
+    ("route", "after_choice"),
+    [("react", ["Otters eat fish."]), ("general", ["Otters eat fish."]), ("plan_execute", [PLAN_6X7, "42."])],
+)
+async def test_every_call_of_a_router_turn_starts_with_the_shared_preamble(model_slot, demo_store, route, after_choice):
+    """The model server's prefix cache reuses the classification's first block for the graph
+    that answers: every call's system message starts with the same text."""
+    choice = {"route": route, "confidence": 0.8, "reason": "scripted"}
+    _, events, _, model, _ = await run(
+        model_slot,
+        demo_store,
+        [{"tool_calls": [{"name": "RouteChoice", "args": choice}]}, *after_choice],
+        message="tell me about the animals",
+        context={"max_replans": 0},
+    )
+    assert decision(events)["route"] == route and len(model.calls) == 1 + len(after_choice)
+    systems = [call.messages[0] for call in model.calls]
+    assert all(isinstance(m, SystemMessage) and m.text.startswith(SHARED_PREAMBLE + "\n\n") for m in systems)
+    classify_text, answer_text = systems[0].text, systems[1].text
+    assert "You route a user's message" in classify_text and "You route" not in answer_text  # the step's own part
+    assert model.calls[0].tool_names == ["RouteChoice"] and model.calls[1].tool_names != ["RouteChoice"]
