@@ -28,6 +28,7 @@ from store.names import about, mentions, without_names
 NEIGHBOUR_SEEDS = 10  # top hits of each signal whose thread neighbours are fetched
 NEIGHBOUR_HITS = 10  # top fused hits that bring their neighbours into the ranking
 SUBSTANCE_WORDS = 5  # words (beside names and little words) a message needs to earn the whole name bonus
+FLOOR_K = 5  # rank constant of `with_keyword_floor`: small, so that the first ranks of each list count
 ADDRESS_WORDS = 3  # words (beside names and little words) a message to someone needs to say more than hello
 # fmt: off
 _LITTLE = frozenset([
@@ -90,7 +91,10 @@ class Policy:
     who wrote it (None: unknown), so that a neighbour by someone else than its hit (the question
     the hit answers, the answer to it) is scored with its own bonuses (`with_neighbours`).
     `text_field`, `date_field`: the value's text and date; `document_field`:
-    candidates sharing it compete as one document (None: each on its own)."""
+    candidates sharing it compete as one document (None: each on its own).
+    `keyword_floor`: the weight of the plain keyword ranking in a last reciprocal rank fusion
+    with the bonus-ranked one (`with_keyword_floor`), so that bonuses cannot sink what plain
+    keyword search ranks first (0: none)."""
 
     keyword_weight: float
     time_weight: float = 0.0
@@ -104,6 +108,7 @@ class Policy:
     text_field: str = "text"
     date_field: str = "created_at"
     document_field: str | None = None
+    keyword_floor: float = 0.0
 
 
 @dataclass
@@ -222,7 +227,11 @@ def rank(signals: Signals, policy: Policy) -> list[Ranked]:
     )
     if policy.neighbour_weight and signals.neighbours:
         fused = with_neighbours(fused, signals.neighbours, bonus, policy, by_key)
-    fused = distinct_texts(fused, {key: item.value.get(policy.text_field) for key, item in by_key.items()})
+    texts = {key: item.value.get(policy.text_field) for key, item in by_key.items()}
+    fused = distinct_texts(fused, texts)
+    if policy.keyword_floor and policy.keyword_weight > 0:
+        plain = distinct_texts([(item.key, score) for item, score in signals.keyword if score > 0], texts)
+        fused = with_keyword_floor(fused, [key for key, _ in plain], policy.keyword_floor)
     similarity = {item.key: score for item, score in dense}
     dense_rank = {item.key: position for position, (item, _) in enumerate(dense, 1)}
     keyword_rank = {item.key: position for position, (item, _) in enumerate(signals.keyword, 1)}
@@ -338,6 +347,25 @@ def with_neighbours(
                 scores[item.key] = inherited
     order = {key: index for index, (key, _) in enumerate(fused)}
     return sorted(scores.items(), key=lambda p: (-p[1], order.get(p[0], len(order)), p[0]))
+
+
+def with_keyword_floor(
+    fused: list[tuple[str, float]], keyword: Sequence[str], weight: float
+) -> list[tuple[str, float]]:
+    """`fused` (the bonus-ranked list) and `keyword` (plain keyword search's order) by weighted
+    reciprocal rank fusion: 1 / (FLOOR_K + rank) from `fused`, `weight` / (FLOOR_K + rank) from
+    `keyword`, best first (ties in the fused order). Each bonus (names, dates, neighbours) helps on
+    its slice of questions and can hurt on another: a person's small talk on their name bonus, a
+    hit's neighbours, can fill the first results and push out the turn holding the question's own
+    words. With the fusion, what keyword search ranks first climbs back among them (a keyword hit
+    the bonuses left at rank 20 comes back near rank 6), while a keyword list of weak matches (a
+    paraphrased question) only reorders the tail: neither ranking can sink the other."""
+    scores = {key: 1.0 / (FLOOR_K + rank) for rank, (key, _) in enumerate(fused, 1)}
+    for rank, key in enumerate(keyword, 1):
+        if key in scores:
+            scores[key] += weight / (FLOOR_K + rank)
+    order = {key: index for index, (key, _) in enumerate(fused)}
+    return sorted(scores.items(), key=lambda pair: (-pair[1], order[pair[0]]))
 
 
 def per_document(ranked: Sequence[T], source) -> list[T]:

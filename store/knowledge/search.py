@@ -16,6 +16,7 @@ from langgraph.store.base import BaseStore
 
 from store import hybrid
 from store.backend import backend_for
+from store.embeddings import embed_ahead
 from store.fusion import distinct_texts
 from store.hybrid import Scored, per_document
 from store.knowledge import people as kb_people
@@ -28,7 +29,7 @@ from store.knowledge.config import (
 )
 from store.knowledge.parse import shown_source
 from store.knowledge.registry import chunk_namespace
-from store.names import capitalised_words
+from store.names import capitalised_words, without_names
 from store.people import Person, candidates, resolve
 
 
@@ -168,6 +169,22 @@ class KnowledgeBaseCorpus:
     entry: dict
     by_meaning: bool = True
     _persons: asyncio.Future[list[Person]] | None = field(default=None, init=False, repr=False, compare=False)
+    _ahead: asyncio.Future[None] | None = field(default=None, init=False, repr=False, compare=False)
+
+    def embed_ahead(self, query: str) -> None:
+        """Start embedding what the vector searches will embed (`store.embeddings.embed_ahead`):
+        `query` without the names of the knowledge base's people it names (`names` leaves them
+        out), once they are read; `query` as it is in a knowledge base without people."""
+        if not self.entry.get("people"):
+            embed_ahead(self.store, query)
+            return
+
+        async def ahead() -> None:
+            found = resolve(query, await self.persons())
+            embed_ahead(self.store, without_names(query, set().union(*found.values()) if found else set()))
+
+        self._ahead = asyncio.ensure_future(ahead())
+        self._ahead.add_done_callback(lambda task: task.cancelled() or task.exception())
 
     def persons(self) -> asyncio.Future[list[Person]]:
         """The people of the knowledge base's chat logs (store/knowledge/people.py), read once per
