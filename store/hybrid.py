@@ -29,6 +29,8 @@ NEIGHBOUR_SEEDS = 10  # top hits of each signal whose thread neighbours are fetc
 NEIGHBOUR_HITS = 10  # top fused hits that bring their neighbours into the ranking
 SUBSTANCE_WORDS = 5  # words (beside names and little words) a message needs to earn the whole name bonus
 FLOOR_K = 5  # rank constant of `with_keyword_floor`: small, so that the first ranks of each list count
+FLOOR_GAP = 1.5  # a keyword hit counts in `with_keyword_floor` when it scores this times ...
+FLOOR_TAIL = 10  # ... the keyword list's score at this rank (`standouts`)
 ADDRESS_WORDS = 3  # words (beside names and little words) a message to someone needs to say more than hello
 # fmt: off
 _LITTLE = frozenset([
@@ -231,7 +233,7 @@ def rank(signals: Signals, policy: Policy) -> list[Ranked]:
     fused = distinct_texts(fused, texts)
     if policy.keyword_floor and policy.keyword_weight > 0:
         plain = distinct_texts([(item.key, score) for item, score in signals.keyword if score > 0], texts)
-        fused = with_keyword_floor(fused, [key for key, _ in plain], policy.keyword_floor)
+        fused = with_keyword_floor(fused, [key for key, _ in standouts(plain)], policy.keyword_floor)
     similarity = {item.key: score for item, score in dense}
     dense_rank = {item.key: position for position, (item, _) in enumerate(dense, 1)}
     keyword_rank = {item.key: position for position, (item, _) in enumerate(signals.keyword, 1)}
@@ -347,6 +349,17 @@ def with_neighbours(
                 scores[item.key] = inherited
     order = {key: index for index, (key, _) in enumerate(fused)}
     return sorted(scores.items(), key=lambda p: (-p[1], order.get(p[0], len(order)), p[0]))
+
+
+def standouts(ranked: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """The first hits of a keyword list that stand out from its tail: scoring at least FLOOR_GAP
+    times the FLOOR_TAIL-th score (all of a list shorter than that). A paraphrased question, or
+    one whose words are in most messages (two people's names), gets a flat list of weak matches:
+    none stand out, and the bonus-ranked order stands."""
+    if len(ranked) < FLOOR_TAIL:
+        return ranked
+    tail = ranked[FLOOR_TAIL - 1][1]
+    return [(key, score) for key, score in ranked if score >= FLOOR_GAP * tail]
 
 
 def with_keyword_floor(
