@@ -367,13 +367,22 @@ GIG_LOG = [
     ("Marcus", "so the Roundhouse gig last night: Wet Leg played for two hours, you'd have loved it"),
     ("Joanna Whitfield", "adopted a rescue greyhound called Biscuit, he sleeps all day long"),
     ("Marcus", "Night Jo"),
+    ("Marcus", "miss you Jo"),
+    ("Marcus", "good luck Jo"),
+    ("Marcus", "haha classic Jo"),
+    ("Marcus", "congrats Jo"),
+    ("Marcus", "ok Jo"),
+    ("Marcus", "sure thing Jo"),
+    ("Marcus", "we played cards all evening"),
 ]
 
 
 async def test_kb_hybrid_keeps_what_keyword_search_ranks_first_among_the_name_bonus_hits(pg_schema, monkeypatch):
     """A question naming Jo by her nickname, worded like the other person's message that answers
     it: her own messages earn the name bonus and, without the keyword floor, fill the first three
-    results; plain keyword search ranks the answer first, and hybrid keeps it among the three."""
+    results; plain keyword search ranks the answer first, far ahead of the messages that only say
+    "Jo" (said to her: no name bonus, and no word the question asks about), and hybrid keeps it
+    among the three."""
     async with store() as s:
         await knowledge.create_kb(s, "gig")
         start = datetime(2024, 3, 1, 18, tzinfo=UTC)
