@@ -350,6 +350,12 @@ class SettingsValues(RunSettings):
         le=5,
         description="Hybrid knowledge-base search: how many neighbours before and after a top hit count.",
     )
+    KB_KEYWORD_FLOOR: float = Field(
+        0.3,
+        ge=0,
+        le=1,
+        description="Hybrid knowledge-base search: weight of plain keyword search's order in a last reciprocal rank fusion with the bonus-ranked one (its hits that stand out: at least 1.5 times the tenth keyword score and two thirds of the first, holding a word the query asks about beside its names), so that the name, date and neighbour bonuses cannot push out what keyword search ranks first; 0 = off.",
+    )
     KB_HYBRID_KEYWORD_WEIGHT: float = Field(
         0.8,
         ge=0,

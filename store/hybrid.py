@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Protocol, TypeVar
 
+from store.bm25 import tokenize
 from store.dates import query_window
 from store.fusion import distinct_texts, fuse
 from store.names import about, mentions, without_names
@@ -28,6 +29,10 @@ from store.names import about, mentions, without_names
 NEIGHBOUR_SEEDS = 10  # top hits of each signal whose thread neighbours are fetched
 NEIGHBOUR_HITS = 10  # top fused hits that bring their neighbours into the ranking
 SUBSTANCE_WORDS = 5  # words (beside names and little words) a message needs to earn the whole name bonus
+FLOOR_K = 5  # rank constant of `with_keyword_floor`: small, so that the first ranks of each list count
+FLOOR_GAP = 1.5  # a keyword hit counts in `with_keyword_floor` when it scores this times ...
+FLOOR_TAIL = 10  # ... the keyword list's score at this rank (`standouts`) ...
+FLOOR_TOP = 0.67  # ... and this share of its first score
 ADDRESS_WORDS = 3  # words (beside names and little words) a message to someone needs to say more than hello
 # fmt: off
 _LITTLE = frozenset([
@@ -90,7 +95,11 @@ class Policy:
     who wrote it (None: unknown), so that a neighbour by someone else than its hit (the question
     the hit answers, the answer to it) is scored with its own bonuses (`with_neighbours`).
     `text_field`, `date_field`: the value's text and date; `document_field`:
-    candidates sharing it compete as one document (None: each on its own)."""
+    candidates sharing it compete as one document (None: each on its own).
+    `keyword_floor`: the weight of plain keyword search's order in a last rank fusion with the
+    bonus-ranked one (`with_keyword_floor`), counting its hits that stand out (`standouts`) and
+    hold a word the query asks about beside its names (`asked_words`), so that bonuses cannot
+    sink what keyword search ranks first (0: none)."""
 
     keyword_weight: float
     time_weight: float = 0.0
@@ -104,6 +113,7 @@ class Policy:
     text_field: str = "text"
     date_field: str = "created_at"
     document_field: str | None = None
+    keyword_floor: float = 0.0
 
 
 @dataclass
@@ -222,7 +232,14 @@ def rank(signals: Signals, policy: Policy) -> list[Ranked]:
     )
     if policy.neighbour_weight and signals.neighbours:
         fused = with_neighbours(fused, signals.neighbours, bonus, policy, by_key)
-    fused = distinct_texts(fused, {key: item.value.get(policy.text_field) for key, item in by_key.items()})
+    texts = {key: item.value.get(policy.text_field) for key, item in by_key.items()}
+    fused = distinct_texts(fused, texts)
+    if policy.keyword_floor and policy.keyword_weight > 0:
+        plain = distinct_texts([(item.key, score) for item, score in signals.keyword if score > 0], texts)
+        words = asked_words(signals.query, signals.names)
+        standout = {key for key, _ in standouts(plain)}
+        lifted = [key for key, _ in plain if key in standout and shares_words(str(texts.get(key) or ""), words)]
+        fused = with_keyword_floor(fused, lifted, policy.keyword_floor)
     similarity = {item.key: score for item, score in dense}
     dense_rank = {item.key: position for position, (item, _) in enumerate(dense, 1)}
     keyword_rank = {item.key: position for position, (item, _) in enumerate(signals.keyword, 1)}
@@ -338,6 +355,61 @@ def with_neighbours(
                 scores[item.key] = inherited
     order = {key: index for index, (key, _) in enumerate(fused)}
     return sorted(scores.items(), key=lambda p: (-p[1], order.get(p[0], len(order)), p[0]))
+
+
+def standouts(ranked: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """The hits of a keyword list (best first, each text once) that stand out: scoring at least
+    FLOOR_GAP times its FLOOR_TAIL-th score and FLOOR_TOP times its first; none in a list shorter
+    than FLOOR_TAIL (no tail to stand out from: a few messages share the query's words at all).
+    A paraphrased question, or one whose words are in most messages (two people's names), gets
+    a flat list of weak matches: none stand out from the tail. A question quoting one message
+    gets one clear winner: the runners-up, far below it, are not lifted over the messages around
+    that winner (the replies the neighbours bring in)."""
+    if len(ranked) < FLOOR_TAIL:
+        return []
+    tail, top = ranked[FLOOR_TAIL - 1][1], ranked[0][1]
+    return [(key, score) for key, score in ranked if score >= FLOOR_GAP * tail and score >= FLOOR_TOP * top]
+
+
+def asked_words(query: str, names: set[str]) -> set[str]:
+    """What `query` asks about in words: its words (`store.bm25.tokenize`: lower case, no stop
+    words) beside the `names` it holds."""
+    held = {word for name in names for word in tokenize(name)}
+    return {word for word in tokenize(query) if word not in held and word not in _LITTLE}
+
+
+def shares_words(text: str, words: set[str]) -> bool:
+    """Whether `text` holds one of `words` or a word of the same stem, roughly: sharing its
+    first four letters or the whole of a shorter word ("dog" / "dogs", "picked" / "picking")."""
+    return any(same_stem(word, other) for other in set(tokenize(text)) for word in words)
+
+
+def same_stem(a: str, b: str) -> bool:
+    """Whether two lower-case words are one word, roughly: equal, one the other plus "s", or
+    sharing their first four letters."""
+    return a == b or a + "s" == b or b + "s" == a or (len(a) >= 4 and len(b) >= 4 and a[:4] == b[:4])
+
+
+def with_keyword_floor(
+    fused: list[tuple[str, float]], keyword: Sequence[str], weight: float
+) -> list[tuple[str, float]]:
+    """`fused` (the bonus-ranked list) and `keyword` (plain keyword search's order) by weighted
+    reciprocal rank fusion: 1 / (FLOOR_K + rank) from `fused`, `weight` / (FLOOR_K + rank) from
+    `keyword`, best first (ties in the fused order). Each bonus
+    (names, dates, neighbours) helps on its kind of question and can hurt on another: a person's
+    small talk earning their name bonus, or the neighbours of one hit, can fill the first results
+    and push out the message holding the question's own words, which keyword search ranks first.
+    With the fusion it climbs back among them (a keyword hit the bonuses left at rank 20 comes
+    back near rank 6), while the bonus-ranked order stands for the rest: neither sinks the other.
+    The scores stay those of the fused list, place by place (a hit moved up takes the score of
+    the place it takes), so a ranking the floor leaves alone keeps its scores."""
+    scores = {key: 1.0 / (FLOOR_K + rank) for rank, (key, _) in enumerate(fused, 1)}
+    for rank, key in enumerate(keyword, 1):
+        if key in scores:
+            scores[key] += weight / (FLOOR_K + rank)
+    order = {key: index for index, (key, _) in enumerate(fused)}
+    keys = sorted(scores, key=lambda key: (-scores[key], order[key]))
+    return [(key, score) for key, (_, score) in zip(keys, fused, strict=True)]
 
 
 def per_document(ranked: Sequence[T], source) -> list[T]:

@@ -54,6 +54,7 @@ class KnowledgeConfig:
     name_weight: float = 0.5
     neighbour_weight: float = 0.8
     neighbour_turns: int = 2
+    keyword_floor: float = 0.3
 
 
 def knowledge_config() -> KnowledgeConfig:

@@ -28,7 +28,6 @@ from typing import Any, cast
 from langgraph.store.base import BaseStore
 
 from store import hybrid
-from store.embeddings import embed_ahead
 from store.knowledge.config import MAX_TOP_K, KnowledgeConfig, knowledge_config
 from store.knowledge.graph_search import RELEVANT_DEPTH, GraphRanking, fuse_rankings, graph_ranking
 from store.knowledge.ingest import delete_document, ingest_bytes, ingest_texts
@@ -54,8 +53,9 @@ class Gathered:
     """One question's signals over one knowledge base, gathered once (`KnowledgeBase.gather`).
 
     `signals` are as deep as the deepest of `strategies` needs (`depths`); `graph` is the
-    graph walk when a graph strategy was asked for; `conversation`: the knowledge base holds chat
-    logs of two or more people (store/knowledge/people.py), where graph and fusion rank as hybrid. Every strategy of `strategies` ranks them
+    graph walk when a graph strategy was asked for, except on a `conversation`: a knowledge base
+    of chat logs of two or more people (store/knowledge/people.py), where graph and fusion rank as
+    hybrid (`_as_hybrid`) and no walk is made. Every strategy of `strategies` ranks them
     (`rank`) without another store call."""
 
     kb: str
@@ -197,16 +197,17 @@ def _walk(gathered: Gathered) -> GraphRanking:
 
 
 def _as_hybrid(gathered: Gathered, strategy: str) -> dict:
-    """`strategy`'s result on a knowledge base of chat logs: the hybrid ranking, each hit with its
-    graph rank and path when the walk reached it. On conversations the graph's entities are mostly
-    the speakers, who are in every chunk, and its walk ranked below hybrid search on every measured
-    slice, so it only annotates there."""
-    walk = _walk(gathered)
+    """`strategy`'s result on a knowledge base of chat logs: the hybrid ranking (graph rank None,
+    path empty). On conversations the graph's entities are mostly the speakers, who are in every
+    chunk, and its walk ranked below hybrid search on every measured slice, so no walk is made
+    there (`KnowledgeBase.gather`): it would cost an embedding of the query's phrases and the walk
+    for nothing that ranks. Signals gathered with a walk (before this) keep their annotations."""
     depth, _ = depths(gathered.top_k)
-    graph_rank = {hit.id: rank for rank, hit in enumerate(walk.hits, 1)}
+    walk = gathered.graph
+    graph_rank = {hit.id: rank for rank, hit in enumerate(walk.hits, 1)} if walk else {}
     ranked = _hybrid_ranking(gathered, depth)[: gathered.top_k]
     hits = [(Hit(r.item.key, r.item.value, r.score), {**r.ranks, "graph": graph_rank.get(r.item.key)}) for r in ranked]
-    return _with_paths(_result(gathered.kb, gathered.query, strategy, hits), walk.paths)
+    return _with_paths(_result(gathered.kb, gathered.query, strategy, hits), walk.paths if walk else {})
 
 
 def _graph(gathered: Gathered) -> dict:
@@ -297,23 +298,24 @@ class KnowledgeBase:
             raise ValueError("gather needs at least one strategy")
         for strategy in sorted(wanted):
             query = _check_query(query, top_k, strategy)
-        depth, deep = depths(top_k)
-        if "fusion" in wanted:
-            depth = deep
-        # The vector searches embed the query (without the names most chunks hold, usually none):
-        # embedding starts now, while the names and the keyword hits are looked up.
+        # The vector searches embed the query without the names most chunks hold (none, or the
+        # people of a chat log): embedding starts now, while the names and the keyword hits are
+        # looked up (`KnowledgeBaseCorpus.embed_ahead`).
         corpus = self.corpus if wanted != {"keyword"} else replace(self.corpus, by_meaning=False)
         if corpus.by_meaning:
-            embed_ahead(self.store, query)
-        # graph and fusion rank as hybrid on chat logs (`_as_hybrid`); the names lookup reads the
-        # same people (`KnowledgeBaseCorpus.persons`, read once)
+            corpus.embed_ahead(query)
+        # graph and fusion rank as hybrid on chat logs (`_as_hybrid`), without a walk; the names
+        # lookup reads the same people (`KnowledgeBaseCorpus.persons`, read once)
         conversation = bool(wanted & GRAPH_STRATEGIES) and len(await corpus.persons()) >= 2
+        depth, deep = depths(top_k)
+        if "fusion" in wanted and not conversation:
+            depth = deep
         policy = self.policy
         if not wanted & FUSED_STRATEGIES and not conversation:  # dense, keyword and graph: no dates, no neighbours
             policy = replace(policy, time_weight=0.0, neighbour_weight=0.0)
         signals = await hybrid.gather(corpus, policy, query, depth, now or datetime.now(UTC))
         walk = None
-        if wanted & GRAPH_STRATEGIES:
+        if wanted & GRAPH_STRATEGIES and not conversation:
             graph_depth, _ = depths(top_k)
             walk = await graph_ranking(
                 self.store,

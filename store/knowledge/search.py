@@ -16,6 +16,7 @@ from langgraph.store.base import BaseStore
 
 from store import hybrid
 from store.backend import backend_for
+from store.embeddings import embed_ahead
 from store.fusion import distinct_texts
 from store.hybrid import Scored, per_document
 from store.knowledge import people as kb_people
@@ -28,7 +29,7 @@ from store.knowledge.config import (
 )
 from store.knowledge.parse import shown_source
 from store.knowledge.registry import chunk_namespace
-from store.names import capitalised_words
+from store.names import capitalised_words, without_names
 from store.people import Person, candidates, resolve
 
 
@@ -142,7 +143,8 @@ def kb_policy(config: KnowledgeConfig, keyword_weight: float | None = None) -> h
     """The hybrid ranking of knowledge bases: keyword scores as given (a share of the query's
     BM25 ceiling), a bonus for chunks holding the query's `common_names`, neighbours (the chunks
     next to a hit in its document, the documents dated next to it within NEIGHBOUR_GAP: the
-    messages around a message of a chat log), documents compete."""
+    messages around a message of a chat log), documents compete, and plain keyword search's hits
+    that stand out keep a place among the first (`keyword_floor`, `store.hybrid.with_keyword_floor`)."""
     return hybrid.Policy(
         keyword_weight=config.hybrid_keyword_weight if keyword_weight is None else keyword_weight,
         time_weight=config.time_weight,
@@ -151,6 +153,7 @@ def kb_policy(config: KnowledgeConfig, keyword_weight: float | None = None) -> h
         neighbour_weight=config.neighbour_weight,
         neighbour_turns=config.neighbour_turns,
         neighbour_gap=NEIGHBOUR_GAP,
+        keyword_floor=config.keyword_floor,
         text_field="content",
         date_field="date",
         document_field="source",
@@ -168,6 +171,22 @@ class KnowledgeBaseCorpus:
     entry: dict
     by_meaning: bool = True
     _persons: asyncio.Future[list[Person]] | None = field(default=None, init=False, repr=False, compare=False)
+    _ahead: asyncio.Future[None] | None = field(default=None, init=False, repr=False, compare=False)
+
+    def embed_ahead(self, query: str) -> None:
+        """Start embedding what the vector searches will embed (`store.embeddings.embed_ahead`):
+        `query` without the names of the knowledge base's people it names (`names` leaves them
+        out), once they are read; `query` as it is in a knowledge base without people."""
+        if not self.entry.get("people"):
+            embed_ahead(self.store, query)
+            return
+
+        async def ahead() -> None:
+            found = resolve(query, await self.persons())
+            embed_ahead(self.store, without_names(query, set().union(*found.values()) if found else set()))
+
+        self._ahead = asyncio.ensure_future(ahead())
+        self._ahead.add_done_callback(lambda task: task.cancelled() or task.exception())
 
     def persons(self) -> asyncio.Future[list[Person]]:
         """The people of the knowledge base's chat logs (store/knowledge/people.py), read once per

@@ -5,6 +5,7 @@ neighbours, all through the store's backend (store/backend.py)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -59,18 +60,19 @@ class MemoryCorpus:
         by, or a misspelling of one that no memory of this kind holds as a word of its own."""
         if not self.config.speaker_weight:
             return {}
-        speakers = await self.backend.speakers(self.ns)
+        # the speakers and the registry together; a search, not a get: reading leaves no trace (an
+        # in-memory store's get makes the namespace)
+        speakers, profile = await asyncio.gather(
+            self.backend.speakers(self.ns),
+            self.store.asearch((*self.ns[:-1], "profile"), limit=2, refresh_ttl=False),
+        )
         if not speakers:
             return {}
-        # a search, not a get: reading leaves no trace (an in-memory store's get makes the namespace)
-        profile = await self.store.asearch((*self.ns[:-1], "profile"), limit=2, refresh_ttl=False)
         registry = next((item.value for item in profile if item.key == PEOPLE_KEY), None)
         persons = people(speakers, registry)
-        known = set()
-        for word in sorted(candidates(query, persons)):
-            if await self.backend.memory_keyword(self.ns, word, 1, {}, self.now):
-                known.add(word.lower())
-        return resolve(query, persons, known)
+        words = sorted(candidates(query, persons))
+        held = await asyncio.gather(*(self.backend.memory_keyword(self.ns, word, 1, {}, self.now) for word in words))
+        return resolve(query, persons, {word.lower() for word, found in zip(words, held, strict=True) if found})
 
     async def dense(self, query: str, limit: int, span: tuple[datetime, datetime] | None = None) -> list[Scored]:
         """Vector hits; with `span` only memories written in [start, end). A long chat message has

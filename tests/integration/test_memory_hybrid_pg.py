@@ -352,3 +352,53 @@ async def test_a_long_chat_message_has_a_vector_per_passage_and_is_found_by_its_
         assert sql(pg_uri, f"SELECT count(*) FROM {pg_schema}.store_vectors WHERE key = %s", (written[0]["id"],)) == [
             (0,)
         ]
+
+
+GIG_LOG = [
+    ("Joanna Whitfield", "hiya! btw everyone calls me Jo"),
+    ("Marcus", "Looks incredible Jo."),
+    ("Joanna Whitfield", "I spent the whole weekend repainting the hallway a deep forest green"),
+    ("Marcus", "How about you Jo?"),
+    ("Joanna Whitfield", "my sister finally booked her flights to Lisbon for the summer holidays"),
+    ("Joanna Whitfield", "started a pottery class on Tuesday evenings, my first bowl looks wonky"),
+    ("Marcus", "Thanks Jo!"),
+    ("Joanna Whitfield", "the landlord is finally fixing the boiler next week after three months"),
+    ("Joanna Whitfield", "ran my first ten kilometre race on Sunday morning in the rain"),
+    ("Marcus", "so the Roundhouse gig last night: Wet Leg played for two hours, you'd have loved it"),
+    ("Joanna Whitfield", "adopted a rescue greyhound called Biscuit, he sleeps all day long"),
+    ("Marcus", "Night Jo"),
+    ("Marcus", "miss you Jo"),
+    ("Marcus", "good luck Jo"),
+    ("Marcus", "haha classic Jo"),
+    ("Marcus", "congrats Jo"),
+    ("Marcus", "ok Jo"),
+    ("Marcus", "sure thing Jo"),
+    ("Marcus", "we played cards all evening"),
+]
+
+
+async def test_kb_hybrid_keeps_what_keyword_search_ranks_first_among_the_name_bonus_hits(pg_schema, monkeypatch):
+    """A question naming Jo by her nickname, worded like the other person's message that answers
+    it: her own messages earn the name bonus and, without the keyword floor, fill the first three
+    results; plain keyword search ranks the answer first, far ahead of the messages that only say
+    "Jo" (said to her: no name bonus, and no word the question asks about), and hybrid keeps it
+    among the three."""
+    async with store() as s:
+        await knowledge.create_kb(s, "gig")
+        start = datetime(2024, 3, 1, 18, tzinfo=UTC)
+        documents = [
+            {"text": f"{speaker}: {text}", "source": f"turn-{i}", "date": start + timedelta(days=i)}
+            for i, (speaker, text) in enumerate(GIG_LOG)
+        ]
+        await knowledge.ingest_texts(s, "gig", documents)
+        query = "Which band played the Roundhouse gig Jo missed?"
+        keyword = await knowledge.retrieve(s, "gig", query, strategy="keyword", top_k=3)
+        assert keyword["retrieval_results"][0]["source"] == "turn-9"
+
+        async def first_three(floor: str) -> list[str]:
+            monkeypatch.setenv("KB_KEYWORD_FLOOR", floor)
+            found = await knowledge.retrieve(s, "gig", query, strategy="hybrid", top_k=3)
+            return [r["source"] for r in found["retrieval_results"]]
+
+        assert "turn-9" not in await first_three("0")  # the name bonus alone
+        assert "turn-9" in await first_three("0.3")

@@ -12,7 +12,7 @@ import pytest
 from store import memory
 from store.dates import EventRelative, event_relative, names_time, query_time_range
 from store.fusion import fuse, normalised
-from store.hybrid import speaker_share
+from store.hybrid import FLOOR_TAIL, speaker_share, standouts, with_keyword_floor
 from store.memory.write import near_exact, same_source
 from store.names import about, capitalised_words, mentions, named, without_names
 from store.sentences import passages
@@ -568,3 +568,18 @@ async def test_the_two_messages_after_a_hit_come_with_it_by_default(store, monke
     monkeypatch.setenv("MEMORY_NEIGHBOUR_TURNS", "1")
     narrow = await memory.recall(store, "u", question, "chat", top_k=4, record_access=False)
     assert written[3]["id"] not in {r["id"] for r in narrow}
+
+
+def test_the_keyword_floor_lifts_only_keyword_hits_that_stand_out():
+    """A keyword hit far ahead of the keyword list's tail climbs into the first results of the
+    bonus-ranked list; a flat list of weak matches (a paraphrased question) changes nothing there."""
+    fused = [(f"b{i}", 2.0 - i / 100) for i in range(30)]  # the bonus-ranked order
+    clear = [("b20", 0.4), ("b25", 0.3)] + [(f"b{i}", 0.05) for i in range(FLOOR_TAIL)]
+    flat = [(f"b{i}", 0.08 - i / 1000) for i in range(20, 20 + FLOOR_TAIL)]
+    assert [key for key, _ in standouts(clear)] == ["b20", "b25"]
+    assert standouts(flat) == []
+    lifted = [key for key, _ in with_keyword_floor(fused, [key for key, _ in standouts(clear)], 0.3)]
+    assert lifted.index("b20") < 10 and lifted.index("b25") < 15
+    assert [key for key, _ in with_keyword_floor(fused, [key for key, _ in standouts(flat)], 0.3)] == [
+        key for key, _ in fused
+    ]

@@ -171,10 +171,10 @@ async def test_a_knowledge_base_of_chat_logs_finds_a_speaker_by_the_name_everyon
     for question in ("Which dog did Jo bring home?", "Which dog did Joe bring home?"):
         found = await knowledge.retrieve(store, "chat", question, strategy="hybrid", top_k=3)
         assert found["retrieval_results"][0]["source"] == "turn:4", [r["content"] for r in found["retrieval_results"]]
-    # a knowledge base of chat logs: graph and fusion rank as hybrid (their walk annotates)
+    # a knowledge base of chat logs: graph and fusion rank as hybrid, without a walk
     handle = await knowledge.open(store, "chat")
     gathered = await handle.gather("Which dog did Jo bring home?", top_k=5, strategies=("hybrid", "graph", "fusion"))
-    assert gathered.conversation
+    assert gathered.conversation and gathered.graph is None
     orders = {
         s: [r["id"] for r in knowledge.rank(gathered, s)["retrieval_results"]] for s in ("hybrid", "graph", "fusion")
     }
@@ -231,7 +231,7 @@ async def test_a_faq_knowledge_base_keeps_its_graph_and_fusion_rankings(store):
     await knowledge.ingest_texts(store, "faq", [{"text": t, "source": f"faq:{i}"} for i, t in enumerate(FAQ)])
     handle = await knowledge.open(store, "faq")
     gathered = await handle.gather("How do I reset my password?", top_k=3, strategies=("hybrid", "graph", "fusion"))
-    assert not gathered.conversation
+    assert not gathered.conversation and gathered.graph is not None  # the walk ranks graph and fusion
     from store.knowledge.config import REGISTRY_NAMESPACE
 
     assert not (await store.aget(REGISTRY_NAMESPACE, "faq")).value.get("people")  # its searches read no people
