@@ -436,6 +436,12 @@ class SettingsValues(RunSettings):
         le=5,
         description="Hybrid memory search: how many messages before and after a top hit count as its neighbours (same conversation thread).",
     )
+    MEMORY_LIST_INTERLEAVE: int = Field(
+        1,
+        ge=0,
+        le=10,
+        description="Chat recall of a list question naming a person (what are Jo's hobbies, which cities has Tom been to): after every this many first-stage results comes one turn of another item of the list, from the person/attribute index (store/aspects.py); 0 = off.",
+    )
     MEMORY_SCORING: str = Field(
         "plain",
         pattern="^(weighted|plain)$",
