@@ -195,8 +195,8 @@ def asked(query: str) -> tuple[str, ...]:
     """The aspects a list question asks for ("What activities does Jo partake in?" -> activity,
     sport, art, ...; "Which cities has Tom been to?" -> place, travel; "How many games..."), in
     order of the words naming them; () for a question that asks for one thing ("What is Jo's
-    favourite book?") or no list at all."""
-    if not _LIST_START.search(query):
+    favourite book?", "What is one of Jo's favourite films?") or no list at all."""
+    if not _LIST_START.search(query) or re.search(r"\bone of\b", query, re.I):
         return ()
     lowered = query.lower()
     kinds: list[str] = []
