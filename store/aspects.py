@@ -47,12 +47,12 @@ def stem(word: str) -> str:
 _LEXICON: dict[str, str] = {
     "activity": """pottery painting drawing sketching camping hiking hike swimming running jogging yoga
         dancing dance cooking baking gardening knitting sewing crochet photography fishing surfing
-        skiing snowboarding climbing cycling biking kayaking canoeing sailing museum concert picnic
+        skiing snowboarding climbing bouldering cycling biking kayaking canoeing sailing museum concert picnic
         meditation chess puzzle pilates gym workout volunteering reading writing singing
         skateboarding rollerblading horseback riding bowling karaoke birdwatching journaling
         scrapbooking woodworking embroidery calligraphy archery golf tennis beach park trip class
         lesson workshop game roadtrip road hiking festival""",
-    "sport": """yoga running jogging swimming cycling biking hiking climbing surfing skiing snowboarding
+    "sport": """yoga running jogging swimming cycling biking hiking climbing bouldering surfing skiing snowboarding
         kickboxing boxing karate judo taekwondo wrestling weight weights weightlifting circuit
         crossfit pilates gym workout basketball football soccer tennis golf baseball volleyball
         hockey rugby cricket badminton marathon triathlon 5k 10k race skateboarding rowing kayaking
