@@ -350,6 +350,12 @@ class SettingsValues(RunSettings):
         le=5,
         description="Hybrid knowledge-base search: how many neighbours before and after a top hit count.",
     )
+    KB_LIST_INTERLEAVE: int = Field(
+        1,
+        ge=0,
+        le=10,
+        description="Hybrid knowledge-base search of chat logs, a list question naming a person (what are Jo's hobbies): after every this many hits comes one chunk of another item of the list, from the person/attribute index (store/aspects.py); 0 = off.",
+    )
     KB_HYBRID_KEYWORD_WEIGHT: float = Field(
         0.8,
         ge=0,
@@ -567,40 +573,3 @@ def bounds(name: str) -> tuple[float | None, float | None]:
         low = getattr(constraint, "gt", None) if getattr(constraint, "gt", None) is not None else low
         high = getattr(constraint, "le", None) if getattr(constraint, "le", None) is not None else high
     return low, high
-
-
-def _shown_default(name: str) -> str:
-    info = Settings.model_fields[name]
-    default = info.default
-    if default is None or default == []:
-        return "unset"
-    if isinstance(default, bool):
-        return "true" if default else "false"
-    if isinstance(default, list):
-        return ",".join(default)
-    if isinstance(default, float) and default.is_integer():
-        return str(int(default))
-    return str(default)
-
-
-def markdown_reference() -> str:
-    """The reference tables of every variable, as docs/configuration.md holds them."""
-    lines: list[str] = []
-    for name in VARIABLES:
-        if name in SECTIONS:
-            lines += [
-                "",
-                f"### {SECTIONS[name]}",
-                "",
-                "| variable | default | range | meaning |",
-                "| --- | --- | --- | --- |",
-            ]
-        low, high = bounds(name)
-        span = (
-            ""
-            if low is None and high is None
-            else f"{'' if low is None else f'{low:g}'}..{'' if high is None else f'{high:g}'}"
-        )
-        text = describe(name).replace("|", "\\|")
-        lines.append(f"| `{name}` | `{_shown_default(name)}` | {span} | {text} |")
-    return "\n".join(lines).strip() + "\n"

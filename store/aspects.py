@@ -22,6 +22,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 
+from store.people import speaker_like
+
 MAX_TURNS_PER_VALUE = 12  # turn ids kept per person, aspect and value (the latest)
 REPORTED_WEIGHT = 0.1  # added to a list item's turn's similarity when it tells what its writer did (`reported`)
 MAX_VALUES = 400  # values kept per person and aspect (a long history forgets the first seen)
@@ -133,6 +135,7 @@ _NOT_PLACES = frozenset(
     It Christmas Easter Thanksgiving Halloween God""".split()  # noqa: SIM905
 )
 _PREFIX = re.compile(r"^[^\n:]{1,40}:\s+")
+_LINE = re.compile(r"^([^\n:]{1,40}):[ \t]+(.+)$", re.M)
 # A turn telling what its writer did, does or likes ("I just signed up for", "we went camping",
 # "I'm off to go swimming", "I've been reading"): the turn a list's item is best taken from.
 _REPORTED = re.compile(
@@ -164,6 +167,12 @@ def turn_aspects(text: str) -> dict[str, list[str]]:
 def reported(text: str) -> bool:
     """Whether a turn tells what its writer did, does or likes, in the first person."""
     return bool(_REPORTED.search(text))
+
+
+def speaker_lines(text: str) -> list[tuple[str, str]]:
+    """The (speaker, line) pairs of a chat log's text: its lines "Name: words" whose prefix can
+    name someone (`store.people.speaker_like`)."""
+    return [(m.group(1).strip(), m.group(0)) for m in _LINE.finditer(text) if speaker_like(m.group(1).strip())]
 
 
 def add_turn(index: dict, key: str, text: str) -> bool:

@@ -3,7 +3,8 @@ its speaker's person/attribute index (store/aspects.py), which links each value 
 turns that said it; a list question naming a person gets the items said in four sessions into
 its first ten results, where the first stage alone ranks small talk about the topic above them;
 one user's index never serves another user; `rebuild_aspects` builds the same index from the
-stored turns."""
+stored turns. A knowledge base of the same chat log (a document per turn) keeps an index per
+speaker of its lines, serves the list question from it likewise, and loses it when deleted."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from store import memory
+from store import knowledge, memory
+from store.knowledge.aspects import aspects_namespace as kb_aspects_namespace
 from store.memory.write import aspects_namespace
 from store.postgres import store
 
@@ -36,23 +38,29 @@ SMALL_TALK = [
 ]
 
 
+def session_turns() -> list[tuple[int, datetime, str]]:
+    """(session, time, "Name: words") of six sessions: small talk about hobbies in each (no two
+    texts alike), Jo's hobby turns in four."""
+    turns = []
+    for session in range(1, 7):
+        at = START + timedelta(days=7 * session)
+        texts = [f"{text} Week {session} was long." for text in SMALL_TALK]
+        if session in HOBBY_TURNS:
+            texts.insert(3, HOBBY_TURNS[session])
+        turns += [(session, at + timedelta(minutes=position), text) for position, text in enumerate(texts)]
+    return turns
+
+
 async def record_sessions(s, user: str) -> dict[int, str]:
     """Six sessions: small talk about hobbies in each, Jo's hobby turns in four; returns session ->
     the id of its hobby turn."""
     ids = {}
-    for session in range(1, 7):
-        at = START + timedelta(days=7 * session)
-        turns = [f"{text} Week {session} was long." for text in SMALL_TALK]  # no two texts alike
-        if session in HOBBY_TURNS:
-            turns.insert(3, HOBBY_TURNS[session])
-        for position, text in enumerate(turns):
-            speaker = text.split(":", 1)[0]
-            role = "user" if speaker == "Jo" else "assistant"
-            written = await memory.record_chat_message(
-                s, user, role, text, f"session-{session}", speaker=speaker, now=at + timedelta(minutes=position)
-            )
-            if text == HOBBY_TURNS.get(session):
-                ids[session] = written["id"]
+    for session, at, text in session_turns():
+        speaker = text.split(":", 1)[0]
+        role = "user" if speaker == "Jo" else "assistant"
+        written = await memory.record_chat_message(s, user, role, text, f"session-{session}", speaker=speaker, now=at)
+        if text == HOBBY_TURNS.get(session):
+            ids[session] = written["id"]
     return ids
 
 
@@ -101,4 +109,32 @@ async def test_the_index_links_each_value_to_its_turns_and_serves_its_own_user_o
         rebuilt = await memory.rebuild_aspects(s, "alice")
         assert rebuilt["Jo"] == jo.value["aspects"]
         await memory.forget_user(s, "alice")
+        assert await s.aget(index_ns, "Jo") is None
+
+
+async def test_a_knowledge_base_of_the_chat_serves_the_list_question_from_its_index(pg_schema, monkeypatch):
+    async with store() as s:
+        await knowledge.create_kb(s, "chatlog", "a chat log")
+        turns = session_turns()
+        documents = [
+            {"text": text, "source": f"turn:{number}", "title": f"turn {number}", "date": at}
+            for number, (_, at, text) in enumerate(turns)
+        ]
+        await knowledge.ingest_texts(s, "chatlog", documents, chunk_size=2000, chunk_overlap=0)
+        wanted = {f"turn:{number}" for number, (_, _, text) in enumerate(turns) if text in HOBBY_TURNS.values()}
+        query = "What are Jo's hobbies?"
+
+        async def sources() -> set[str]:
+            found = await knowledge.retrieve(s, "chatlog", query, strategy="hybrid", top_k=10)
+            return {r["source"] for r in found["retrieval_results"]}
+
+        listed = await sources()
+        monkeypatch.setenv("KB_LIST_INTERLEAVE", "0")
+        first_stage = await sources()
+        assert wanted <= listed and not wanted <= first_stage
+
+        index_ns = kb_aspects_namespace("chatlog")
+        jo = await s.aget(index_ns, "Jo")
+        assert jo is not None and "pottery" in jo.value["aspects"]["activity"]
+        await knowledge.delete_kb(s, "chatlog")
         assert await s.aget(index_ns, "Jo") is None

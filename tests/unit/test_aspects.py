@@ -65,3 +65,8 @@ def test_a_reported_turn_tells_what_its_writer_did():
     assert aspects.reported("Mel: I'm off to go swimming with the kids")
     assert aspects.reported("Mel: we went camping two weekends ago")
     assert not aspects.reported("Caroline: Camping sounds lovely, how was it?")
+
+
+def test_speaker_lines_are_a_logs_lines_of_people_not_of_labels():
+    text = "Jo: I went hiking.\nNote: bring water\nSam: nice!\nno speaker here"
+    assert aspects.speaker_lines(text) == [("Jo", "Jo: I went hiking."), ("Sam", "Sam: nice!")]
