@@ -96,11 +96,12 @@ _LEXICON: dict[str, str] = {
 # fmt: on
 ASPECTS: dict[str, frozenset[str]] = {kind: frozenset(map(stem, words.split())) for kind, words in _LEXICON.items()}
 
+_HOBBIES = ("activity", "sport", "art", "music", "game", "book", "writing")
 # The words of a question asking for the items of one or more aspects, in the plural or as a count.
 # fmt: off
 _ASKED: dict[str, tuple[str, ...]] = {
     "activities": ("activity", "sport", "art", "music", "game"),
-    "hobbies": ("activity", "sport", "art", "music", "game", "book", "writing"),
+    "hobbies": _HOBBIES,
     "interests": ("activity", "sport", "art", "music", "game", "book", "writing", "film"),
     "exercises": ("sport",), "sports": ("sport",), "workouts": ("sport",),
     "cities": ("place", "travel"), "countries": ("place", "travel"), "places": ("place", "travel"),
@@ -123,6 +124,8 @@ _ASKED_VERBS: dict[str, tuple[str, ...]] = {
     "read": ("book",), "written": ("writing",), "watched": ("film",), "played": ("game", "sport"),
     "participated": ("event",), "attended": ("event",), "volunteered": ("cause",),
     "done": ("activity", "sport", "event"), "partake": ("activity", "sport", "art"),
+    "tried": _HOBBIES, "joined": _HOBBIES, "learned": _HOBBIES, "learnt": _HOBBIES, "signed up": _HOBBIES,
+    "picked up": _HOBBIES, "taken up": _HOBBIES, "took up": _HOBBIES,
 }
 # fmt: on
 # A list: a plural kind after what/which/how many, or "what ... has X <verb>" (read, visited, done).
