@@ -4,10 +4,12 @@ turns that said it; a list question naming a person gets the items said in four 
 its first ten results, where the first stage alone ranks small talk about the topic above them;
 one user's index never serves another user; `rebuild_aspects` builds the same index from the
 stored turns. A knowledge base of the same chat log (a document per turn) keeps an index per
-speaker of its lines, serves the list question from it likewise, and loses it when deleted."""
+speaker of its lines, serves the list question from it likewise (the same after the gathered signals pass as data), and
+loses it when deleted."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -132,6 +134,13 @@ async def test_a_knowledge_base_of_the_chat_serves_the_list_question_from_its_in
         monkeypatch.setenv("KB_LIST_INTERLEAVE", "0")
         first_stage = await sources()
         assert wanted <= listed and not wanted <= first_stage
+
+        monkeypatch.setenv("KB_LIST_INTERLEAVE", "1")
+        kb = await knowledge.open(s, "chatlog")
+        gathered = await kb.gather(query, top_k=10)
+        assert {hit.value["source"] for hit in gathered.listed} >= wanted
+        passed = knowledge.Gathered.from_data(json.loads(json.dumps(gathered.as_data())))  # as the router sends it
+        assert knowledge.rank(passed, "hybrid") == knowledge.rank(gathered, "hybrid")
 
         index_ns = kb_aspects_namespace("chatlog")
         jo = await s.aget(index_ns, "Jo")
