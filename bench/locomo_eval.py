@@ -26,8 +26,8 @@ over the same turns). With `bm25` among them, a table of R@10 per slice follows,
 figure marked `<` where it is below BM25's of the same run: the slices a question's data names
 (`slices`, with `style` and the held-in / held-out `split`, as bench/chat_dataset.py's messy-chat
 set does), else whether it names one recorded speaker, both or none, temporal, and 4+ evidence
-turns (`list`). With `--reuse`, the registries of people (store/people.py) are rebuilt from the
-stored turns first.
+turns (`list`). With `--reuse`, the registries of people (store/people.py) and the chat's
+person/attribute indexes (store/aspects.py, the chat's and the knowledge base's) are rebuilt from the stored turns first.
 
 This is a check, never a tuning set: weights are chosen on bench/recall_eval's held-in questions.
 Latency (p50/p95 per recall, query embedding included) is printed with the load average: figures
@@ -52,6 +52,7 @@ from pathlib import Path
 import psycopg
 
 from store import knowledge, memory
+from store.knowledge import aspects as kb_aspects
 from store.knowledge import people as kb_people
 from store.knowledge.config import MAX_TOP_K
 from store.postgres import postgres_uri, store
@@ -364,8 +365,10 @@ async def run(args: argparse.Namespace) -> dict:
             for conv in conversations:
                 if "chat" in args.paths:
                     await memory.rebuild_people(pg_store, name_of(conv))
+                    await memory.rebuild_aspects(pg_store, name_of(conv))
                 if set(args.paths) & set(KB_STRATEGY):
                     await kb_people.rebuild(pg_store, name_of(conv))
+                    await kb_aspects.rebuild(pg_store, name_of(conv))
         owners = await chat_owners(pg_store, conversations) if "chat" in args.paths else {}
         questions = sum(len(c.questions) for c in conversations)
         turns = sum(len(c.turns) for c in conversations)

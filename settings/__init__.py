@@ -356,6 +356,12 @@ class SettingsValues(RunSettings):
         le=1,
         description="Hybrid knowledge-base search: weight of plain keyword search's order in a last reciprocal rank fusion with the bonus-ranked one (its hits that stand out: at least 1.5 times the tenth keyword score and two thirds of the first, holding a word the query asks about beside its names), so that the name, date and neighbour bonuses cannot push out what keyword search ranks first; 0 = off.",
     )
+    KB_LIST_INTERLEAVE: int = Field(
+        1,
+        ge=0,
+        le=10,
+        description="Hybrid knowledge-base search of chat logs, a list question naming a person (what are Jo's hobbies): after every this many hits comes one chunk of another item of the list, from the person/attribute index (store/aspects.py); 0 = off.",
+    )
     KB_HYBRID_KEYWORD_WEIGHT: float = Field(
         0.8,
         ge=0,
@@ -441,6 +447,12 @@ class SettingsValues(RunSettings):
         ge=0,
         le=5,
         description="Hybrid memory search: how many messages before and after a top hit count as its neighbours (same conversation thread).",
+    )
+    MEMORY_LIST_INTERLEAVE: int = Field(
+        1,
+        ge=0,
+        le=10,
+        description="Chat recall of a list question naming a person (what are Jo's hobbies, which cities has Tom been to): after every this many first-stage results comes one turn of another item of the list, from the person/attribute index (store/aspects.py); 0 = off.",
     )
     MEMORY_SCORING: str = Field(
         "plain",
@@ -567,40 +579,3 @@ def bounds(name: str) -> tuple[float | None, float | None]:
         low = getattr(constraint, "gt", None) if getattr(constraint, "gt", None) is not None else low
         high = getattr(constraint, "le", None) if getattr(constraint, "le", None) is not None else high
     return low, high
-
-
-def _shown_default(name: str) -> str:
-    info = Settings.model_fields[name]
-    default = info.default
-    if default is None or default == []:
-        return "unset"
-    if isinstance(default, bool):
-        return "true" if default else "false"
-    if isinstance(default, list):
-        return ",".join(default)
-    if isinstance(default, float) and default.is_integer():
-        return str(int(default))
-    return str(default)
-
-
-def markdown_reference() -> str:
-    """The reference tables of every variable, as docs/configuration.md holds them."""
-    lines: list[str] = []
-    for name in VARIABLES:
-        if name in SECTIONS:
-            lines += [
-                "",
-                f"### {SECTIONS[name]}",
-                "",
-                "| variable | default | range | meaning |",
-                "| --- | --- | --- | --- |",
-            ]
-        low, high = bounds(name)
-        span = (
-            ""
-            if low is None and high is None
-            else f"{'' if low is None else f'{low:g}'}..{'' if high is None else f'{high:g}'}"
-        )
-        text = describe(name).replace("|", "\\|")
-        lines.append(f"| `{name}` | `{_shown_default(name)}` | {span} | {text} |")
-    return "\n".join(lines).strip() + "\n"

@@ -1,5 +1,5 @@
 """`python -m settings`: print the reference tables of every environment variable (markdown)."""
 
-from settings import markdown_reference
+from settings.reference import markdown_reference
 
 print(markdown_reference(), end="")

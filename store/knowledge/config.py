@@ -13,6 +13,10 @@ CHUNK_NAMESPACE_ROOT = "kb"
 DOCUMENT_NAMESPACE_ROOT = "kb_docs"
 PEOPLE_NAMESPACE_ROOT = "kb_people"  # one item per knowledge base: its people (store/knowledge/people.py)
 PEOPLE_KEY = "people"
+ASPECTS_NAMESPACE_ROOT = (
+    "kb_aspects"  # one item per speaker of a chat log: their person/attribute index (store/aspects.py)
+)
+LIST_DEPTH = 200  # a list question's vector search for the chunks its person/attribute index names: this many deep
 STRATEGIES = ("dense", "keyword", "hybrid", "graph", "fusion")
 MAX_TOP_K = 50
 COMMON_NAME_SHARE = 0.1  # a query name this share of a KB's chunks hold is left out of its vector
@@ -55,6 +59,7 @@ class KnowledgeConfig:
     neighbour_weight: float = 0.8
     neighbour_turns: int = 2
     keyword_floor: float = 0.3
+    list_interleave: int = 1
 
 
 def knowledge_config() -> KnowledgeConfig:

@@ -27,7 +27,8 @@ from typing import Any, cast
 
 from langgraph.store.base import BaseStore
 
-from store import hybrid
+from store import aspects, hybrid
+from store.knowledge import aspects as kb_aspects
 from store.knowledge.config import MAX_TOP_K, KnowledgeConfig, knowledge_config
 from store.knowledge.graph_search import RELEVANT_DEPTH, GraphRanking, fuse_rankings, graph_ranking
 from store.knowledge.ingest import delete_document, ingest_bytes, ingest_texts
@@ -55,8 +56,10 @@ class Gathered:
     `signals` are as deep as the deepest of `strategies` needs (`depths`); `graph` is the
     graph walk when a graph strategy was asked for, except on a `conversation`: a knowledge base
     of chat logs of two or more people (store/knowledge/people.py), where graph and fusion rank as
-    hybrid (`_as_hybrid`) and no walk is made. Every strategy of `strategies` ranks them
-    (`rank`) without another store call."""
+    hybrid (`_as_hybrid`) and no walk is made; `listed`: for a list question naming people, the
+    chunks of the list's items, one of which comes after every `list_interleave` hits of the
+    hybrid ranking (`_with_listed`). Every strategy of `strategies` ranks them (`rank`) without
+    another store call."""
 
     kb: str
     policy: hybrid.Policy
@@ -66,6 +69,8 @@ class Gathered:
     signals: hybrid.Signals
     graph: GraphRanking | None = None
     conversation: bool = False
+    listed: tuple[Hit, ...] = ()  # a list question's chunks of the list's items (store/knowledge/aspects.py)
+    list_interleave: int = 0
 
     def as_data(self) -> dict[str, Any]:
         """These signals as plain data (JSON types only, each chunk's value once: what a graph may
@@ -101,6 +106,8 @@ class Gathered:
             },
             "graph": None,
             "conversation": self.conversation,
+            "listed": pairs((hit, hit.score) for hit in self.listed),
+            "list_interleave": self.list_interleave,
         }
         if self.graph is not None:
             data["graph"] = {
@@ -147,6 +154,8 @@ class Gathered:
             signals,
             walk,
             bool(data.get("conversation")),
+            tuple(hits(data.get("listed") or [])),
+            int(data.get("list_interleave") or 0),
         )
 
 
@@ -174,7 +183,26 @@ def _keyword(gathered: Gathered) -> dict:
 
 
 def _hybrid_ranking(gathered: Gathered, depth: int) -> list[hybrid.Ranked]:
-    return hybrid.rank(gathered.signals.sliced(depth), gathered.policy)
+    return _with_listed(hybrid.rank(gathered.signals.sliced(depth), gathered.policy), gathered)
+
+
+def _with_listed(ranked: list[hybrid.Ranked], gathered: Gathered) -> list[hybrid.Ranked]:
+    """`ranked` (as many) with one of `gathered.listed` after every `list_interleave` of them,
+    each chunk once, each document's best first (`hybrid.per_document`); a chunk brought in
+    scores as the hit before it."""
+    if not gathered.listed or not gathered.list_interleave:
+        return ranked
+    found = {r.item.key: r for r in ranked}
+    for hit in gathered.listed:
+        found.setdefault(hit.id, hybrid.Ranked(hit, hit.score, hit.score, {"dense": None, "keyword": None}))
+    first = [r.item.key for r in ranked]
+    order = aspects.interleaved(first, [hit.id for hit in gathered.listed], gathered.list_interleave)
+    merged: list[hybrid.Ranked] = []
+    for entry in hybrid.per_document([found[key] for key in order], lambda r: r.item.value["source"]):
+        if merged and entry.score > merged[-1].score:
+            entry = replace(entry, score=merged[-1].score)
+        merged.append(entry)
+    return merged[: len(ranked)]
 
 
 def _hybrid(gathered: Gathered) -> dict:
@@ -327,7 +355,21 @@ class KnowledgeBase:
                 cast(list[Hit], [hit for hit, _ in signals.keyword[:RELEVANT_DEPTH]]),
                 graph_depth,
             )
-        return Gathered(self.name, self.policy, query, top_k, wanted, signals, walk, conversation)
+        listed: list[Hit] = []
+        if self.config.list_interleave and (wanted & FUSED_STRATEGIES or conversation) and signals.people:
+            listed = await kb_aspects.listed(self.store, self.name, query, signals.people)
+        return Gathered(
+            self.name,
+            self.policy,
+            query,
+            top_k,
+            wanted,
+            signals,
+            walk,
+            conversation,
+            tuple(listed),
+            self.config.list_interleave,
+        )
 
     async def search(
         self, query: str, *, strategy: str = "hybrid", top_k: int = 5, now: datetime | None = None

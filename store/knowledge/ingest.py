@@ -18,6 +18,7 @@ from langgraph.store.base import BaseStore, GetOp, Item, PutOp
 from store.backend import backend_for
 from store.clean import strip_nul
 from store.dates import parse_date, stamp
+from store.knowledge import aspects as kb_aspects
 from store.knowledge import graph
 from store.knowledge import people as kb_people
 from store.knowledge.config import (
@@ -169,6 +170,7 @@ async def _write_documents(
     so the store embeds many chunks per call."""
     plan = await _plan_documents(store, kb, documents)
     await _write_plan(store, kb, documents, plan, extractor, progress, build_graph)
+    await kb_aspects.learn_chunks(store, kb, ((op.key, str((op.value or {}).get("content") or "")) for op in plan.puts))
     return plan.results
 
 

@@ -11,6 +11,7 @@ from langgraph.store.base import BaseStore
 
 from store.backend import backend_for
 from store.knowledge.config import (
+    ASPECTS_NAMESPACE_ROOT,
     CHUNK_NAMESPACE_ROOT,
     DOCUMENT_NAMESPACE_ROOT,
     KB_NAME,
@@ -177,6 +178,9 @@ async def delete_kb(store: BaseStore, name: str) -> dict:
     await backend.graph.drop(name)
     documents = await backend.delete_under(document_namespace(name))
     await store.adelete(people_namespace(name), PEOPLE_KEY)
+    await backend.delete_under(
+        (ASPECTS_NAMESPACE_ROOT, name)
+    )  # the person/attribute indexes (store/knowledge/aspects.py)
     await store.adelete(REGISTRY_NAMESPACE, name)
     return {"name": name, "documents": documents, "chunks": chunks}
 

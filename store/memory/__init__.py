@@ -94,6 +94,7 @@ from store.memory.validate import namespace, user_prefix
 from store.memory.write import (
     delete_memory,
     forget_user,
+    rebuild_aspects,
     rebuild_people,
     record_chat_message,
     save_memory,
@@ -137,6 +138,7 @@ __all__ = [
     "namespace",
     "open",
     "rank_weighted",
+    "rebuild_aspects",
     "rebuild_people",
     "recall",
     "recency_factor",

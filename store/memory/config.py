@@ -16,6 +16,8 @@ ASSISTANT_SPEAKER = "assistant"  # who the assistant's chat messages are recorde
 SOURCES = ("tool", "extraction", "chat")
 SCORINGS = ("weighted", "plain")
 PROFILE_KEY = "profile"
+ASPECTS_KIND = "aspects"  # the namespace of each speaker's person/attribute index (store/aspects.py), key = speaker
+LIST_DEPTH = 200  # a list question's vector search among the named person's messages: this many deep
 PEOPLE_KEY = "people"  # the item of the profile namespace holding the registry of people (store/people.py)
 PASSAGES_FIELD = "passages"  # a long chat message's sentences, each embedded beside its text (store/sentences.py)
 SEARCHES = ("hybrid", "dense")
@@ -60,6 +62,7 @@ class MemoryConfig:
     speaker_weight: float = 0.5
     neighbour_weight: float = 0.55
     neighbour_turns: int = 2
+    list_interleave: int = 1
     scoring: str = "plain"
 
 

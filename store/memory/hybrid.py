@@ -10,12 +10,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from langgraph.store.base import BaseStore
+from langgraph.store.base import BaseStore, GetOp, Item
 
+from store import aspects
 from store.backend import Backend, backend_for
 from store.dates import expired
 from store.hybrid import Candidate, Policy, Scored
-from store.memory.config import PEOPLE_KEY, MemoryConfig
+from store.memory.config import LIST_DEPTH, PEOPLE_KEY, MemoryConfig
+from store.memory.write import aspects_namespace
+from store.names import without_names
 from store.people import candidates, people, resolve
 
 HYBRID_MIN_POOL = 50  # candidates per signal, at least: fusion needs depth to re-order
@@ -88,6 +91,43 @@ class MemoryCorpus:
         """BM25 (item, score) of the live memories for `query`."""
         found = await self.backend.memory_keyword(self.ns, query, limit, self.wanted, self.now)
         return [(item, score) for item, score in found if self._live(item.value)]
+
+    async def list_turns(self, query: str) -> list[Scored]:
+        """For a list question naming people (`store.aspects.asked`: "What activities does Jo
+        partake in?"), the turns of theirs its items come from, one per item first
+        (`store.aspects.spread`): the ids their person/attribute indexes hold for the aspects
+        asked, ranked by the vector similarity of the turn to the query (the people's names left
+        out, among each person's LIST_DEPTH closest messages) plus REPORTED_WEIGHT for a turn
+        telling what its writer did. [] for any other question, and in a space of no speakers."""
+        kinds = aspects.asked(query)
+        if not kinds or self.ns[-1] != "chat":
+            return []
+        persons = await self.names(query)
+        if not persons:
+            return []
+        found = await self.store.abatch([GetOp(aspects_namespace(self.ns), person, False) for person in persons])
+        indexes = [item.value.get("aspects") or {} for item in found if isinstance(item, Item)]
+        items = aspects.items_for(indexes, kinds)
+        if not items:
+            return []
+        vector_query = without_names(query, set().union(*persons.values()))
+        hits: dict[str, Candidate] = {}
+        score: dict[str, float] = {}
+        for person in persons:
+            wanted = {**self.wanted, "speaker": person}
+            for hit in await self.backend.vector_search(
+                self.ns, vector_query, PASSAGE_DEPTH * LIST_DEPTH, wanted, "created_at"
+            ):
+                if hit.key not in hits and self._live(hit.value):
+                    hits[hit.key] = hit
+                    score[hit.key] = hit.score or 0.0
+        ranked = sorted(score, key=lambda key: -score[key])
+        boosted = {
+            key: value + aspects.REPORTED_WEIGHT * aspects.reported(str(hits[key].value.get("text") or ""))
+            for key, value in score.items()
+        }
+        picked = aspects.spread(ranked, items, lambda key: boosted.get(key, float("-inf")))
+        return [(hits[key], score[key]) for key in picked if key in hits]
 
     async def neighbours(self, keys: Sequence[str], window: int) -> dict[str, list[Candidate]]:
         """The live neighbours (same filter) in the thread of each of `keys`."""

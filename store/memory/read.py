@@ -8,7 +8,7 @@ from typing import cast
 
 from langgraph.store.base import BaseStore, GetOp, Item, SearchItem, SearchOp
 
-from store import hybrid
+from store import aspects, hybrid
 from store.backend import Listing, backend_for, haystack
 from store.dates import expired, names_time
 from store.index import require_index
@@ -97,6 +97,8 @@ async def recall(
         fused = await hybrid.search(corpus, memory_policy(config), query, pool, now)
         hits = [_scored(cast(Item, r.item), r.score) for r in fused]
         similarity = {r.item.key: r.similarity for r in fused}
+        if kind == "chat" and config.list_interleave:
+            hits = await _with_list_turns(corpus, query, hits, similarity, config.list_interleave)
     else:
         require_index(store)
         hits = await store.asearch(ns, query=query, filter=wanted or None, limit=pool, refresh_ttl=False)
@@ -150,6 +152,28 @@ def _turn(key: str, value: dict) -> dict:
     if len(text) > RECALLED_TURN_CHARS or value.get("truncated"):
         turn["truncated"] = True
     return turn
+
+
+async def _with_list_turns(
+    corpus: MemoryCorpus, query: str, hits: list[SearchItem], similarity: dict, every: int
+) -> list[SearchItem]:
+    """`hits` (as many) with, for a list question naming people, the turns of the other items of
+    the list (`MemoryCorpus.list_turns`) after every `every` of them; a turn brought in scores
+    as the hit before it (the order stays by score). Adds their similarities to `similarity`."""
+    listed = await corpus.list_turns(query)
+    if not listed:
+        return hits
+    found = {hit.key: hit for hit in hits}
+    for item, score in listed:
+        similarity.setdefault(item.key, score)
+        found.setdefault(item.key, _scored(cast(Item, item), score))
+    merged: list[SearchItem] = []
+    for key in aspects.interleaved([hit.key for hit in hits], [item.key for item, _ in listed], every)[: len(hits)]:
+        hit = found[key]
+        if merged and (hit.score or 0.0) > (merged[-1].score or 0.0):
+            hit = _scored(hit, merged[-1].score or 0.0)
+        merged.append(hit)
+    return merged
 
 
 def _scored(item: Item, score: float) -> SearchItem:

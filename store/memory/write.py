@@ -10,11 +10,13 @@ from typing import Any, Literal
 
 from langgraph.store.base import BaseStore, GetOp, PutOp
 
+from store import aspects
 from store.backend import backend_for
 from store.clean import strip_nul
 from store.dates import expired, parse_stamp, stamp
 from store.memory import times
 from store.memory.config import (
+    ASPECTS_KIND,
     KINDS,
     MAX_PROFILE_FIELDS,
     MEMORY_KINDS,
@@ -279,7 +281,57 @@ async def record_chat_message(
     await store.abatch([put_op(store, ns, key, value, True, config)])
     await backend_for(store).index_memory(ns, key, str(value["text"]), speaker)
     await _learn_people(store, ns, speaker, str(value["text"]))
+    await _learn_aspects(store, ns, speaker, key, str(value["text"]))
     return {"id": key, **shown(value)}
+
+
+def aspects_namespace(chat_ns: tuple) -> tuple:
+    """The namespace of the person/attribute indexes (store/aspects.py) of a chat namespace's
+    memory space: one item per speaker, keyed by their recorded name."""
+    return (*chat_ns[:-1], ASPECTS_KIND)
+
+
+def aspects_value(speaker: str, index: dict) -> dict:
+    """The stored item of `speaker`'s person/attribute index."""
+    return {"kind": ASPECTS_KIND, "speaker": speaker, "aspects": index}
+
+
+async def _learn_aspects(store: BaseStore, ns: tuple, speaker: str | None, key: str, text: str) -> None:
+    """Fold a chat message into its speaker's person/attribute index (store/aspects.py): only a
+    message of a speaker that speaks of a known aspect costs a read and a write."""
+    if not speaker or not aspects.turn_aspects(text):
+        return
+    index_ns = aspects_namespace(ns)
+    current = await store.aget(index_ns, speaker, refresh_ttl=False)
+    index = dict((current.value.get("aspects") if current else None) or {})
+    if aspects.add_turn(index, key, text):
+        await store.aput(index_ns, speaker, aspects_value(speaker, index), index=False)
+
+
+async def _chat_items(store: BaseStore, user_id: str) -> list:
+    """Every message of the user's chat history, in the order they were written."""
+    ns = namespace(user_id, "chat")
+    items, offset = [], 0
+    while page := await store.asearch(ns, limit=500, offset=offset, refresh_ttl=False):
+        items += page
+        offset += len(page)
+    items.sort(key=lambda item: str(item.value.get("created_at") or ""))
+    return items
+
+
+async def rebuild_aspects(store: BaseStore, user_id: str) -> dict[str, dict]:
+    """Each speaker's person/attribute index of the user's chat history, built anew from every
+    message in the order they were written (for histories recorded before the index existed);
+    returns them (speaker -> index)."""
+    items = await _chat_items(store, user_id)
+    indexes = aspects.build((item.value.get("speaker"), item.key, str(item.value.get("text") or "")) for item in items)
+    index_ns = aspects_namespace(namespace(user_id, "chat"))
+    for old in await store.asearch(index_ns, limit=1000, refresh_ttl=False):
+        if old.key not in indexes:
+            await store.adelete(index_ns, old.key)
+    for speaker, index in indexes.items():
+        await store.aput(index_ns, speaker, aspects_value(speaker, index), index=False)
+    return indexes
 
 
 async def _learn_people(store: BaseStore, ns: tuple, speaker: str | None, text: str) -> None:
@@ -297,12 +349,7 @@ async def _learn_people(store: BaseStore, ns: tuple, speaker: str | None, text: 
 async def rebuild_people(store: BaseStore, user_id: str) -> dict:
     """The registry of people of the user's chat history, built anew from every message in the
     order they were written (for histories recorded before the registry existed); returns it."""
-    ns = namespace(user_id, "chat")
-    items, offset = [], 0
-    while page := await store.asearch(ns, limit=500, offset=offset, refresh_ttl=False):
-        items += page
-        offset += len(page)
-    items.sort(key=lambda item: str(item.value.get("created_at") or ""))
+    items = await _chat_items(store, user_id)
     speakers = {str(item.value["speaker"]) for item in items if item.value.get("speaker")}
     registry: dict = {"kind": "people"}
     for item in items:

@@ -14,7 +14,8 @@ from pydantic import TypeAdapter
 
 from graphs.router.context import RouterContext
 from graphs.runtime.context import default_model_timeout
-from settings import Settings, SettingsError, check_settings, markdown_reference, settings
+from settings import Settings, SettingsError, check_settings, settings
+from settings.reference import markdown_reference
 
 ROOT = Path(__file__).resolve().parents[2]
 LAYERS = {"settings": set(), "store": {"settings"}, "tools": {"settings", "store"}}
