@@ -201,11 +201,12 @@ async def classify(
     kbs = sorted(kbs, key=lambda kb: order.get(kb["name"], len(order)))
     names = [kb["name"] for kb in kbs]
     near = similar[0] if similar and similar[0].similarity >= context.kb_similarity - SIMILARITY_MARGIN else None
-    prompt = with_preamble(
-        CLASSIFY_PROMPT.format(
-            routes="\n".join(f"- {r}: {ROUTE_DESCRIPTIONS.get(r, 'a sub-agent')}" for r in routes),
-            kbs="\n".join(f"- {kb['name']}: {kb.get('description') or '(no description)'}" for kb in kbs) or "(none)",
-        )
+    # Not with the shared preamble: its list of a turn's steps ("routing ..., planning, calling
+    # tools ...") swayed a small model's route (real model: router-joke to react, router-report
+    # to plan_execute; both right without it). The calls after the route share it.
+    prompt = CLASSIFY_PROMPT.format(
+        routes="\n".join(f"- {r}: {ROUTE_DESCRIPTIONS.get(r, 'a sub-agent')}" for r in routes),
+        kbs="\n".join(f"- {kb['name']}: {kb.get('description') or '(no description)'}" for kb in kbs) or "(none)",
     )
     model = load_chat_model(context.model, temperature=0, timeout=context.model_timeout)
 

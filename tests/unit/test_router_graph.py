@@ -988,9 +988,9 @@ PLAN_6X7 = {
     ("route", "after_choice"),
     [("react", ["Otters eat fish."]), ("general", ["Otters eat fish."]), ("plan_execute", [PLAN_6X7, "42."])],
 )
-async def test_every_call_of_a_router_turn_starts_with_the_shared_preamble(model_slot, demo_store, route, after_choice):
-    """The model server's prefix cache reuses the classification's first block for the graph
-    that answers: every call's system message starts with the same text."""
+async def test_every_call_after_the_route_starts_with_the_shared_preamble(model_slot, demo_store, route, after_choice):
+    """The model server's prefix cache reuses one first block for the graphs that answer: every
+    call after the classification starts with the same text; the classification has its own."""
     choice = {"route": route, "confidence": 0.8, "reason": "scripted"}
     _, events, _, model, _ = await run(
         model_slot,
@@ -1001,7 +1001,8 @@ async def test_every_call_of_a_router_turn_starts_with_the_shared_preamble(model
     )
     assert decision(events)["route"] == route and len(model.calls) == 1 + len(after_choice)
     systems = [call.messages[0] for call in model.calls]
-    assert all(isinstance(m, SystemMessage) and m.text.startswith(SHARED_PREAMBLE + "\n\n") for m in systems)
+    assert all(isinstance(m, SystemMessage) and m.text.startswith(SHARED_PREAMBLE + "\n\n") for m in systems[1:])
+    assert isinstance(systems[0], SystemMessage) and not systems[0].text.startswith(SHARED_PREAMBLE)
     classify_text, answer_text = systems[0].text, systems[1].text
     assert "You route a user's message" in classify_text and "You route" not in answer_text  # the step's own part
     assert model.calls[0].tool_names == ["RouteChoice"] and model.calls[1].tool_names != ["RouteChoice"]
