@@ -14,7 +14,7 @@ from store import aspects
 from store.backend import backend_for
 from store.knowledge.config import ASPECTS_NAMESPACE_ROOT, LIST_DEPTH
 from store.knowledge.registry import chunk_namespace
-from store.knowledge.search import Hit, _dense_hits
+from store.knowledge.search import Hit, dense_hits
 from store.names import without_names
 
 
@@ -72,7 +72,7 @@ async def listed(store: BaseStore, kb: str, query: str, people: Mapping[str, fro
         return []
     hits = {
         hit.id: hit
-        for hit in await _dense_hits(store, kb, without_names(query, set().union(*people.values())), LIST_DEPTH)
+        for hit in await dense_hits(store, kb, without_names(query, set().union(*people.values())), LIST_DEPTH)
     }
     boosted = {
         key: hit.score + aspects.REPORTED_WEIGHT * aspects.reported(str(hit.value.get("content") or ""))

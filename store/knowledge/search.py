@@ -55,7 +55,7 @@ def _check_query(query: str, top_k: int, strategy: str) -> str:
     return query.strip()
 
 
-async def _dense_hits(
+async def dense_hits(
     store: BaseStore, kb: str, query: str, limit: int, span: tuple[datetime, datetime] | None = None
 ) -> list[Hit]:
     """Vector hits, best first; with `span` only chunks of documents dated in [start, end)."""
@@ -218,7 +218,7 @@ class KnowledgeBaseCorpus:
     async def dense(self, query: str, limit: int, span: tuple[datetime, datetime] | None = None) -> list[Scored]:
         if not self.by_meaning:
             return []
-        return [(hit, hit.score) for hit in await _dense_hits(self.store, self.kb, query, limit, span)]
+        return [(hit, hit.score) for hit in await dense_hits(self.store, self.kb, query, limit, span)]
 
     async def keyword(self, query: str, limit: int) -> list[Scored]:
         return [(hit, hit.score) for hit in await _keyword_hits(self.store, self.kb, self.entry, query, limit)]
