@@ -277,5 +277,6 @@ async def deep_research_target(inputs: dict, env: TargetEnv) -> dict:
         "cited_urls": sorted({u.rstrip(".,;:!?*_'\"") for u in _URL.findall(report)}),
         "removed_urls": check.get("invented_urls", []),
         "removed_numbers": check.get("invalid_numbers", []),
+        "attributed_citations": check.get("attributed", 0),  # sentences cited from the notes, not by the model
         "sub_questions": state.get("plan", []),
     }

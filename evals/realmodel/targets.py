@@ -201,6 +201,7 @@ async def research_task(inputs: dict, env: TargetEnv) -> dict:
         "retrieved_urls": sorted({s["url"] for s in state.get("sources", [])}),
         "cited_urls": sorted({u.rstrip(".,;:!?*_'\"") for u in _URL.findall(report)}),
         "removed_urls": check.get("invented_urls", []),
+        "attributed_citations": check.get("attributed", 0),  # sentences cited from the notes, not by the model
         "sub_questions": state.get("plan", []),
         "elapsed_s": elapsed,
         "failure_message": (error or (answer if not report.strip() else "")) if down else "",

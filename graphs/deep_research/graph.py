@@ -404,7 +404,8 @@ def _failure(state: State) -> dict:
 
 
 async def write_report(state: State, runtime: Runtime[ResearchContext], config: RunnableConfig) -> dict:
-    """Write the markdown report (streamed), then keep only citations of retrieved sources."""
+    """Write the markdown report (streamed), then keep only citations of retrieved sources, citing
+    from the notes what the report states without a citation (`validate_report`)."""
     context = runtime.context
     if not state.get("sources"):
         return _failure(state)
@@ -428,13 +429,14 @@ async def write_report(state: State, runtime: Runtime[ResearchContext], config: 
         stage="report",
         step=state.get("round", 1) + 1,
     )
-    check = validate_report(response.text, catalog)
+    check = validate_report(response.text, catalog, notes=texts)
     emit(
         "citations_checked",
         cited=len(check.cited),
         removed=check.removed,
         invented_urls=check.invented_urls,
         invalid_numbers=check.removed_numbers,
+        attributed=check.attributed,
     )
     # The report keeps its model call's metadata (model, time, token usage); it was written from the web.
     report = AIMessage(

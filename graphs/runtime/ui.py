@@ -98,7 +98,10 @@ UI_MESSAGES: dict[str, tuple[str, Callable[[dict], tuple[str, Props] | None]]] =
     ),
     "citations_checked": (
         "citations",
-        lambda e: ("citations", _pick(e, "cited", "removed", "invented_urls", "invalid_numbers", "sources")),
+        lambda e: (
+            "citations",
+            _pick(e, "cited", "removed", "invented_urls", "invalid_numbers", "attributed", "sources"),
+        ),
     ),
 }
 

@@ -299,6 +299,42 @@ async def test_researchers_run_in_parallel_and_the_report_cites_only_retrieved_s
     assert len(models["compress"].calls) == 3 and len(models["research"].calls) == 1
 
 
+def compress_facts(messages) -> str:
+    """Notes stating each source's fact (the corpus text), cited by its exact URL."""
+    prompt = messages[-1].content
+    texts = {path: text for pages in CORPUS.values() for path, _, text in pages}
+    urls = re.findall(r"^URL: (\S+)", prompt, flags=re.M)
+    return "\n".join(f"- {next(t for p, t in texts.items() if url.endswith(p))} [{url}]" for url in urls)
+
+
+UNCITED_REPORT = (
+    "# Water devices\n\nSolar stills give about 4 litres of drinking water a day.\n\n"
+    "- Wind pumps have lifted ground water on farms since the 1850s\n"
+    "- A mid-size wind pump lifts roughly 5,000 litres of water each day.\n\n"
+    "## Conclusion\nThese devices deserve more attention from planners.\n"
+)
+
+
+async def test_a_report_without_citation_markers_is_cited_from_the_notes(engine, models):
+    """A small model's report drops every [n]: each stated finding gets its note's source, the
+    opinion none, and the Sources section lists what is now cited."""
+    set_models(models, [planned("still", "pump")], [compress_facts] * 2, [UNCITED_REPORT])
+    snapshot, events, _, _ = await run(context())
+    report = snapshot.values["report"]
+
+    [check] = kinds(events, "citations_checked")
+    assert check["attributed"] == 3 and check["cited"] == 3 and check["removed"] == 0
+    body, sources = report.split("## Sources")
+    numbered = dict(re.findall(r"^\[(\d+)\] .*?: (\S+)$", sources, flags=re.M))
+    cites = {line.split(" [")[0]: numbered[n] for line in body.splitlines() for n in re.findall(r"\[(\d+)\]", line)}
+    assert cites == {
+        "Solar stills give about 4 litres of drinking water a day": engine.url("/doc/still-water"),
+        "- Wind pumps have lifted ground water on farms since the 1850s": engine.url("/doc/pump-history"),
+        "- A mid-size wind pump lifts roughly 5,000 litres of water each day": engine.url("/doc/pump-output"),
+    }
+    assert "These devices deserve more attention from planners.\n" in body
+
+
 async def test_waves_rounds_and_cuts_respect_the_limits(engine, models):
     set_models(
         models,
@@ -742,6 +778,62 @@ def test_notes_urls_become_numbers_and_unknown_ones_are_marked():
     catalog = number_sources([{"url": "https://a.example/x", "title": "X"}])
     text = cite_notes("- fact [https://a.example/x]\n- other [https://evil.example/y].", catalog)
     assert text == "- fact [1]\n- other [source not retrieved]."
+
+
+ATTRIBUTION_CATALOG = number_sources(
+    [{"url": "https://a.example/still", "title": "Stills"}, {"url": "https://a.example/pump", "title": "Pumps"}]
+)
+ATTRIBUTION_NOTES = [
+    cite_notes(
+        "### Water\n- A solar still yields about four litres of drinking water a day [https://a.example/still].\n"
+        "- Wind pumps have lifted ground water on farms since the 1850s. A mid-size wind pump lifts about"
+        " 5000 litres of water a day [https://a.example/pump].",
+        ATTRIBUTION_CATALOG,
+    )
+]
+
+
+def attributed(report: str):
+    return validate_report(report, ATTRIBUTION_CATALOG, notes=ATTRIBUTION_NOTES)
+
+
+def test_uncited_sentences_that_paraphrase_a_cited_note_get_its_number():
+    check = attributed(
+        "# Water\n\nSolar stills produce roughly 4 litres of drinking water each day. A mid-size wind"
+        " pump can lift 5,000 litres of water daily.\n- Wind pumps lifted ground water on farms since the"
+        " 1850s\n\n| Device | Output |\n|---|---|\n| Solar still | 4 litres of drinking water a day |\n"
+    )
+    assert check.attributed == 4 and check.cited == [1, 2] and check.removed == 0
+    assert "each day [1]. A mid-size wind pump can lift 5,000 litres of water daily [2].\n" in check.report
+    assert "- Wind pumps lifted ground water on farms since the 1850s [2]\n" in check.report
+    assert "| Solar still | 4 litres of drinking water a day [1] |" in check.report
+    assert "| Device | Output |\n" in check.report and check.report.startswith("# Water\n")
+    assert check.report.rstrip().endswith("[1] Stills: https://a.example/still\n[2] Pumps: https://a.example/pump")
+
+
+def test_unsupported_sentences_and_number_mismatches_get_no_citation():
+    unsupported = (
+        "## Conclusion\nWind pumps are the best choice for farms. The research could not establish how"
+        " much water a wind pump lifts in winter. A solar still yields 40 litres of drinking water a day."
+    )
+    check = attributed(unsupported)
+    assert check.attributed == 0 and check.cited == [] and "[" not in check.report
+    assert "Sources" not in check.report
+    # Numbers must match exactly: the note's four litres (a day) support 4, not 40; opinions
+    # sharing the topic's words (3 of 5: under two thirds) and negations the note lacks stay uncited.
+    assert attributed("A solar still yields 4 litres of drinking water a day.").report.startswith(
+        "A solar still yields 4 litres of drinking water a day [1]."
+    )
+
+
+def test_sentences_that_cite_are_left_as_they_are():
+    check = attributed(
+        "Solar stills give 4 litres of drinking water a day [2]. Wind pumps lifted water on farms since the 1850s [2]."
+    )
+    assert check.attributed == 0 and check.cited == [2]
+    assert check.report.startswith("Solar stills give 4 litres of drinking water a day [2]. Wind pumps")
+    # No notes given: nothing is attributed (validate_report as before).
+    assert validate_report("A solar still yields 4 litres of drinking water a day.", ATTRIBUTION_CATALOG).cited == []
 
 
 def test_fit_texts_cuts_the_longest_first():

@@ -121,7 +121,7 @@ def test_deep_research_without_citation_check_fails_ci(tmp_path, monkeypatch):
     import graphs.deep_research.graph as research
     from graphs.deep_research.citations import CitationCheck
 
-    monkeypatch.setattr(research, "validate_report", lambda report, catalog: CitationCheck(report=report))
+    monkeypatch.setattr(research, "validate_report", lambda report, catalog, notes: CitationCheck(report=report))
     assert run.main(["deep_research", "--out", str(tmp_path)]) == 1
     result = json.loads((tmp_path / "deep_research.offline.json").read_text())
     assert {f.split()[1] for f in result["failures"]} == {"citation_validity", "fabricated_removed"}
