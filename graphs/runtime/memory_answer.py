@@ -21,6 +21,13 @@ without the memory lookups (the recall already searched the memories with this q
 finds the same ones, and a small model then answers with one of them, "Which city does my
 brother live in?" with "The user lives in Lisbon") and the note says it does not answer
 (`NOT_ANSWERED_NOTE`): the model answers another way or says it does not know.
+
+A check that contradicts itself is asked again, then left out: "answered" false beside an
+answer taken from a valid note ("answered": false, "answer": "You work as a marine biologist.",
+"note": 1, seen from a real small model) is neither a yes nor a no. Taken as a no, it would
+withhold the memory lookups from a question the note answers; so the model is asked once more
+with the contradiction named, and when it contradicts itself again the turn goes on as with no
+check: the note in the prompt, the tools offered.
 """
 
 from __future__ import annotations
@@ -43,6 +50,11 @@ _QUESTION = re.compile(
     r"|am|is|are|was|were|can|could|have|has|tell me|remind me)\b",
     re.IGNORECASE,
 )
+_NO_ANSWER = re.compile(
+    r"\b(?:not?|none|nothing|never|unknown|cannot|can't|don't|doesn't|didn't|isn't|aren't|unclear|unsure)\b|n't\b",
+    re.IGNORECASE,
+)
+"""Words of an answer that says the notes do not answer ("The notes do not say where your sister lives")."""
 CITATION = '\n\n(From my notes of our earlier conversations: "{note}")'
 NOT_ANSWERED_NOTE = """
 (These notes were checked: none of them says what I ask now, so do not answer with them. If you
@@ -78,12 +90,25 @@ def is_question(text: str) -> bool:
     return bool(_QUESTION.search(text.strip()))
 
 
+def gives_answer(value: NoteAnswer, count: int) -> bool:
+    """Whether `value` holds an answer taken from one of `count` notes: a valid note number and an
+    answer that does not say the notes are silent."""
+    answer = value.answer.strip()
+    return bool(answer) and 1 <= value.note <= count and not _NO_ANSWER.search(answer)
+
+
 def _checked(notes: Sequence[str]) -> Callable[[NoteAnswer], NoteAnswer]:
     def check(value: NoteAnswer) -> NoteAnswer:
         if value.answered and not value.answer.strip():
             raise ValueError("answered is true but the answer is empty")
         if value.answered and not 1 <= value.note <= len(notes):
             raise ValueError(f"note must be the number of a note, 1 to {len(notes)}")
+        if not value.answered and gives_answer(value, len(notes)):
+            raise ValueError(
+                f"answered is false, but the answer {value.answer.strip()!r} comes from note {value.note}: "
+                f"set answered to true if note {value.note} states what the question asks, "
+                "else leave the answer empty and set note to 0"
+            )
         return value
 
     return check

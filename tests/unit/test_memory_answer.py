@@ -119,6 +119,47 @@ async def test_an_invalid_check_leaves_the_turn_as_it_was(model_slot, store):
     assert state["messages"][-1].content == "You live in Lisbon."
 
 
+async def test_a_check_that_contradicts_itself_is_asked_again(model_slot, store):
+    """Seen from a real small model: "answered" false beside an answer from a valid note. It is
+    asked again with the contradiction named; its second answer decides."""
+    contradiction = note_answer(False, "You live in Lisbon.", note=1)
+    state, checks, model = await run(
+        model_slot, store, [contradiction, note_answer(True, "You live in Lisbon.")], "Which city do I live in?"
+    )
+    assert [(c["answered"], c["memory"]) for c in checks] == [(True, "The user lives in Lisbon")]
+    assert len(model.calls) == 2 and model.calls[1].tool_names == ["NoteAnswer"]
+    assert (
+        "answered is false, but the answer 'You live in Lisbon.' comes from note 1" in model.calls[1].messages[-1].text
+    )
+    assert state["messages"][-1].response_metadata["memories_used"] == ["The user lives in Lisbon"]
+
+
+async def test_a_check_that_contradicts_itself_twice_leaves_the_turn_as_it_was(model_slot, store):
+    """Not taken as a "no": the memory lookups stay offered and the note says nothing against it."""
+    contradiction = note_answer(False, "You live in Lisbon.", note=1)
+    state, checks, model = await run(
+        model_slot,
+        store,
+        [contradiction, contradiction, "You live in Lisbon."],
+        "Which city do I live in?",
+        tools=["calculator", "get_user_profile"],
+    )
+    assert not checks and len(model.calls) == 3
+    assert sorted(model.calls[2].tool_names) == ["calculator", "get_user_profile"]
+    assert not model.calls[2].messages[-1].text.endswith(NOT_ANSWERED_NOTE)
+    assert state["messages"][-1].content == "You live in Lisbon."
+
+
+def test_an_answer_saying_the_notes_are_silent_is_a_no():
+    from graphs.runtime.memory_answer import NoteAnswer, gives_answer
+
+    for answer in ("", "The notes do not say where your sister lives.", "I don't know.", "Unknown", "None of them."):
+        assert not gives_answer(NoteAnswer(answered=False, answer=answer, note=1), 2), answer
+    assert not gives_answer(NoteAnswer(answered=False, answer="You live in Lisbon.", note=0), 2)
+    assert not gives_answer(NoteAnswer(answered=False, answer="You live in Lisbon.", note=3), 2)
+    assert gives_answer(NoteAnswer(answered=False, answer="You work as a marine biologist.", note=1), 2)
+
+
 async def test_no_check_below_the_similarity_or_when_turned_off_or_a_tool_is_forced(model_slot, store):
     for question, context in (
         ("What is the weather like in Paris?", {}),  # nothing close: no note, no check
