@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Awaitable
 from datetime import UTC, datetime
 from typing import Any
@@ -198,12 +199,19 @@ def ask_user(state: State) -> dict:
     return {"messages": [AIMessage(question), HumanMessage(answer)], "clarification": ""}
 
 
+_URL_QUERY = re.compile(r"^\s*(?:https?|kb)://", re.IGNORECASE)
+"""A source's address given as a search query (a small model copies them from the notes): not searched."""
+
+
 def _sub_questions(planned: list[PlannedQuestion]) -> list[SubQuestion]:
+    """The planned sub-questions, each once, with at most 3 queries (none that is an address: the
+    sub-question itself is searched when none is left)."""
     found: list[SubQuestion] = []
     for item in planned:
         question = item.question.strip()
         if question and question not in (q["question"] for q in found):
-            found.append({"question": question, "queries": [q.strip() for q in item.queries if q.strip()][:3]})
+            queries = [q.strip() for q in item.queries if q.strip() and not _URL_QUERY.search(q)]
+            found.append({"question": question, "queries": queries[:3]})
     return found
 
 

@@ -35,6 +35,8 @@ from tools.web_read import web_read
 from tools.web_search import SEARCH_PROVIDERS, provider_unreachable, search_config, web_search
 
 SNIPPET_ONLY = "(search result only; page not read)"
+NOTES_TOKENS = (256, 1024)
+"""Bounds of a researcher's notes, in tokens (`notes_max_tokens`)."""
 REACHABILITY_TIMEOUT_S = 10.0  # at most this long (and tool_timeout) to connect to a search provider
 
 
@@ -229,6 +231,17 @@ def _finish(state: ResearcherState, status: str, error: str | None) -> dict:
     }
 
 
+def notes_max_tokens(texts: list[str], ceiling: int | None = None) -> int:
+    """The most tokens a researcher's notes on `texts` may take: half the sources' tokens, within
+    NOTES_TOKENS, and within the run's `max_tokens` when it sets one. Notes compress what was
+    read; unbounded, a small model on a CPU wrote 1,648 tokens of notes on two short pages (nine
+    minutes at 3 tokens/s). A finding the limit cuts off loses only itself: each one ends with
+    its source."""
+    low, high = NOTES_TOKENS
+    bound = min(high, max(low, sum(map(approx_tokens, texts)) // 2))
+    return min(bound, ceiling) if ceiling else bound
+
+
 async def compress(state: ResearcherState, runtime: Runtime[ResearchContext], config: RunnableConfig) -> dict:
     """Compress what was retrieved into notes citing a source URL for every claim."""
     context = runtime.context
@@ -239,10 +252,13 @@ async def compress(state: ResearcherState, runtime: Runtime[ResearchContext], co
     texts = [f"URL: {s['url']}\nTitle: {s['title']}\n{s['content']}" for s in sources]
     template = COMPRESS_PROMPT.format(question=state["question"], brief=state.get("brief", ""), sources="")
     budget = int(context.context_window_tokens * 0.75) - approx_tokens(template)
-    model = load_chat_model(
-        context.model_for("compression"), temperature=context.temperature, timeout=context.model_timeout
-    ).with_config(tags=NOSTREAM_TAGS, run_name="compress_research")
     fitted = fit_to_budget(texts, budget, stage="compress")
+    model = load_chat_model(
+        context.model_for("compression"),
+        temperature=context.temperature,
+        timeout=context.model_timeout,
+        max_tokens=notes_max_tokens(fitted, context.max_tokens),
+    ).with_config(tags=NOSTREAM_TAGS, run_name="compress_research")
     try:
         response = await invoke_fitted(
             model,

@@ -19,7 +19,13 @@ from graphs.deep_research.budget import fit_texts, is_context_length_error
 from graphs.deep_research.citations import cite_notes, number_sources, validate_report
 from graphs.deep_research.context import ResearchContext, research_context_fields
 from graphs.deep_research.graph import builder
-from graphs.deep_research.researcher import search_providers, search_unreachable, search_with_fallback
+from graphs.deep_research.researcher import (
+    NOTES_TOKENS,
+    notes_max_tokens,
+    search_providers,
+    search_unreachable,
+    search_with_fallback,
+)
 from graphs.runtime.models import ModelCallError, register_model_provider
 from graphs.runtime.ui import is_progress
 from store import knowledge
@@ -361,6 +367,55 @@ async def test_waves_rounds_and_cuts_respect_the_limits(engine, models):
     assert len(kinds(events, "researcher_started")) == 6 and len(state["research_log"]) == 6
     assert len(models["research"].calls) == 2  # plan + one reflection: the last round does not reflect
     assert state["plan"][-2:] == ["What about the still?", "What about the dryer?"]
+
+
+async def test_addresses_given_as_search_queries_are_not_searched(engine, models):
+    """A small model copies source addresses from the notes into its queries: those are dropped,
+    and a sub-question left with none is searched by itself."""
+    plan = planned("kettle")
+    plan["tool_calls"][0]["args"]["sub_questions"][0]["queries"] = ["http://127.0.0.1:1/doc/kettle", "kettle facts"]
+    gap = reflection("still")
+    gap["tool_calls"][0]["args"]["gaps"][0]["queries"] = ["https://example.org/still"]
+    set_models(models, [plan, gap], compressions(2), [report_citing()])
+    _, events, _, _ = await run(context(max_research_rounds=2))
+    started = {e["question"]: e["queries"] for e in kinds(events, "researcher_started")}
+    assert started == {"What about the kettle?": ["kettle facts"], "What about the still?": []}
+    searched = [query for query, *_ in engine.timings]
+    assert not [q for q in searched if "://" in q]
+    assert "What about the still?" in searched
+
+
+def test_notes_are_bounded_by_what_was_read():
+    low, high = NOTES_TOKENS
+    assert notes_max_tokens(["short page"]) == low
+    assert notes_max_tokens(["word " * 40_000]) == high
+    middle = notes_max_tokens(["word " * 1_000])
+    assert low < middle < high
+    assert notes_max_tokens(["word " * 40_000], ceiling=300) == 300
+
+
+async def test_the_compression_model_is_asked_for_bounded_notes(engine, monkeypatch):
+    built: dict[str, dict] = {}
+    slot = {
+        "research": ScriptedChatModel(responses=[planned("kettle")]),
+        "compress": ScriptedChatModel(responses=compressions(1)),
+        "report": ScriptedChatModel(responses=[report_citing()]),
+    }
+
+    def provider(name, **kw):
+        built[name] = kw
+        return slot[name]
+
+    register_model_provider("scripted", provider)
+    await run(context())
+    assert NOTES_TOKENS[0] <= built["compress"]["max_tokens"] <= NOTES_TOKENS[1]
+    assert "max_tokens" not in built["report"]  # the report is as long as the research needs
+    built.clear()
+    slot["research"] = ScriptedChatModel(responses=[planned("kettle")])
+    slot["compress"] = ScriptedChatModel(responses=compressions(1))
+    slot["report"] = ScriptedChatModel(responses=[report_citing()])
+    await run(context(max_tokens=100), thread="t2")
+    assert built["compress"]["max_tokens"] == 100  # the run's own limit, when lower, wins
 
 
 async def test_a_failing_researcher_does_not_fail_the_report(engine, models):
