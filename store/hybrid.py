@@ -112,6 +112,7 @@ class Policy:
     neighbour_gap: timedelta | None = None
     speaker_field: str | None = None
     speaker_prefix: bool = False
+    neighbour_own_bonus: bool = False
     text_field: str = "text"
     date_field: str = "created_at"
     document_field: str | None = None
@@ -343,14 +344,18 @@ def with_neighbours(
     least w times the hit's score before bonuses plus its own bonuses, so "Sam: Sure! Here's a
     pic, super cozy." after "Alex: Any pictures of the new beds?" ranks as Sam's answer to a
     question about Sam's beds. A neighbour by the same person gets w times the whole score, so
-    their small talk around a hit does not come in on their own speaker bonus. Who wrote what is
-    `speaker_of` (a knowledge base's chat log: the "Name: " prefix of its lines)."""
+    their small talk around a hit does not come in on their own speaker bonus; with
+    `policy.neighbour_own_bonus` it is scored as one by someone else, w times the hit's score
+    before bonuses plus its own, so that her "lol" next to her hit does not carry the hit's name
+    bonus over her other messages (which earn it by what they say, `substance`). Who wrote what
+    is `speaker_of` (a knowledge base's chat log: the "Name: " prefix of its lines)."""
     weight = policy.neighbour_weight
     scores = dict(fused)
     for key, score in fused[:NEIGHBOUR_HITS]:
         speaker = speaker_of(by_key[key].value, policy)
         for item in neighbours.get(key, ()):
-            if speaker is not None and speaker_of(item.value, policy) not in (None, speaker):
+            theirs = speaker_of(item.value, policy)
+            if speaker is not None and theirs is not None and (theirs != speaker or policy.neighbour_own_bonus):
                 inherited = weight * (score - bonus.get(key, 0.0)) + bonus.get(item.key, 0.0)
             else:
                 inherited = weight * score
@@ -392,10 +397,15 @@ def standouts(
     words: a question listing several things in their own words ("What did Jo say about the camper
     van, the conference and the ski week?") has a first score per thing, and the message holding
     only "conference" stands out beside the one holding "camper van", which the whole question's
-    first score would leave out (a share of a long question's words scores a share of its BM25)."""
+    first score would leave out (a share of a long question's words scores a share of its BM25).
+    The tail is then at most the first score of a hit holding none of the question's words (a
+    message matching its names only, "Jo: lol"): the FLOOR_TAIL-th hit may hold one of them
+    already, a common one ("work" in "how was work?") of a question listing many."""
     if len(ranked) < FLOOR_TAIL:
         return []
     tail, top = ranked[FLOOR_TAIL - 1][1], ranked[0][1]
+    if parts:
+        tail = min(tail, next((score for key, score in ranked if not parts(key)), tail))
     above: list[tuple[float, set[str]]] = []
     found = []
     for key, score in ranked:

@@ -72,3 +72,40 @@ def test_another_speakers_small_talk_next_to_a_hit_does_not_take_the_named_perso
     before = [r.item.key for r in rank(signals, replace(policy, speaker_prefix=False))]
     assert before.index("ttyl") < before.index("hers")
     assert now.index("hers") < now.index("ttyl") and now[:2] == ["hit", "hers"]
+
+
+def test_the_tail_of_a_question_naming_someone_is_at_most_a_names_only_match():
+    """A question listing many things, one of them a common word ("work"): the tenth keyword hit
+    already holds it, so a thing's own message scores less than 1.5 times it; it still stands out
+    from the messages matching the names only ("Jo: lol")."""
+    words = {"camper", "van", "conference", "work"}
+    texts = {
+        "van": "Jo: we hired a camper van",
+        "conference": "Jo: the conference in Lisbon",
+        **{f"w{i}": f"Jo: work again {i}" for i in range(FLOOR_TAIL)},
+        **{f"t{i}": f"Jo: lol {i}" for i in range(3)},
+    }
+    ranked = [("van", 0.08), ("conference", 0.045)] + [(f"w{i}", 0.035 - i / 10000) for i in range(FLOOR_TAIL)]
+    ranked += [(f"t{i}", 0.016) for i in range(3)]
+    by_part = [key for key, _ in standouts(ranked, lambda key: held_words(texts[key], words))]
+    assert by_part[:2] == ["van", "conference"]
+    assert [key for key, _ in standouts(ranked)] == ["van"]  # 1.5 times the tenth score and 2/3 of the first
+    without_names_only = [pair for pair in ranked if not pair[0].startswith("t")]
+    assert "conference" not in dict(standouts(without_names_only, lambda key: held_words(texts[key], words)))
+
+
+def test_a_persons_small_talk_next_to_her_hit_does_not_carry_its_name_bonus():
+    """Lily's "lol" next to her best hit: a share of the hit's score before its name bonus, plus
+    its own bonus (little: it says little), so her other message of substance ranks above it."""
+    hit = line("hit", "Lily: we hired a camper van for the Highlands", 0.9)
+    lol = line("lol", "Lily: lol")
+    hers = line("hers", "Lily: the conference in Lisbon was so boring", 0.7)
+    far = line("far", "Omar: the weather is grey", 0.1)
+    signals = Signals("What did Lily do?", [(hit, 0.9), (hers, 0.7), (far, 0.1)], [], names={"Lily"})
+    signals.neighbours = {"hit": [lol]}
+    policy = kb_policy(knowledge.knowledge_config(), keyword_weight=0.0)
+    assert policy.neighbour_own_bonus
+    now = [r.item.key for r in rank(signals, policy)]
+    before = [r.item.key for r in rank(signals, replace(policy, neighbour_own_bonus=False))]
+    assert before.index("lol") < before.index("hers")
+    assert now.index("hers") < now.index("lol")
