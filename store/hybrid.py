@@ -112,7 +112,7 @@ class Policy:
     neighbour_gap: timedelta | None = None
     speaker_field: str | None = None
     speaker_prefix: bool = False
-    neighbour_own_bonus: bool = False
+    neighbour_substance: bool = False
     text_field: str = "text"
     date_field: str = "created_at"
     document_field: str | None = None
@@ -345,18 +345,21 @@ def with_neighbours(
     pic, super cozy." after "Alex: Any pictures of the new beds?" ranks as Sam's answer to a
     question about Sam's beds. A neighbour by the same person gets w times the whole score, so
     their small talk around a hit does not come in on their own speaker bonus; with
-    `policy.neighbour_own_bonus` it is scored as one by someone else, w times the hit's score
-    before bonuses plus its own, so that her "lol" next to her hit does not carry the hit's name
-    bonus over her other messages (which earn it by what they say, `substance`). Who wrote what
-    is `speaker_of` (a knowledge base's chat log: the "Name: " prefix of its lines)."""
+    `policy.neighbour_substance` the hit's bonuses count in that share in proportion to what the
+    neighbour says (`substance`), so that her "lol" next to her hit does not carry the hit's name
+    bonus over her other messages, while a turn continuing the hit's story keeps all of it. Who
+    wrote what is `speaker_of` (a knowledge base's chat log: the "Name: " prefix of its lines)."""
     weight = policy.neighbour_weight
     scores = dict(fused)
     for key, score in fused[:NEIGHBOUR_HITS]:
         speaker = speaker_of(by_key[key].value, policy)
         for item in neighbours.get(key, ()):
             theirs = speaker_of(item.value, policy)
-            if speaker is not None and theirs is not None and (theirs != speaker or policy.neighbour_own_bonus):
+            if speaker is not None and theirs is not None and theirs != speaker:
                 inherited = weight * (score - bonus.get(key, 0.0)) + bonus.get(item.key, 0.0)
+            elif speaker is not None and theirs == speaker and policy.neighbour_substance:
+                said = substance(str(item.value.get(policy.text_field) or ""), set())
+                inherited = weight * (score - bonus.get(key, 0.0) * (1.0 - said))
             else:
                 inherited = weight * score
             if inherited > scores.get(item.key, float("-inf")):

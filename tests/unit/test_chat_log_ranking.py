@@ -95,8 +95,9 @@ def test_the_tail_of_a_question_naming_someone_is_at_most_a_names_only_match():
 
 
 def test_a_persons_small_talk_next_to_her_hit_does_not_carry_its_name_bonus():
-    """Lily's "lol" next to her best hit: a share of the hit's score before its name bonus, plus
-    its own bonus (little: it says little), so her other message of substance ranks above it."""
+    """Lily's "lol" next to her best hit carries a share of the hit's score, but of its name bonus
+    only as much as it says (little), so her other message of substance ranks above it; a
+    neighbour continuing her story (as much said as the hit) keeps the whole share."""
     hit = line("hit", "Lily: we hired a camper van for the Highlands", 0.9)
     lol = line("lol", "Lily: lol")
     hers = line("hers", "Lily: the conference in Lisbon was so boring", 0.7)
@@ -104,8 +105,13 @@ def test_a_persons_small_talk_next_to_her_hit_does_not_carry_its_name_bonus():
     signals = Signals("What did Lily do?", [(hit, 0.9), (hers, 0.7), (far, 0.1)], [], names={"Lily"})
     signals.neighbours = {"hit": [lol]}
     policy = kb_policy(knowledge.knowledge_config(), keyword_weight=0.0)
-    assert policy.neighbour_own_bonus
+    assert policy.neighbour_substance
     now = [r.item.key for r in rank(signals, policy)]
-    before = [r.item.key for r in rank(signals, replace(policy, neighbour_own_bonus=False))]
+    before = [r.item.key for r in rank(signals, replace(policy, neighbour_substance=False))]
     assert before.index("lol") < before.index("hers")
     assert now.index("hers") < now.index("lol")
+    story = line("story", "Lily: we drove the whole north coast in five days, loved every minute")
+    signals.neighbours = {"hit": [story]}
+    scores = {r.item.key: r.score for r in rank(signals, policy)}
+    old = {r.item.key: r.score for r in rank(signals, replace(policy, neighbour_substance=False))}
+    assert scores["story"] == old["story"] > scores["hers"]
