@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Protocol, TypeVar
@@ -25,7 +25,6 @@ from store.bm25 import tokenize
 from store.dates import query_window
 from store.fusion import distinct_texts, fuse
 from store.names import about, mentions, without_names
-from store.people import speaker_like
 
 NEIGHBOUR_SEEDS = 10  # top hits of each signal whose thread neighbours are fetched
 NEIGHBOUR_HITS = 10  # top fused hits that bring their neighbours into the ranking
@@ -111,8 +110,6 @@ class Policy:
     neighbour_turns: int = 0
     neighbour_gap: timedelta | None = None
     speaker_field: str | None = None
-    speaker_prefix: bool = False
-    neighbour_substance: bool = False
     text_field: str = "text"
     date_field: str = "created_at"
     document_field: str | None = None
@@ -240,7 +237,7 @@ def rank(signals: Signals, policy: Policy) -> list[Ranked]:
     if policy.keyword_floor and policy.keyword_weight > 0:
         plain = distinct_texts([(item.key, score) for item, score in signals.keyword if score > 0], texts)
         words = asked_words(signals.query, signals.names)
-        standout = {key for key, _ in standouts(plain, lambda key: held_words(str(texts.get(key) or ""), words))}
+        standout = {key for key, _ in standouts(plain)}
         lifted = [key for key, _ in plain if key in standout and shares_words(str(texts.get(key) or ""), words)]
         fused = with_keyword_floor(fused, lifted, policy.keyword_floor)
     similarity = {item.key: score for item, score in dense}
@@ -344,22 +341,14 @@ def with_neighbours(
     least w times the hit's score before bonuses plus its own bonuses, so "Sam: Sure! Here's a
     pic, super cozy." after "Alex: Any pictures of the new beds?" ranks as Sam's answer to a
     question about Sam's beds. A neighbour by the same person gets w times the whole score, so
-    their small talk around a hit does not come in on their own speaker bonus; with
-    `policy.neighbour_substance` the hit's bonuses count in that share in proportion to what the
-    neighbour says (`substance`), so that her "lol" next to her hit does not carry the hit's name
-    bonus over her other messages, while a turn continuing the hit's story keeps all of it. Who
-    wrote what is `speaker_of` (a knowledge base's chat log: the "Name: " prefix of its lines)."""
-    weight = policy.neighbour_weight
+    their small talk around a hit does not come in on their own speaker bonus."""
+    weight, field = policy.neighbour_weight, policy.speaker_field
     scores = dict(fused)
     for key, score in fused[:NEIGHBOUR_HITS]:
-        speaker = speaker_of(by_key[key].value, policy)
+        speaker = by_key[key].value.get(field) if field else None
         for item in neighbours.get(key, ()):
-            theirs = speaker_of(item.value, policy)
-            if speaker is not None and theirs is not None and theirs != speaker:
+            if field and speaker is not None and item.value.get(field) not in (None, speaker):
                 inherited = weight * (score - bonus.get(key, 0.0)) + bonus.get(item.key, 0.0)
-            elif speaker is not None and theirs == speaker and policy.neighbour_substance:
-                said = substance(str(item.value.get(policy.text_field) or ""), set())
-                inherited = weight * (score - bonus.get(key, 0.0) * (1.0 - said))
             else:
                 inherited = weight * score
             if inherited > scores.get(item.key, float("-inf")):
@@ -368,62 +357,18 @@ def with_neighbours(
     return sorted(scores.items(), key=lambda p: (-p[1], order.get(p[0], len(order)), p[0]))
 
 
-_SPEAKER = re.compile(r"^([^\n:]{1,40}):\s", re.M)
-
-
-def speaker_of(value: dict, policy: Policy) -> str | None:
-    """Who wrote a candidate: its `policy.speaker_field`, or with `policy.speaker_prefix` the
-    "Name: " prefix of its text when it can name someone (`store.people.speaker_like`) and no
-    other line of the text has another speaker; None when unknown."""
-    if policy.speaker_field:
-        return value.get(policy.speaker_field)
-    if not policy.speaker_prefix:
-        return None
-    text = str(value.get(policy.text_field) or "")
-    found = {m.group(1).strip() for m in _SPEAKER.finditer(text) if speaker_like(m.group(1).strip())}
-    return next(iter(found)) if len(found) == 1 and text.startswith(tuple(found)) else None
-
-
-def standouts(
-    ranked: list[tuple[str, float]], parts: Callable[[str], set[str]] | None = None
-) -> list[tuple[str, float]]:
+def standouts(ranked: list[tuple[str, float]]) -> list[tuple[str, float]]:
     """The hits of a keyword list (best first, each text once) that stand out: scoring at least
-    FLOOR_GAP times its FLOOR_TAIL-th score and FLOOR_TOP times the first score of their part of
-    the question; none in a list shorter than FLOOR_TAIL (no tail to stand out from: a few
-    messages share the query's words at all). A paraphrased question, or one whose words are in
-    most messages (two people's names), gets a flat list of weak matches: none stand out from the
-    tail. A question quoting one message gets one clear winner: the runners-up, far below it, are
-    not lifted over the messages around that winner (the replies the neighbours bring in).
-
-    Without `parts` the whole question is one part (its first score). With `parts` (key -> the
-    question's words the hit holds), a hit's part is that of the hits above it sharing one of its
-    words: a question listing several things in their own words ("What did Jo say about the camper
-    van, the conference and the ski week?") has a first score per thing, and the message holding
-    only "conference" stands out beside the one holding "camper van", which the whole question's
-    first score would leave out (a share of a long question's words scores a share of its BM25).
-    The tail is then at most the first score of a hit holding none of the question's words (a
-    message matching its names only, "Jo: lol"): the FLOOR_TAIL-th hit may hold one of them
-    already, a common one ("work" in "how was work?") of a question listing many."""
+    FLOOR_GAP times its FLOOR_TAIL-th score and FLOOR_TOP times its first; none in a list shorter
+    than FLOOR_TAIL (no tail to stand out from: a few messages share the query's words at all).
+    A paraphrased question, or one whose words are in most messages (two people's names), gets
+    a flat list of weak matches: none stand out from the tail. A question quoting one message
+    gets one clear winner: the runners-up, far below it, are not lifted over the messages around
+    that winner (the replies the neighbours bring in)."""
     if len(ranked) < FLOOR_TAIL:
         return []
     tail, top = ranked[FLOOR_TAIL - 1][1], ranked[0][1]
-    if parts:
-        tail = min(tail, next((score for key, score in ranked if not parts(key)), tail))
-    above: list[tuple[float, set[str]]] = []
-    found = []
-    for key, score in ranked:
-        words = parts(key) if parts else set()
-        first = max((s for s, held in above if held & words), default=score) if words else top
-        if score >= FLOOR_GAP * tail and score >= FLOOR_TOP * first:
-            found.append((key, score))
-        above.append((score, words))
-    return found
-
-
-def held_words(text: str, words: set[str]) -> set[str]:
-    """The `words` (lower case) that `text` holds in some form (`same_stem`)."""
-    tokens = set(tokenize(text))
-    return {word for word in words if any(same_stem(word, token) for token in tokens)}
+    return [(key, score) for key, score in ranked if score >= FLOOR_GAP * tail and score >= FLOOR_TOP * top]
 
 
 def asked_words(query: str, names: set[str]) -> set[str]:

@@ -143,12 +143,8 @@ def kb_policy(config: KnowledgeConfig, keyword_weight: float | None = None) -> h
     """The hybrid ranking of knowledge bases: keyword scores as given (a share of the query's
     BM25 ceiling), a bonus for chunks holding the query's `common_names`, neighbours (the chunks
     next to a hit in its document, the documents dated next to it within NEIGHBOUR_GAP: the
-    messages around a message of a chat log: one by another speaker than its hit, told by the
-    "Name: " prefix of its line, scores a share of its hit's score before bonuses plus its own
-    bonuses, one by the same speaker carries the hit's bonuses as far as it says something),
-    documents compete, and plain keyword search's hits that stand out keep a place among
-    the first (`keyword_floor`, `store.hybrid.with_keyword_floor`; each part of a question listing
-    several things has its own first, `store.hybrid.standouts`)."""
+    messages around a message of a chat log), documents compete, and plain keyword search's hits
+    that stand out keep a place among the first (`keyword_floor`, `store.hybrid.with_keyword_floor`)."""
     return hybrid.Policy(
         keyword_weight=config.hybrid_keyword_weight if keyword_weight is None else keyword_weight,
         time_weight=config.time_weight,
@@ -157,8 +153,6 @@ def kb_policy(config: KnowledgeConfig, keyword_weight: float | None = None) -> h
         neighbour_weight=config.neighbour_weight,
         neighbour_turns=config.neighbour_turns,
         neighbour_gap=NEIGHBOUR_GAP,
-        speaker_prefix=True,
-        neighbour_substance=True,
         keyword_floor=config.keyword_floor,
         text_field="content",
         date_field="date",
