@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import random
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -329,10 +330,11 @@ def _session_dates(index: int) -> list[datetime]:
     return [start + timedelta(days=9 * s + (s % 4), hours=s % 5) for s in range(SESSIONS)]
 
 
-def build(index: int) -> dict:
-    """Conversation `index` as a LoCoMo sample."""
-    rng = random.Random(7000 + index)
-    pair = PAIRS[index]
+def build(index: int, seed: int = 7000, pairs: Sequence[Pair] = PAIRS) -> dict:
+    """Conversation `index` as a LoCoMo sample (`seed` and `pairs` other than the committed set's
+    make a development set, bench/chat_dev_dataset.py)."""
+    rng = random.Random(seed + index)
+    pair = pairs[index]
     a, b = pair.a_recorded, pair.b_recorded
     sample = Sample(SESSIONS, "held-out")
     say, ask = sample.say, sample.ask

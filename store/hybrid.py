@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Protocol, TypeVar
@@ -237,7 +237,8 @@ def rank(signals: Signals, policy: Policy) -> list[Ranked]:
     if policy.keyword_floor and policy.keyword_weight > 0:
         plain = distinct_texts([(item.key, score) for item, score in signals.keyword if score > 0], texts)
         words = asked_words(signals.query, signals.names)
-        standout = {key for key, _ in standouts(plain)}
+        parts = (lambda key: held_words(str(texts.get(key) or ""), words)) if lists_several(signals.query) else None
+        standout = {key for key, _ in standouts(plain, parts)}
         lifted = [key for key, _ in plain if key in standout and shares_words(str(texts.get(key) or ""), words)]
         fused = with_keyword_floor(fused, lifted, policy.keyword_floor)
     similarity = {item.key: score for item, score in dense}
@@ -357,18 +358,55 @@ def with_neighbours(
     return sorted(scores.items(), key=lambda p: (-p[1], order.get(p[0], len(order)), p[0]))
 
 
-def standouts(ranked: list[tuple[str, float]]) -> list[tuple[str, float]]:
+def standouts(
+    ranked: list[tuple[str, float]], parts: Callable[[str], set[str]] | None = None
+) -> list[tuple[str, float]]:
     """The hits of a keyword list (best first, each text once) that stand out: scoring at least
-    FLOOR_GAP times its FLOOR_TAIL-th score and FLOOR_TOP times its first; none in a list shorter
-    than FLOOR_TAIL (no tail to stand out from: a few messages share the query's words at all).
-    A paraphrased question, or one whose words are in most messages (two people's names), gets
-    a flat list of weak matches: none stand out from the tail. A question quoting one message
-    gets one clear winner: the runners-up, far below it, are not lifted over the messages around
-    that winner (the replies the neighbours bring in)."""
+    FLOOR_GAP times its FLOOR_TAIL-th score and FLOOR_TOP times the first score of their part of
+    the question; none in a list shorter than FLOOR_TAIL (no tail to stand out from: a few
+    messages share the query's words at all). A paraphrased question, or one whose words are in
+    most messages (two people's names), gets a flat list of weak matches: none stand out from the
+    tail. A question quoting one message gets one clear winner: the runners-up, far below it, are
+    not lifted over the messages around that winner (the replies the neighbours bring in).
+
+    Without `parts` the whole question is one part (its first score). With `parts` (key -> the
+    question's words the hit holds; for a question listing several things, `lists_several`), a
+    hit's part is that of the hits above it sharing one of its words: a question listing them in
+    their own words ("What did Jo say about the camper van, the conference, the long weekend and
+    the ski week?") has a first score per thing, and the message holding only "conference" stands
+    out beside the one holding "camper van", which the whole question's
+    first score would leave out (a share of a long question's words scores a share of its BM25).
+    The tail is then at most the first score of a hit holding none of the question's words (a
+    message matching its names only, "Jo: lol"): the FLOOR_TAIL-th hit may hold one of them
+    already, a common one ("work" in "how was work?") of a question listing many."""
     if len(ranked) < FLOOR_TAIL:
         return []
     tail, top = ranked[FLOOR_TAIL - 1][1], ranked[0][1]
-    return [(key, score) for key, score in ranked if score >= FLOOR_GAP * tail and score >= FLOOR_TOP * top]
+    if parts:
+        tail = min(tail, next((score for key, score in ranked if not parts(key)), tail))
+    above: list[tuple[float, set[str]]] = []
+    found = []
+    for key, score in ranked:
+        words = parts(key) if parts else set()
+        first = max((s for s, held in above if held & words), default=score) if words else top
+        if score >= FLOOR_GAP * tail and score >= FLOOR_TOP * first:
+            found.append((key, score))
+        above.append((score, words))
+    return found
+
+
+def held_words(text: str, words: set[str]) -> set[str]:
+    """The `words` (lower case) that `text` holds in some form (`same_stem`)."""
+    tokens = set(tokenize(text))
+    return {word for word in words if any(same_stem(word, token) for token in tokens)}
+
+
+def lists_several(query: str) -> bool:
+    """Whether a question lists several things: two commas or more ("What did Jo say about back
+    pain, hay fever, insomnia and a sprained wrist?"). Only then do the question's words form
+    parts of their own (`standouts`): a question about one thing ("What did Jo say to Sam about
+    the grand opening?") has framing words ("say") a message holds without answering it."""
+    return query.count(",") >= 2
 
 
 def asked_words(query: str, names: set[str]) -> set[str]:
