@@ -866,6 +866,29 @@ def test_uncited_sentences_that_paraphrase_a_cited_note_get_its_number():
     assert check.report.rstrip().endswith("[1] Stills: https://a.example/still\n[2] Pumps: https://a.example/pump")
 
 
+def test_a_finding_whose_source_is_on_a_line_below_is_cited_from_it():
+    """Notes as a small model wrote them (real model, research-oven): the finding, then its source
+    on a line of its own; a heading starts the next finding, whose sentence does not take the
+    previous finding's source."""
+    notes = (
+        "### What temperature does a solar box oven reach?\n#### Finding 1:\nThe solar box oven reaches 150"
+        " degrees Celsius on a clear day.\n\n**Source:** [https://a.example/oven]\n\n#### Finding 2:\nThe"
+        " oven's glass lid was invented by a Swiss scientist in 1767.\n\n#### Finding 3:\n- **Fact**: A"
+        " solar still yields about four litres of drinking water a day.\n- **Source**: [https://a.example/still]"
+    )
+    catalog = number_sources(
+        [{"url": "https://a.example/oven", "title": "Ovens"}, {"url": "https://a.example/still", "title": "Stills"}]
+    )
+    report = (
+        "# Ovens\n\nThe solar box oven reaches a temperature of 150 degrees Celsius on a clear day. A Swiss"
+        " scientist invented the oven's glass lid in 1767. A solar still yields four litres of water a day."
+    )
+    check = validate_report(report, catalog, notes=[cite_notes(notes, catalog)])
+    assert "on a clear day [1]. A Swiss scientist invented the oven's glass lid in 1767. A solar still" in check.report
+    assert "four litres of water a day [2]." in check.report
+    assert check.attributed == 2 and check.cited == [1, 2]
+
+
 def test_unsupported_sentences_and_number_mismatches_get_no_citation():
     unsupported = (
         "## Conclusion\nWind pumps are the best choice for farms. The research could not establish how"
