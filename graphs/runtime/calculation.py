@@ -22,7 +22,9 @@ that answer, the draft, often sets the problem up right and gets only its arithm
 the bare expression can get a unit factor wrong (a train's 270 km in 2 h 15 min: the draft
 reasons 270 / 2.25 = 120 km/h, the expression is `(270 / 2.25) * 3600`). So when the expression
 uses a number the user did not give (a factor: 60, 3600, 12) and the draft's final figure is not
-its result, the model is asked once more for the calculation its draft sets up; it is taken when
+its result, a part of the expression that gives the draft's figure is the calculation
+(`confirming_part`: `270 / 2.25` of `(270 / 2.25) * 3600`); with none, the model is asked once
+more for the calculation its draft sets up; it is taken when
 the calculator confirms the draft's figure with it (the figure still comes from the tool), else
 the first one stands (an expression of the user's numbers only is kept: a draft can be wrong and
 self-consistent, 35 * 18 - 420 for savings that grow);
@@ -32,6 +34,7 @@ would otherwise write its own arithmetic first); `off` never.
 
 from __future__ import annotations
 
+import ast
 import re
 import uuid
 from collections.abc import Sequence
@@ -201,6 +204,10 @@ async def ask_calculation(
     question, _ = _turn(messages)
     factor = _factors(expression, question.text if question else "")
     if factor and figure is not None and first is not None and not _states(str(figure), first):
+        part = confirming_part(expression, figure)
+        if part is not None:
+            expression, from_draft = part, True
+    if factor and not from_draft and figure is not None and first is not None and not _states(str(figure), first):
         redo = [*asked, AIMessage(draft), HumanMessage(DRAFT_CALCULATION)]
         try:
             again = await ainvoke_structured(model, Calculation, redo, config, **options)  # type: ignore[arg-type]
@@ -211,6 +218,24 @@ async def ask_calculation(
     emit("calculation_requested", step=step, when=when, expression=expression, from_draft=from_draft)
     call = {"name": CALCULATOR, "args": {"expression": expression}, "id": f"call_{uuid.uuid4().hex[:24]}"}
     return AIMessage(content="", tool_calls=[call], response_metadata={"calculation": when})
+
+
+def confirming_part(expression: str, figure: Decimal) -> str | None:
+    """The largest part of `expression` (a parenthesised or operator-bound sub-expression) with
+    which the calculator gives `figure` (`_confirms`), or None. The expression a small model
+    writes for a word problem often holds its draft's calculation and a unit factor around it
+    (`(270 / 2.25) * 3600` for a draft reasoning 270 / 2.25 = 120 km/h): that part is the
+    calculation the draft sets up, found without asking the model again."""
+    try:
+        tree = ast.parse(expression.replace("^", "**"), mode="eval")
+    except SyntaxError:
+        return None
+    parts = [node for node in ast.walk(tree.body) if isinstance(node, ast.BinOp) and node is not tree.body]
+    for node in parts:  # breadth first: the largest parts first
+        part = ast.unparse(node)
+        if _confirms(part, figure):
+            return part
+    return None
 
 
 def final_figure(answer: str) -> Decimal | None:

@@ -4,6 +4,8 @@ calculator call, and the check of the final answer."""
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
@@ -15,6 +17,7 @@ from graphs.runtime.calculation import (
     NOT_COMPUTED_NOTE,
     _factors,
     check_answer,
+    confirming_part,
     final_figure,
     is_word_problem,
     numbers,
@@ -174,11 +177,33 @@ async def test_after_an_answer_without_the_calculator_the_calculation_runs_as_a_
 TRAIN = "A train covers 270 km in 2 hours and 15 minutes. What is its average speed in km per hour?"
 
 
+async def test_a_part_of_the_expression_that_gives_the_drafts_figure_is_the_calculation(model_slot):
+    """Real model, react-train-speed: the draft reasons 270 / 2.25 = 120, the expression adds a
+    factor, and asked again it wrote (270 / 2.25) * 100. The part needs no second request."""
+    draft = "15 minutes is 0.25 hours, so the time is 2.25 hours and the speed is 270 / 2.25 = \\boxed{120} km/h."
+    state, events, _, model = await run(
+        model_slot, [draft, _calculation("(270 / 2.25) * 3600"), "Its speed is 120 km per hour."], message=TRAIN
+    )
+    assert state["messages"][1].tool_calls[0]["args"] == {"expression": "270 / 2.25"}
+    assert state["messages"][2].content.startswith("120")
+    [requested] = _kinds(events, "calculation_requested")
+    assert (requested["expression"], requested["from_draft"]) == ("270 / 2.25", True)
+    assert len(model.calls) == 3
+
+
+def test_the_part_that_confirms_a_figure():
+    assert confirming_part("(270 / 2.25) * 3600", Decimal(120)) == "270 / 2.25"
+    assert confirming_part("((4250 - 4250 * 0.37)) * 12", Decimal("2677.5")) == "4250 - 4250 * 0.37"
+    assert confirming_part("270 * 3600 / 2.25", Decimal(120)) is None  # no part gives it
+    assert confirming_part("120 * 1 * 60", Decimal(120)) is None  # a part writing the figure confirms nothing
+    assert confirming_part("37% of 4250", Decimal(1)) is None  # not an expression Python reads: no part
+
+
 async def test_a_draft_whose_set_up_the_calculator_confirms_gives_the_calculation(model_slot):
     draft = "15 minutes is 0.25 hours, so the time is 2.25 hours and the speed is 270 / 2.25 = \\boxed{120} km/h."
     state, events, _, model = await run(
         model_slot,
-        [draft, _calculation("(270 / 2.25) * 3600"), _calculation("270 / 2.25"), "Its speed is 120 km per hour."],
+        [draft, _calculation("270 * 3600 / 2.25"), _calculation("270 / 2.25"), "Its speed is 120 km per hour."],
         message=TRAIN,
     )
     request = state["messages"][1]
