@@ -144,6 +144,40 @@ def _support(unit: str, evidence: list[tuple[set[str], list[int]]]) -> list[int]
     return best[1]
 
 
+def cite_sources(notes: str, sources: list[dict]) -> tuple[str, int]:
+    """A researcher's `notes` that cite none of its `sources` ({url, content}), each sentence
+    that a sentence of one source supports (the test of `attribute_citations`) ending with that
+    source's URL in brackets; and how many were cited. A small model sometimes writes its notes
+    with no address at all ("The mid-size pump mentioned in the document lifts about 5000
+    litres a day."): the report could then cite nothing. Notes that cite a source are returned
+    as they are."""
+    urls = {normalize_url(source["url"]) for source in sources}
+    if not sources or any(normalize_url(found) in urls for found in _URL.findall(notes)):
+        return notes, 0
+    evidence = [
+        (_tokens(sentence), [index])
+        for index, source in enumerate(sources)
+        for line in str(source.get("content") or "").splitlines()
+        for sentence in _SENTENCE_END.split(line)[::2]
+    ]
+    cited = 0
+
+    def cite(sentence: str) -> str:
+        nonlocal cited
+        found = _support(sentence, evidence) if sentence.strip() else []
+        if not found:
+            return sentence
+        cited += 1
+        core = sentence.rstrip()
+        return f"{core} [{sources[found[0]]['url']}]{sentence[len(core) :]}"
+
+    lines = []
+    for line in notes.split("\n"):
+        skip = line.lstrip().startswith("#")
+        lines.append(line if skip else "".join(cite(part) for part in _SENTENCE_END.split(line)))
+    return "\n".join(lines), cited
+
+
 def attribute_citations(body: str, notes: list[str], known: set[int]) -> tuple[str, int]:
     """`body` with a citation added to each sentence, list item or table row that cites nothing
     and that a cited note sentence supports (see the module docstring); and how many were added."""

@@ -20,7 +20,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
 from graphs.deep_research.budget import approx_tokens, fit_to_budget, invoke_fitted
-from graphs.deep_research.citations import normalize_url
+from graphs.deep_research.citations import cite_sources, normalize_url
 from graphs.deep_research.context import ResearchContext
 from graphs.deep_research.prompts import COMPRESS_PROMPT
 from graphs.deep_research.state import ResearcherInput, ResearcherState
@@ -273,7 +273,8 @@ async def compress(state: ResearcherState, runtime: Runtime[ResearchContext], co
         )
     except Exception as exc:
         return _finish(state, "error", f"compression failed: {exc}")
-    notes = {"researcher_id": state["researcher_id"], "question": state["question"], "text": response.text}
+    text, _ = cite_sources(response.text, sources)  # notes written without any address
+    notes = {"researcher_id": state["researcher_id"], "question": state["question"], "text": text}
     catalog = [
         {"url": s["url"], "title": s["title"], "kind": s["kind"], "researcher_id": state["researcher_id"]}
         for s in sources

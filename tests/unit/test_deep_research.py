@@ -16,7 +16,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from graphs.deep_research.budget import fit_texts, is_context_length_error
-from graphs.deep_research.citations import cite_notes, number_sources, validate_report
+from graphs.deep_research.citations import cite_notes, cite_sources, number_sources, validate_report
 from graphs.deep_research.context import ResearchContext, research_context_fields
 from graphs.deep_research.graph import builder
 from graphs.deep_research.researcher import (
@@ -339,6 +339,52 @@ async def test_a_report_without_citation_markers_is_cited_from_the_notes(engine,
         "- A mid-size wind pump lifts roughly 5,000 litres of water each day": engine.url("/doc/pump-output"),
     }
     assert "These devices deserve more attention from planners.\n" in body
+
+
+def compress_facts_without_addresses(messages) -> str:
+    """Notes as a small model wrote them (real model, research-pump): each source's fact in
+    other words, and no address at all."""
+    prompt = messages[-1].content
+    texts = {path: text for pages in CORPUS.values() for path, _, text in pages}
+    urls = re.findall(r"^URL: (\S+)", prompt, flags=re.M)
+    found = [next(t for p, t in texts.items() if url.endswith(p)) for url in urls]
+    return "Research notes:\n" + "\n".join(f"{n}. As the document says, {t}" for n, t in enumerate(found, 1))
+
+
+async def test_notes_without_any_address_are_cited_from_the_sources_that_support_them(engine, models):
+    set_models(models, [planned("still", "pump")], [compress_facts_without_addresses] * 2, [UNCITED_REPORT])
+    snapshot, events, _, _ = await run(context())
+    [check] = kinds(events, "citations_checked")
+    assert check["cited"] == 3 and check["removed"] == 0
+    body, sources = snapshot.values["report"].split("## Sources")
+    numbered = dict(re.findall(r"^\[(\d+)\] .*?: (\S+)$", sources, flags=re.M))
+    cites = {line.split(" [")[0]: numbered[n] for line in body.splitlines() for n in re.findall(r"\[(\d+)\]", line)}
+    assert cites["- A mid-size wind pump lifts roughly 5,000 litres of water each day"] == engine.url(
+        "/doc/pump-output"
+    )
+    assert cites["Solar stills give about 4 litres of drinking water a day"] == engine.url("/doc/still-water")
+
+
+def test_cite_sources_adds_the_supporting_sources_address_and_nothing_else():
+    sources = [
+        {
+            "url": "https://a.example/still",
+            "content": "Solar stills\nA solar still yields about four litres of water a day.",
+        },
+        {"url": "https://a.example/pump", "content": "A mid-size wind pump lifts about 5000 litres of water a day."},
+    ]
+    notes = (
+        "#### Finding 1\nThe mid-size wind pump mentioned in the document lifts about 5000 litres of water a day."
+        " A solar still yields forty litres a day.\n2. The sources do not say how high a pump lifts water."
+    )
+    cited, count = cite_sources(notes, sources)
+    assert count == 1
+    assert "lifts about 5000 litres of water a day. [https://a.example/pump] A solar still yields forty" in cited
+    assert "forty litres a day.\n" in cited and cited.endswith("how high a pump lifts water.")
+    already = (
+        "A solar still yields about four litres of water a day [https://a.example/still]. The pump lifts 5000 litres."
+    )
+    assert cite_sources(already, sources) == (already, 0)  # notes that cite a source stay as they are
 
 
 async def test_waves_rounds_and_cuts_respect_the_limits(engine, models):
