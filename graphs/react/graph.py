@@ -37,7 +37,12 @@ from graphs.runtime.models import (
 )
 from graphs.runtime.prompts import with_preamble
 from graphs.runtime.structured import StructuredOutputError
-from graphs.runtime.tool_correction import correct_repeated_calls, failed_on_arguments
+from graphs.runtime.tool_correction import (
+    correct_repeated_calls,
+    failed_on_arguments,
+    failure_answer,
+    is_empty_answer,
+)
 from graphs.runtime.tool_offer import MEMORY_LOOKUPS, tools_for_turn
 from graphs.runtime.tool_runner import run_tool_calls
 from graphs.runtime.ui import link_to_answer
@@ -225,6 +230,8 @@ async def call_model(state: State, runtime: Runtime[Context], config: RunnableCo
         # Held aside until the tools answer: `messages` never commits a call without its result.
         update["pending_tool_calls"] = response
         return update
+    if is_empty_answer(response.text) and (failure := failure_answer(messages)) is not None:
+        response = response.model_copy(update={"content": failure})  # "{}" is no answer to show
     offered = update.get("turn_tools") or state.get("turn_tools") or []
     if context.calculation != "off" and CALCULATOR in offered and is_word_problem(_question(messages)):
         response = check_answer(messages, response, step=step)

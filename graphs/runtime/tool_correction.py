@@ -8,11 +8,18 @@ again, the model is asked for the tool's arguments once more as a structured ans
 own argument schema, grammar-constrained on OpenAI-compatible servers), shown the failed call and
 its error; arguments that differ from the failed ones replace the repeat, and a
 `tool_call_corrected` event says so. A model that corrects its calls itself never pays for it.
+
+When the model writes the failed arguments again there too, the optional arguments the error
+names are left out (`without_named_optionals`: "category applies to semantic memories only"
+drops `category` when the schema lets it be left out), if the schema accepts what remains. A
+turn that still ends on no answer at all (a small model wrote `{}`) ends on what failed, in words
+(`failure_answer`), never on the empty text.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,7 +27,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from graphs.runtime.events import emit
 from graphs.runtime.structured import StructuredOutputError, ainvoke_structured
@@ -135,5 +142,44 @@ async def _ask(
             tags=["tool_correction"],
         )
     except StructuredOutputError:
-        return None
+        return without_named_optionals(schema, args, error)
     return result.value
+
+
+def without_named_optionals(schema: type[BaseModel], args: dict, error: str) -> dict | None:
+    """`args` without the optional arguments the `error`'s first line names, when there are such
+    and `schema` accepts the rest; else None."""
+    line = error.splitlines()[0] if error else ""
+    named = {
+        name
+        for name in args
+        if name in schema.model_fields
+        and not schema.model_fields[name].is_required()
+        and re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", line)
+    }
+    if not named:
+        return None
+    rest = {name: value for name, value in args.items() if name not in named}
+    try:
+        schema.model_validate(rest)
+    except ValidationError:
+        return None
+    return rest
+
+
+def failure_answer(messages: Sequence[AnyMessage]) -> str | None:
+    """The answer for a turn whose model wrote none (no word, no figure: `{}`) after a tool call
+    failed: what failed, in words; None when no tool call of the turn failed."""
+    start = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=0)
+    failed = [m for m in messages[start:] if isinstance(m, ToolMessage) and getattr(m, "status", "") == "error"]
+    if not failed:
+        return None
+    last = failed[-1]
+    reason = str(last.text).splitlines()[0] if last.text else "it failed"
+    reason = re.sub(r"^Error calling [\w-]+:\s*", "", reason)
+    return f"I could not complete this: the tool `{last.name}` failed ({reason})."
+
+
+def is_empty_answer(text: str) -> bool:
+    """Whether an answer holds no word and no figure (`{}`, `[]`, blank)."""
+    return not re.search(r"[^\W_]", text or "")

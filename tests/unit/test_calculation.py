@@ -345,6 +345,74 @@ async def test_a_call_repeated_after_failing_on_its_arguments_is_corrected_befor
     assert corrected["args"] == fixed and corrected["name"] == "save_note"
 
 
+async def test_a_model_that_repeats_the_failed_call_everywhere_gets_it_without_the_named_argument(
+    model_slot, monkeypatch
+):
+    """Real model, react-save-memory-error: the same failing call, then the same arguments twice
+    as the correction, then `{}` as the answer. The optional argument the error names is left
+    out; a turn that still ends on no words says what failed."""
+    from langchain_core.tools import tool
+
+    from tools.errors import ToolInputError
+
+    ran = []
+
+    @tool
+    def save_note(text: str, kind: str = "semantic", category: str | None = None) -> str:
+        """Save a note."""
+        ran.append((kind, category))
+        if kind == "episodic" and category is not None:
+            raise ToolInputError("category applies to semantic memories only")
+        return "saved"
+
+    async def available_tools():
+        return {"save_note": save_note}, []
+
+    monkeypatch.setattr(registry, "available_tools", available_tools)
+    bad = {"name": "save_note", "args": {"text": "I ran a half marathon", "kind": "episodic", "category": "goal"}}
+    same = {"tool_calls": [{"name": "save_note", "args": bad["args"]}]}
+    state, events, _, model = await run(
+        model_slot,
+        [{"tool_calls": [bad]}, {"tool_calls": [bad]}, same, same, "Saved it."],
+        message="Save this as an episodic memory in the category goal: I ran a half marathon.",
+    )
+    assert ran == [("episodic", "goal"), ("episodic", None)]
+    [corrected] = _kinds(events, "tool_call_corrected")
+    assert corrected["args"] == {"text": "I ran a half marathon", "kind": "episodic"}
+    assert state["messages"][-1].content == "Saved it."
+
+    ran.clear()
+    state, _, _, _ = await run(
+        model_slot,
+        [{"tool_calls": [bad]}, "{}\n"],
+        message="Save this as an episodic memory in the category goal: I ran a half marathon.",
+    )
+    assert state["messages"][-1].content == (
+        "I could not complete this: the tool `save_note` failed (category applies to semantic memories only)."
+    )
+
+
+def test_only_optional_arguments_the_error_names_are_left_out():
+    from pydantic import BaseModel
+
+    from graphs.runtime.tool_correction import is_empty_answer, without_named_optionals
+
+    class Args(BaseModel):
+        text: str
+        kind: str = "semantic"
+        category: str | None = None
+
+    args = {"text": "x", "kind": "episodic", "category": "goal"}
+    assert without_named_optionals(Args, args, "category applies to semantic memories only") == {
+        "text": "x",
+        "kind": "episodic",
+    }
+    assert without_named_optionals(Args, args, "text is too long") is None  # required: never left out
+    assert without_named_optionals(Args, args, "subcategory is unknown") is None  # named as a part of a word only
+    assert is_empty_answer("{}\n") and is_empty_answer("") and is_empty_answer(" [] ")
+    assert not is_empty_answer("0") and not is_empty_answer("Saved.")
+
+
 async def test_a_call_corrected_by_the_model_itself_costs_nothing_extra(model_slot, monkeypatch):
     ok = {"name": "calculator", "args": {"expression": "2+2"}}
     state, events, _, model = await run(
