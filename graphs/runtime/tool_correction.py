@@ -12,8 +12,8 @@ its error; arguments that differ from the failed ones replace the repeat, and a
 When the model writes the failed arguments again there too, the optional arguments the error
 names are left out (`without_named_optionals`: "category applies to semantic memories only"
 drops `category` when the schema lets it be left out), if the schema accepts what remains. A
-turn that still ends on no answer at all (a small model wrote `{}`) ends on what failed, in words
-(`failure_answer`), never on the empty text.
+turn that still ends on no answer at all (a small model wrote `{}`) ends on what failed, in words,
+or on which tools ran when none failed for good (`failure_answer`), never on the empty text.
 """
 
 from __future__ import annotations
@@ -168,16 +168,26 @@ def without_named_optionals(schema: type[BaseModel], args: dict, error: str) -> 
 
 
 def failure_answer(messages: Sequence[AnyMessage]) -> str | None:
-    """The answer for a turn whose model wrote none (no word, no figure: `{}`) after a tool call
-    failed: what failed, in words; None when no tool call of the turn failed."""
+    """The answer for a turn whose model wrote none (no word, no figure: `{}`) after calling
+    tools: the call that failed and was not made to work later, in words; else which tools ran;
+    None when the turn called no tool."""
     start = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=0)
-    failed = [m for m in messages[start:] if isinstance(m, ToolMessage) and getattr(m, "status", "") == "error"]
-    if not failed:
+    results = [m for m in messages[start:] if isinstance(m, ToolMessage)]
+    if not results:
         return None
-    last = failed[-1]
-    reason = str(last.text).splitlines()[0] if last.text else "it failed"
-    reason = re.sub(r"^Error calling [\w-]+:\s*", "", reason)
-    return f"I could not complete this: the tool `{last.name}` failed ({reason})."
+    unresolved = [
+        m
+        for i, m in enumerate(results)
+        if getattr(m, "status", "") == "error"
+        and not any(later.name == m.name and getattr(later, "status", "") != "error" for later in results[i + 1 :])
+    ]
+    if unresolved:
+        last = unresolved[-1]
+        reason = str(last.text).splitlines()[0] if last.text else "it failed"
+        reason = re.sub(r"^Error calling [\w-]+:\s*", "", reason)
+        return f"I could not complete this: the tool `{last.name}` failed ({reason})."
+    ran = list(dict.fromkeys(str(m.name) for m in results))
+    return "Done: " + ", ".join(f"`{name}`" for name in ran) + " ran without an error."
 
 
 def is_empty_answer(text: str) -> bool:

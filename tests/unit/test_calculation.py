@@ -390,6 +390,13 @@ async def test_a_model_that_repeats_the_failed_call_everywhere_gets_it_without_t
     assert state["messages"][-1].content == (
         "I could not complete this: the tool `save_note` failed (category applies to semantic memories only)."
     )
+    # Real model: the corrected call ran, then the model answered `{}`: no failure is reported.
+    state, _, _, _ = await run(
+        model_slot,
+        [{"tool_calls": [bad]}, {"tool_calls": [bad]}, same, same, "{}\n"],
+        message="Save this as an episodic memory in the category goal: I ran a half marathon.",
+    )
+    assert state["messages"][-1].content == "Done: `save_note` ran without an error."
 
 
 def test_only_optional_arguments_the_error_names_are_left_out():
