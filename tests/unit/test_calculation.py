@@ -303,14 +303,14 @@ def test_the_mode_is_checked():
         Context(model="scripted:test", calculation="sometimes")
 
 
-async def test_a_call_repeated_after_failing_on_its_arguments_is_corrected_before_it_runs(model_slot, monkeypatch):
-    """The tool's own argument schema is asked for (shown the failed call and its error); the
-    corrected call runs instead of the repeat."""
+def save_note_tool(monkeypatch) -> list[tuple[str, str | None]]:
+    """The only tool of the run: `save_note`, refusing a category on an episodic note (as
+    save_memory does); returns the (kind, category) of each call it ran."""
     from langchain_core.tools import tool
 
     from tools.errors import ToolInputError
 
-    ran = []
+    ran: list[tuple[str, str | None]] = []
 
     @tool
     def save_note(text: str, kind: str = "semantic", category: str | None = None) -> str:
@@ -324,6 +324,13 @@ async def test_a_call_repeated_after_failing_on_its_arguments_is_corrected_befor
         return {"save_note": save_note}, []
 
     monkeypatch.setattr(registry, "available_tools", available_tools)
+    return ran
+
+
+async def test_a_call_repeated_after_failing_on_its_arguments_is_corrected_before_it_runs(model_slot, monkeypatch):
+    """The tool's own argument schema is asked for (shown the failed call and its error); the
+    corrected call runs instead of the repeat."""
+    ran = save_note_tool(monkeypatch)
     bad = {"name": "save_note", "args": {"text": "I ran a half marathon", "kind": "episodic", "category": "goal"}}
     fixed = {"text": "I ran a half marathon", "kind": "episodic", "category": None}
     state, events, _, model = await run(
@@ -351,24 +358,7 @@ async def test_a_model_that_repeats_the_failed_call_everywhere_gets_it_without_t
     """Real model, react-save-memory-error: the same failing call, then the same arguments twice
     as the correction, then `{}` as the answer. The optional argument the error names is left
     out; a turn that still ends on no words says what failed."""
-    from langchain_core.tools import tool
-
-    from tools.errors import ToolInputError
-
-    ran = []
-
-    @tool
-    def save_note(text: str, kind: str = "semantic", category: str | None = None) -> str:
-        """Save a note."""
-        ran.append((kind, category))
-        if kind == "episodic" and category is not None:
-            raise ToolInputError("category applies to semantic memories only")
-        return "saved"
-
-    async def available_tools():
-        return {"save_note": save_note}, []
-
-    monkeypatch.setattr(registry, "available_tools", available_tools)
+    ran = save_note_tool(monkeypatch)
     bad = {"name": "save_note", "args": {"text": "I ran a half marathon", "kind": "episodic", "category": "goal"}}
     same = {"tool_calls": [{"name": "save_note", "args": bad["args"]}]}
     state, events, _, model = await run(
