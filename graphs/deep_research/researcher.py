@@ -253,24 +253,26 @@ async def compress(state: ResearcherState, runtime: Runtime[ResearchContext], co
     template = COMPRESS_PROMPT.format(question=state["question"], brief=state.get("brief", ""), sources="")
     budget = int(context.context_window_tokens * 0.75) - approx_tokens(template)
     fitted = fit_to_budget(texts, budget, stage="compress")
-    model = load_chat_model(
-        context.model_for("compression"),
-        temperature=context.temperature,
-        timeout=context.model_timeout,
-        max_tokens=notes_max_tokens(fitted, context.max_tokens),
-    ).with_config(tags=NOSTREAM_TAGS, run_name="compress_research")
+
+    def notes_call(max_tokens: int | None) -> Any:
+        model = load_chat_model(
+            context.model_for("compression"),
+            temperature=context.temperature,
+            timeout=context.model_timeout,
+            max_tokens=max_tokens,
+        ).with_config(tags=NOSTREAM_TAGS, run_name="compress_research")
+
+        def prompt(parts: list[str]) -> str:
+            return COMPRESS_PROMPT.format(
+                question=state["question"], brief=state.get("brief", ""), sources="\n\n---\n\n".join(parts)
+            )
+
+        return invoke_fitted(model, prompt, fitted, config, context, stage="compress", step=state["round"])
+
     try:
-        response = await invoke_fitted(
-            model,
-            lambda fitted: COMPRESS_PROMPT.format(
-                question=state["question"], brief=state.get("brief", ""), sources="\n\n---\n\n".join(fitted)
-            ),
-            fitted,
-            config,
-            context,
-            stage="compress",
-            step=state["round"],
-        )
+        response = await notes_call(notes_max_tokens(fitted, context.max_tokens))
+        if not response.text.strip():  # a reasoning model can spend the bound on its reasoning
+            response = await notes_call(context.max_tokens)
     except Exception as exc:
         return _finish(state, "error", f"compression failed: {exc}")
     text, _ = cite_sources(response.text, sources)  # notes written without any address

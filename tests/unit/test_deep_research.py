@@ -464,6 +464,26 @@ async def test_the_compression_model_is_asked_for_bounded_notes(engine, monkeypa
     assert built["compress"]["max_tokens"] == 100  # the run's own limit, when lower, wins
 
 
+async def test_notes_left_empty_by_the_bound_are_asked_for_again_without_it(engine, monkeypatch):
+    """A reasoning model can spend a small bound on its reasoning and write no notes."""
+    built: list[dict] = []
+    slot = {
+        "research": ScriptedChatModel(responses=[planned("kettle")]),
+        "compress": ScriptedChatModel(responses=["", compress_notes]),
+        "report": ScriptedChatModel(responses=[report_citing()]),
+    }
+
+    def provider(name, **kw):
+        if name == "compress":
+            built.append(kw)
+        return slot[name]
+
+    register_model_provider("scripted", provider)
+    snapshot, _, _, _ = await run(context())
+    assert [kw.get("max_tokens") for kw in built] == [NOTES_TOKENS[0], None]
+    assert "Finding 1 on What about the kettle?" in snapshot.values["notes"][0]["text"]
+
+
 async def test_a_failing_researcher_does_not_fail_the_report(engine, models):
     engine.failing.add("pump")
     set_models(models, [planned("kettle", "pump")], compressions(1), [report_citing()])
