@@ -207,14 +207,14 @@ async def ask_calculation(
         part = confirming_part(expression, figure)
         if part is not None:
             expression, from_draft = part, True
-    if factor and not from_draft and figure is not None and first is not None and not _states(str(figure), first):
-        redo = [*asked, AIMessage(draft), HumanMessage(DRAFT_CALCULATION)]
-        try:
-            again = await ainvoke_structured(model, Calculation, redo, config, **options)  # type: ignore[arg-type]
-        except StructuredOutputError:
-            again = None
-        if again is not None and _confirms(again.value, figure):
-            expression, from_draft = again.value, True
+        else:
+            redo = [*asked, AIMessage(draft), HumanMessage(DRAFT_CALCULATION)]
+            try:
+                again = await ainvoke_structured(model, Calculation, redo, config, **options)  # type: ignore[arg-type]
+            except StructuredOutputError:
+                again = None
+            if again is not None and _confirms(again.value, figure):
+                expression, from_draft = again.value, True
     emit("calculation_requested", step=step, when=when, expression=expression, from_draft=from_draft)
     call = {"name": CALCULATOR, "args": {"expression": expression}, "id": f"call_{uuid.uuid4().hex[:24]}"}
     return AIMessage(content="", tool_calls=[call], response_metadata={"calculation": when})

@@ -48,9 +48,14 @@ def _key(name: str, args: Any) -> str:
     return f"{name}:{json.dumps(args, sort_keys=True, default=str)}"
 
 
+def _turn_start(messages: Sequence[AnyMessage]) -> int:
+    """The index of the turn's user message (0 when there is none)."""
+    return max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=0)
+
+
 def failed_on_arguments(messages: Sequence[AnyMessage]) -> dict[str, tuple[dict, str]]:
     """The turn's calls that failed on their arguments: key -> (arguments, error text)."""
-    start = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=0)
+    start = _turn_start(messages)
     errors: dict[str, str] = {
         m.tool_call_id: str(m.text)
         for m in messages[start:]
@@ -171,7 +176,7 @@ def failure_answer(messages: Sequence[AnyMessage]) -> str | None:
     """The answer for a turn whose model wrote none (no word, no figure: `{}`) after calling
     tools: the call that failed and was not made to work later, in words; else which tools ran;
     None when the turn called no tool."""
-    start = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=0)
+    start = _turn_start(messages)
     results = [m for m in messages[start:] if isinstance(m, ToolMessage)]
     if not results:
         return None
