@@ -13,6 +13,11 @@ in the plural (`asked`: "what activities", "which cities", "how many games") is 
 that index (`items_for`): the person's turns of that kind, one per value first (`spread`), so
 ten results cover ten items of the list rather than ten turns about one.
 
+A turn that never uses the word ("I finally finished the vase I shaped on the wheel!") gets
+into the index through what a model learnt from it: a memory saved with the ids of the turns it
+came from ("Jo took up pottery") files those ids under its own words' values (`add_ids`) in the
+index of the person it is about (store/memory/attributes.py).
+
 Each person's index is plain data (JSON), `{aspect: {value: [turn id, ...]}}`, the latest
 MAX_TURNS_PER_VALUE turn ids per value, at most MAX_VALUES values per aspect.
 """
@@ -182,11 +187,19 @@ def add_turn(index: dict, key: str, text: str) -> bool:
     """Fold one turn of a person into their `index` (`{aspect: {value: [turn id, ...]}}`, in
     place): its id under each of its aspects' values (`turn_aspects`). Returns whether anything
     changed (a turn of no known aspect changes nothing)."""
-    found = turn_aspects(text)
+    return add_ids(index, turn_aspects(text), [key])
+
+
+def add_ids(index: dict, found: dict[str, list[str]], keys: Sequence[str]) -> bool:
+    """File `keys` (turn ids, in the order written) under each value of `found` (aspect ->
+    values, as `turn_aspects` gives them) in `index` (in place): what a memory learnt from those
+    turns speaks of, or one turn's own words. Returns whether anything changed."""
+    if not keys:
+        return False
     for kind, values in found.items():
         by_value = index.setdefault(kind, {})
         for value in values:
-            ids = [i for i in by_value.pop(value, []) if i != key] + [key]
+            ids = [i for i in by_value.pop(value, []) if i not in keys] + list(keys)
             by_value[value] = ids[-MAX_TURNS_PER_VALUE:]  # re-inserted: the latest value is last
         while len(by_value) > MAX_VALUES:
             by_value.pop(next(iter(by_value)))

@@ -176,7 +176,8 @@ async def extract_and_save(
     Only what the user's statements in the turn bear out is written
     (graphs/memory_writer/grounding.py): a question, a request, the assistant's words, a copy of
     the prompt's example or a value of another attribute is dropped (and logged). Each memory
-    and profile field keeps `turn_ids`, the chat messages of the turn it came from.
+    and profile field keeps `turn_ids`, the chat messages of the turn it came from (the save files
+    a memory's in the person/attribute index of whom it is about: store/memory/attributes.py).
 
     The chat messages themselves are recorded when the turn ends
     (graphs/runtime/memory_schedule.py), not here. Returns counts: {"created", "updated",

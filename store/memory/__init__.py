@@ -41,8 +41,10 @@ accepted values or format.
 
 Modules by job: `config` (constants, MEMORY_* settings), `times` (clock, stamps, time ranges),
 `validate` (input checks, namespaces), `scoring` (the weighted score), `write`, `read`,
-`hybrid` (the memories as a corpus of store/hybrid.py), `space` (`open(store, user_id)`: one user's
-memories as a handle, the settings read once; every caller goes through one).
+`hybrid` (the memories as a corpus of store/hybrid.py), `attributes` (each person's
+person/attribute index, fed by chat messages and the memories learnt from them), `space`
+(`open(store, user_id)`: one user's memories as a handle, the settings read once; every caller
+goes through one).
 """
 
 from store.dates import DATE_FORMAT_HELP

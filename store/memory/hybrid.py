@@ -16,8 +16,8 @@ from store import aspects
 from store.backend import Backend, backend_for
 from store.dates import expired
 from store.hybrid import Candidate, Policy, Scored
+from store.memory.attributes import aspects_namespace
 from store.memory.config import LIST_DEPTH, PEOPLE_KEY, MemoryConfig
-from store.memory.write import aspects_namespace
 from store.names import without_names
 from store.people import candidates, people, resolve
 
@@ -97,8 +97,9 @@ class MemoryCorpus:
         partake in?"), the turns of theirs its items come from, one per item first
         (`store.aspects.spread`): the ids their person/attribute indexes hold for the aspects
         asked, ranked by the vector similarity of the turn to the query (the people's names left
-        out, among each person's LIST_DEPTH closest messages) plus REPORTED_WEIGHT for a turn
-        telling what its writer did. [] for any other question, and in a space of no speakers."""
+        out, among each person's LIST_DEPTH closest messages, and those of the speakers who told of
+        them, `told_by`: store/memory/attributes.py) plus REPORTED_WEIGHT for a turn telling what
+        its writer did. [] for any other question, and in a space of no speakers."""
         kinds = aspects.asked(query)
         if not kinds or self.ns[-1] != "chat":
             return []
@@ -106,14 +107,15 @@ class MemoryCorpus:
         if not persons:
             return []
         found = await self.store.abatch([GetOp(aspects_namespace(self.ns), person, False) for person in persons])
-        indexes = [item.value.get("aspects") or {} for item in found if isinstance(item, Item)]
-        items = aspects.items_for(indexes, kinds)
+        stored = [item.value for item in found if isinstance(item, Item)]
+        items = aspects.items_for([value.get("aspects") or {} for value in stored], kinds)
         if not items:
             return []
         vector_query = without_names(query, set().union(*persons.values()))
         hits: dict[str, Candidate] = {}
         score: dict[str, float] = {}
-        for person in persons:
+        told = {str(name) for value in stored for name in value.get("told_by") or ()} - set(persons)
+        for person in [*persons, *sorted(told)]:
             wanted = {**self.wanted, "speaker": person}
             for hit in await self.backend.vector_search(
                 self.ns, vector_query, PASSAGE_DEPTH * LIST_DEPTH, wanted, "created_at"

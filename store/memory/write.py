@@ -1,4 +1,6 @@
-"""Writes: save with dedupe, chat messages, the profile, deletes and forgetting a user."""
+"""Writes: save with dedupe, chat messages, the profile, deletes and forgetting a user. Chat
+messages and the memories learnt from them also feed the person/attribute indexes
+(store/memory/attributes.py)."""
 
 from __future__ import annotations
 
@@ -10,13 +12,11 @@ from typing import Any, Literal
 
 from langgraph.store.base import BaseStore, GetOp, PutOp
 
-from store import aspects
 from store.backend import backend_for
 from store.clean import strip_nul
 from store.dates import expired, parse_stamp, stamp
-from store.memory import times
+from store.memory import attributes, times
 from store.memory.config import (
-    ASPECTS_KIND,
     KINDS,
     MAX_PROFILE_FIELDS,
     MEMORY_KINDS,
@@ -100,7 +100,11 @@ async def save_memory(
     one created on another UTC day than `now` or whose text is not a near-exact repeat of `text`
     (`near_exact`: two different things said the same day stay two memories, however similar
     their vectors). `turn_ids` are the chat messages the memory was learnt from (stored in the
-    value; an update adds them to the memory's earlier ones). Returns the memory with `"action": "created" | "updated"`
+    value; an update adds them to the memory's earlier ones); the aspect words of its text
+    (store/aspects.py: "Jo took up pottery" -> activity `pottery`) file them in the
+    person/attribute index of whom it is about, the `subject` as a recorded speaker or else the
+    `speaker` of those messages (store/memory/attributes.py), so that a list question finds them.
+    Returns the memory with `"action": "created" | "updated"`
     (an update also carries `similarity` and `previous_text`). `now` overrides the clock for
     imports and replays.
     """
@@ -159,6 +163,7 @@ async def save_memory(
         await store.abatch([put_op(store, ns, duplicate.key, value, reindex, config)])
         if reindex:
             await backend_for(store).index_memory(ns, duplicate.key, text, speaker)
+        await _learn_aspects(store, user_id, value)
         return {
             "id": duplicate.key,
             **value,
@@ -187,7 +192,23 @@ async def save_memory(
     key = str(uuid.uuid4())
     await store.abatch([put_op(store, ns, key, value, True, config)])
     await backend_for(store).index_memory(ns, key, value["text"], speaker)
+    await _learn_aspects(store, user_id, value)
     return {"id": key, **value, "action": "created"}
+
+
+async def _learn_aspects(store: BaseStore, user_id: str, value: dict) -> None:
+    """Fold a saved memory learnt from chat messages (`turn_ids`) into the person/attribute index
+    of whom it is about (store/memory/attributes.py `learn_memory`; nothing to do without turn
+    ids or an aspect word in its text)."""
+    if value.get("turn_ids"):
+        await attributes.learn_memory(
+            store,
+            namespace(user_id, "chat"),
+            str(value["text"]),
+            value["turn_ids"],
+            value.get("speaker"),
+            value.get("subject"),
+        )
 
 
 MAX_TURN_IDS = 20  # the latest chat messages a memory keeps as where it came from
@@ -281,31 +302,8 @@ async def record_chat_message(
     await store.abatch([put_op(store, ns, key, value, True, config)])
     await backend_for(store).index_memory(ns, key, str(value["text"]), speaker)
     await _learn_people(store, ns, speaker, str(value["text"]))
-    await _learn_aspects(store, ns, speaker, key, str(value["text"]))
+    await attributes.learn_turn(store, ns, speaker, key, str(value["text"]))
     return {"id": key, **shown(value)}
-
-
-def aspects_namespace(chat_ns: tuple) -> tuple:
-    """The namespace of the person/attribute indexes (store/aspects.py) of a chat namespace's
-    memory space: one item per speaker, keyed by their recorded name."""
-    return (*chat_ns[:-1], ASPECTS_KIND)
-
-
-def aspects_value(speaker: str, index: dict) -> dict:
-    """The stored item of `speaker`'s person/attribute index."""
-    return {"kind": ASPECTS_KIND, "speaker": speaker, "aspects": index}
-
-
-async def _learn_aspects(store: BaseStore, ns: tuple, speaker: str | None, key: str, text: str) -> None:
-    """Fold a chat message into its speaker's person/attribute index (store/aspects.py): only a
-    message of a speaker that speaks of a known aspect costs a read and a write."""
-    if not speaker or not aspects.turn_aspects(text):
-        return
-    index_ns = aspects_namespace(ns)
-    current = await store.aget(index_ns, speaker, refresh_ttl=False)
-    index = dict((current.value.get("aspects") if current else None) or {})
-    if aspects.add_turn(index, key, text):
-        await store.aput(index_ns, speaker, aspects_value(speaker, index), index=False)
 
 
 async def _chat_items(store: BaseStore, user_id: str) -> list:
@@ -319,19 +317,24 @@ async def _chat_items(store: BaseStore, user_id: str) -> list:
     return items
 
 
+async def _memory_items(store: BaseStore, user_id: str) -> list:
+    """Every episodic and semantic memory of the user."""
+    items = []
+    for kind in MEMORY_KINDS:
+        ns, offset = namespace(user_id, kind), 0
+        while page := await store.asearch(ns, limit=500, offset=offset, refresh_ttl=False):
+            items += page
+            offset += len(page)
+    return items
+
+
 async def rebuild_aspects(store: BaseStore, user_id: str) -> dict[str, dict]:
-    """Each speaker's person/attribute index of the user's chat history, built anew from every
-    message in the order they were written (for histories recorded before the index existed);
-    returns them (speaker -> index)."""
-    items = await _chat_items(store, user_id)
-    indexes = aspects.build((item.value.get("speaker"), item.key, str(item.value.get("text") or "")) for item in items)
-    index_ns = aspects_namespace(namespace(user_id, "chat"))
-    for old in await store.asearch(index_ns, limit=1000, refresh_ttl=False):
-        if old.key not in indexes:
-            await store.adelete(index_ns, old.key)
-    for speaker, index in indexes.items():
-        await store.aput(index_ns, speaker, aspects_value(speaker, index), index=False)
-    return indexes
+    """Each speaker's person/attribute index built anew from the user's chat history and the
+    memories learnt from it (those with `turn_ids`), in the order they were written (for histories
+    recorded before the index existed; store/memory/attributes.py); returns them (speaker ->
+    index)."""
+    chat = await _chat_items(store, user_id)
+    return await attributes.rebuild(store, namespace(user_id, "chat"), chat, await _memory_items(store, user_id))
 
 
 async def _learn_people(store: BaseStore, ns: tuple, speaker: str | None, text: str) -> None:

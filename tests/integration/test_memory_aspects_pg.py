@@ -16,7 +16,7 @@ import pytest
 
 from store import knowledge, memory
 from store.knowledge.aspects import aspects_namespace as kb_aspects_namespace
-from store.memory.write import aspects_namespace
+from store.memory.attributes import aspects_namespace
 from store.postgres import store
 
 pytestmark = pytest.mark.integration
