@@ -1,5 +1,6 @@
 """The backend seam: what memories and knowledge bases need from a store beyond `BaseStore`
-(full text, listings by substring and time, thread neighbours, bulk deletes, atomic inserts),
+(full text, listings by substring and time, thread neighbours, bulk deletes, atomic inserts,
+updates of derived items that concurrent ones never undo: `update_items`),
 chosen once per store by `backend_for`.
 The implementations are in store/backends.py, each with a graph part (`backend.graph`:
 store/graph_part.py in process, store/sql/graph.py on Postgres).

@@ -19,6 +19,7 @@ from store.dates import expired, parse_stamp, stamp
 from store.graph_part import GraphPart, MemoryGraph
 from store.index import require_index
 from store.sql import MEMORY_TEXT_SEARCH_CONFIG, StoreSQL
+from store.sql.base import Change
 from store.sql.graph import PostgresGraph
 
 PAGE = 500
@@ -87,6 +88,21 @@ class InProcessBackend:
                 return False
             await self.store.aput(ns, key, value, index=False)
             return True
+
+    async def update_items(self, ns: tuple[str, ...], keys: Sequence[str], change: Change) -> dict[str, dict]:
+        """Read-modify-write of items of `ns` (not indexed) that concurrent updates of the same
+        items never undo: `change(key, live value or None)` gives each key's new value (None:
+        leave it); returns the written values by key. In process: under one lock per event loop,
+        the values read by a listing of `ns` (a get would leave an in-memory store the namespace)."""
+        wanted = list(dict.fromkeys(keys))
+        if not wanted:
+            return {}
+        async with _lock():
+            current = {item.key: item.value for item in await self.scan(ns) if tuple(item.namespace) == ns}
+            written = {key: value for key in wanted if (value := change(key, current.get(key))) is not None}
+            for key, value in written.items():
+                await self.store.aput(ns, key, value, index=False)
+            return written
 
     async def delete_under(self, prefix: tuple[str, ...]) -> int:
         """Delete every item in the namespace `prefix` and below it; returns how many."""
@@ -212,6 +228,12 @@ class SQLBackend(InProcessBackend):
     async def insert_if_absent(self, ns: tuple[str, ...], key: str, value: dict) -> bool:
         return await self.sql.insert_if_absent(ns, key, value)
 
+    async def update_items(self, ns: tuple[str, ...], keys: Sequence[str], change: Change) -> dict[str, dict]:
+        # on the pool's connection (a get and a put through the store would take a second one
+        # while holding the lock), the store's default TTL as its `put` gives it
+        ttl = (getattr(self.store, "ttl_config", None) or {}).get("default_ttl")
+        return await self.sql.update_items(ns, keys, change, ttl)
+
     async def delete_under(self, prefix: tuple[str, ...]) -> int:
         return await self.sql.delete_under(prefix)
 
@@ -268,7 +290,7 @@ class SQLBackend(InProcessBackend):
         return found
 
 
-# Atomic inserts in process (unit tests, scripts): one lock per event loop.
+# Atomic inserts and updates in process (unit tests, scripts): one lock per event loop.
 _LOCKS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
 
 

@@ -29,7 +29,8 @@ def _value(speaker: str, index: dict) -> dict:
 
 async def learn_chunks(store: BaseStore, kb: str, chunks: Iterable[tuple[str, str]]) -> None:
     """Fold written chunks ((id, content)) into the indexes of the speakers of their lines "Name:
-    words" (`store.aspects.speaker_lines`): one read and one write per speaker they speak of."""
+    words" (`store.aspects.speaker_lines`): one update (a read and a write) of the indexes of the
+    speakers they speak of, which concurrent ingests never undo (`Backend.update_items`)."""
     said: dict[str, list[tuple[str, str]]] = {}
     for key, content in chunks:
         for speaker, line in aspects.speaker_lines(content):
@@ -37,13 +38,14 @@ async def learn_chunks(store: BaseStore, kb: str, chunks: Iterable[tuple[str, st
                 said.setdefault(speaker, []).append((key, line))
     if not said:
         return
-    namespace = aspects_namespace(kb)
-    found = await store.abatch([GetOp(namespace, speaker, False) for speaker in said])
-    for (speaker, lines), item in zip(said.items(), found, strict=True):
-        index = dict((item.value.get("aspects") if isinstance(item, Item) else None) or {})
-        for key, line in lines:
+
+    def change(speaker: str, value: dict | None) -> dict:
+        index = dict((value or {}).get("aspects") or {})
+        for key, line in said[speaker]:
             aspects.add_turn(index, key, line)
-        await store.aput(namespace, speaker, _value(speaker, index), index=False)
+        return _value(speaker, index)
+
+    await backend_for(store).update_items(aspects_namespace(kb), list(said), change)
 
 
 async def rebuild(store: BaseStore, kb: str) -> dict[str, dict]:

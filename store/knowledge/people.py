@@ -11,6 +11,7 @@ from collections.abc import Iterable
 
 from langgraph.store.base import BaseStore
 
+from store.backend import backend_for
 from store.knowledge.config import PEOPLE_KEY, REGISTRY_NAMESPACE
 from store.knowledge.registry import chunk_namespace, people_namespace, search_all
 from store.people import Person, learn_lines, people, recorded_speakers
@@ -26,16 +27,20 @@ async def learn_documents(store: BaseStore, kb: str, texts: Iterable[str]) -> No
     """Fold the texts of newly ingested documents into `kb`'s registry, written once they hold a
     speaker's line (every line of the texts counts then, so that documents with a few "Name:
     words" lines are not taken for a chat log; lines ingested before the first speaker's line
-    are not counted); the registry entry is marked once the knowledge base has speakers."""
-    found = await registry(store, kb)
-    current = dict(found or {})
-    spoken = False
-    for text in texts:
-        spoken = learn_lines(current, text) or spoken
-    if spoken or found is not None:
-        await store.aput(people_namespace(kb), PEOPLE_KEY, current, index=False)
-        if recorded_speakers(current):
-            await _mark(store, kb)
+    are not counted); the registry entry is marked once the knowledge base has speakers. One
+    update of the registry, which concurrent ingests never undo (`Backend.update_items`)."""
+    texts = list(texts)
+
+    def change(_key: str, found: dict | None) -> dict | None:
+        current = dict(found or {})
+        spoken = False
+        for text in texts:
+            spoken = learn_lines(current, text) or spoken
+        return current if spoken or found is not None else None
+
+    written = await backend_for(store).update_items(people_namespace(kb), [PEOPLE_KEY], change)
+    if recorded_speakers(written.get(PEOPLE_KEY)):
+        await _mark(store, kb)
 
 
 async def rebuild(store: BaseStore, kb: str) -> dict:
@@ -53,10 +58,13 @@ async def rebuild(store: BaseStore, kb: str) -> dict:
 
 
 async def _mark(store: BaseStore, kb: str) -> None:
-    """Note in `kb`'s registry entry that it has a registry of people."""
-    item = await store.aget(REGISTRY_NAMESPACE, kb)
-    if item is not None and not item.value.get("people"):
-        await store.aput(REGISTRY_NAMESPACE, kb, {**item.value, "people": True}, index=False)
+    """Note in `kb`'s registry entry that it has a registry of people (an update: a concurrent
+    recount of the entry keeps it, store/knowledge/registry.py `refresh_stats`)."""
+
+    def change(_key: str, entry: dict | None) -> dict | None:
+        return {**entry, "people": True} if entry is not None and not entry.get("people") else None
+
+    await backend_for(store).update_items(REGISTRY_NAMESPACE, [kb], change)
 
 
 async def persons_of(store: BaseStore, kb: str, entry: dict) -> list[Person]:

@@ -123,10 +123,12 @@ async def set_shared(store: BaseStore, name: str, shared: bool) -> dict:
     """Share a knowledge base with every user, or stop sharing it (an administrator's choice);
     the updated entry."""
     await get_kb(store, name)
-    item = await store.aget(REGISTRY_NAMESPACE, name)
-    entry = {**(item.value if item else {}), "shared": shared, "updated_at": now_stamp()}
-    await store.aput(REGISTRY_NAMESPACE, name, entry, index=False)
-    return _entry(entry)
+
+    def change(_key: str, found: dict | None) -> dict:
+        return {**(found or {}), "shared": shared, "updated_at": now_stamp()}
+
+    written = await backend_for(store).update_items(REGISTRY_NAMESPACE, [name], change)
+    return _entry(written[name])
 
 
 async def create_kb(
@@ -186,15 +188,19 @@ async def delete_kb(store: BaseStore, name: str) -> dict:
 
 
 async def refresh_stats(store: BaseStore, name: str) -> dict:
-    """Recount the registry entry's totals from the document records."""
+    """Recount the registry entry's totals from the document records (an update of the entry:
+    what a concurrent writer notes in it, such as `people`, stays)."""
     records = [item.value for item in await search_all(store, document_namespace(name))]
-    item = await store.aget(REGISTRY_NAMESPACE, name)
-    entry: dict[str, Any] = dict(item.value) if item else {"name": name, "description": "", "created_at": now_stamp()}
-    entry.update(
-        documents=len(records),
-        chunks=sum(r["chunks"] for r in records),
-        characters=sum(r["characters"] for r in records),
-        updated_at=now_stamp(),
-    )
-    await store.aput(REGISTRY_NAMESPACE, name, entry, index=False)
-    return entry
+    totals = {
+        "documents": len(records),
+        "chunks": sum(r["chunks"] for r in records),
+        "characters": sum(r["characters"] for r in records),
+    }
+
+    def change(_key: str, found: dict | None) -> dict:
+        entry: dict[str, Any] = dict(found) if found else {"name": name, "description": "", "created_at": now_stamp()}
+        entry.update(totals, updated_at=now_stamp())
+        return entry
+
+    written = await backend_for(store).update_items(REGISTRY_NAMESPACE, [name], change)
+    return written[name]

@@ -43,23 +43,27 @@ def aspects_value(speaker: str, index: dict, told_by: Iterable[str] = ()) -> dic
     return {"kind": ASPECTS_KIND, "speaker": speaker, "aspects": index, **({"told_by": told} if told else {})}
 
 
-async def _fold(store: BaseStore, index_ns: tuple, person: str, found: dict, keys: Sequence[str], told_by: set) -> None:
-    """File `keys` under the values of `found` in `person`'s index: one read, and one write when
-    anything changed."""
-    current = await store.aget(index_ns, person, refresh_ttl=False)
-    value = current.value if current else {}
-    index = dict(value.get("aspects") or {})
-    told = set(value.get("told_by") or ()) | told_by
-    if aspects.add_ids(index, found, keys):
-        await store.aput(index_ns, person, aspects_value(person, index, told), index=False)
+async def _fold(store: BaseStore, index_ns: tuple, found: dict, filing: dict[str, tuple[list[str], set[str]]]) -> None:
+    """File each person's keys under the values of `found` in their index (`filing`: person ->
+    (keys, the other speakers who said them), as `filed` gives it): the indexes are read and the
+    changed ones written in one update, which concurrent ones never undo (`Backend.update_items`:
+    a chat message recorded while a memory is saved, two server workers)."""
+
+    def change(person: str, value: dict | None) -> dict | None:
+        keys, told_by = filing[person]
+        index = dict((value or {}).get("aspects") or {})
+        told = set((value or {}).get("told_by") or ()) | told_by
+        return aspects_value(person, index, told) if aspects.add_ids(index, found, keys) else None
+
+    await backend_for(store).update_items(index_ns, list(filing), change)
 
 
 async def learn_turn(store: BaseStore, chat_ns: tuple, speaker: str | None, key: str, text: str) -> None:
     """Fold a chat message into its speaker's index: only a message of a speaker that speaks of
-    a known aspect costs a read and a write."""
+    a known aspect costs an update (a read and a write)."""
     found = aspects.turn_aspects(text) if speaker else {}
     if speaker and found:
-        await _fold(store, aspects_namespace(chat_ns), speaker, found, [key], set())
+        await _fold(store, aspects_namespace(chat_ns), found, {speaker: ([key], set())})
 
 
 def evidence(turns: Iterable[Item], speaker: str | None) -> list[Item]:
@@ -102,7 +106,7 @@ async def learn_memory(
 ) -> None:
     """Fold a memory saved with `turn_ids` into the index of the person it is about (see the
     module's docstring): nothing is read when its text names no aspect or it has no turn ids;
-    then one read of its turns and, per person, one read and one write of their index."""
+    then one read of its turns and one update of the indexes of the persons it files them for."""
     found = aspects.turn_aspects(text)
     if not found or not turn_ids:
         return
@@ -115,8 +119,7 @@ async def learn_memory(
         person = subject_speaker(subject, await persons(store, chat_ns))
         if person is None:
             return
-    for name, (keys, told_by) in filed(turns, person).items():
-        await _fold(store, aspects_namespace(chat_ns), name, found, keys, told_by)
+    await _fold(store, aspects_namespace(chat_ns), found, filed(turns, person))
 
 
 async def rebuild(store: BaseStore, chat_ns: tuple, chat: Sequence[Item], memories: Sequence[Item]) -> dict[str, dict]:

@@ -339,14 +339,18 @@ async def rebuild_aspects(store: BaseStore, user_id: str) -> dict[str, dict]:
 
 async def _learn_people(store: BaseStore, ns: tuple, speaker: str | None, text: str) -> None:
     """Fold a chat message into the memory space's registry of people (store/people.py): only a
-    message that introduces its writer or addresses someone by name costs a read and a write."""
+    message that introduces its writer or addresses someone by name costs a read of who speaks
+    and an update of the registry (`Backend.update_items`: concurrent ones never undo it)."""
     if not speaker or not (introductions(text) or vocatives(text)):
         return
-    people_ns = (*ns[:-1], "profile")
-    current = await store.aget(people_ns, PEOPLE_KEY, refresh_ttl=False)
-    registry = dict(current.value) if current else {"kind": "people"}
-    if learn(registry, speaker, text, await backend_for(store).speakers(ns) | {speaker}):
-        await store.aput(people_ns, PEOPLE_KEY, registry, index=False)
+    backend = backend_for(store)
+    speakers = await backend.speakers(ns) | {speaker}
+
+    def change(_key: str, current: dict | None) -> dict | None:
+        registry = dict(current) if current else {"kind": "people"}
+        return registry if learn(registry, speaker, text, speakers) else None
+
+    await backend.update_items((*ns[:-1], "profile"), [PEOPLE_KEY], change)
 
 
 async def rebuild_people(store: BaseStore, user_id: str) -> dict:

@@ -1,16 +1,18 @@
 """The SQL adapter's shared part: the library's tables it relies on, the start-up checks, items
-(atomic insert, listings, bulk delete), where a store's table is, and the BM25 statement both full
-texts share. The owners' statements are beside it: memory.py, knowledge.py, quotas.py,
+(atomic insert, locked read-modify-write, listings, bulk delete), where a store's table is, and
+the BM25 statement both full texts share. The owners' statements are beside it: memory.py, knowledge.py, quotas.py,
 checkpoints.py, graph.py; schema.py holds the migrations of the project's own tables."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import nullcontext, suppress
 from datetime import datetime
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from langgraph.store.base import Item
+from psycopg import AsyncPipeline
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
@@ -43,6 +45,26 @@ STORE_LOCATION_SQL = (
     "c.oid::bigint AS table_oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
     "WHERE c.oid = to_regclass('store')"
 )
+
+# `update_items`: a transaction-scoped advisory lock per item (a hash of its prefix and key; taken
+# in one order, so that two updates of several items never wait on each other), the live values,
+# and the store's `put` of the changed ones (no vectors: they are not indexed).
+LOCK_ITEMS_SQL = (
+    "SELECT pg_advisory_xact_lock(h) FROM (SELECT DISTINCT hashtextextended(name, 0) AS h "
+    "FROM unnest(%s::text[]) AS name ORDER BY h) AS locks"
+)
+READ_ITEMS_SQL = (
+    "SELECT key, value FROM store WHERE prefix = %s AND key = ANY(%s) AND (expires_at IS NULL OR expires_at > NOW())"
+)
+WRITE_ITEMS_SQL = (
+    "INSERT INTO store (prefix, key, value, created_at, updated_at, expires_at, ttl_minutes) "
+    "SELECT %(prefix)s, k, v, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP, "
+    "NOW() + make_interval(secs => %(ttl)s::float8 * 60), %(ttl)s::float8 "
+    "FROM unnest(%(keys)s::text[], %(values)s::jsonb[]) AS written(k, v) "
+    "ON CONFLICT (prefix, key) DO UPDATE SET value = EXCLUDED.value, updated_at = CURRENT_TIMESTAMP, "
+    "expires_at = EXCLUDED.expires_at, ttl_minutes = EXCLUDED.ttl_minutes"
+)
+Change = Callable[[str, dict | None], dict | None]  # (key, live value or None) -> value to write, or None
 
 
 async def store_location(conn: Any) -> dict | None:
@@ -226,6 +248,39 @@ class SQLBase:
             (".".join(namespace), key, Jsonb(strip_nul(value))),
         )
         return bool(rows)
+
+    async def update_items(
+        self, namespace: Sequence[str], keys: Sequence[str], change: Change, ttl_minutes: float | None = None
+    ) -> dict[str, dict]:
+        """Read-modify-write of items (not indexed for search) that concurrent updates of the same
+        items (other tasks, other processes) never undo: under a transaction-scoped advisory lock
+        per item, `change(key, live value or None)` gives each key's new value (None: leave it),
+        and the changed ones are written as the store's `put` would (`ttl_minutes`: its default
+        TTL). Returns the written values by key. Its cost: one connection (a get and a put took
+        one each) and, pipelined, two round trips (lock and read; write and commit)."""
+        prefix = ".".join(namespace)
+        wanted = list(dict.fromkeys(keys))
+        if not wanted:
+            return {}
+        async with self.pool.connection() as conn:
+            try:
+                pipelined = conn.pipeline() if AsyncPipeline.is_supported() else nullcontext()  # libpq >= 14
+                async with pipelined, conn.cursor(row_factory=dict_row) as cur:
+                    await cur.execute("BEGIN")
+                    await cur.execute(LOCK_ITEMS_SQL, ([f"{prefix}\x1f{key}" for key in wanted],))
+                    await cur.execute(READ_ITEMS_SQL, (prefix, wanted))
+                    current = {row["key"]: row["value"] for row in await cur.fetchall()}
+                    written = {key: value for key in wanted if (value := change(key, current.get(key))) is not None}
+                    if written:
+                        values = [Jsonb(strip_nul(value)) for value in written.values()]
+                        params = {"prefix": prefix, "keys": list(written), "values": values, "ttl": ttl_minutes}
+                        await cur.execute(WRITE_ITEMS_SQL, params)
+                    await cur.execute("COMMIT")
+            except BaseException:
+                with suppress(Exception):  # a broken connection: the pool replaces it
+                    await conn.rollback()  # nothing to do when the transaction is over
+                raise
+        return written
 
     async def list_items(
         self,
