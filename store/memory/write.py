@@ -338,7 +338,7 @@ async def _chat_items(store: BaseStore, user_id: str) -> list:
     while page := await store.asearch(ns, limit=500, offset=offset, refresh_ttl=False):
         items += page
         offset += len(page)
-    items.sort(key=lambda item: str(item.value.get("created_at") or ""))
+    items.sort(key=lambda item: (str(item.value.get("created_at") or ""), item.key))  # ids: write order
     return items
 
 
