@@ -81,13 +81,10 @@ class MemoryCorpus:
         """Vector hits; with `span` only memories written in [start, end). A long chat message has
         a vector per passage beside its text's (store/sentences.py) and the Postgres store reads
         2 x limit + 1 vectors before keeping each item's best, so chat searches ask for
-        PASSAGE_DEPTH x `limit` items to still get `limit` (other kinds have no passages). Equal
-        similarities (the same words written twice) in the order of their ids, the order they
-        were written (`store.memory.write.memory_key`): the store returns them in any order."""
+        PASSAGE_DEPTH x `limit` items to still get `limit` (other kinds have no passages)."""
         depth = PASSAGE_DEPTH * limit if self.ns[-1] == "chat" else limit
         hits = await self.backend.vector_search(self.ns, query, depth, self.wanted, "created_at", span)
         found: list[Scored] = [(hit, hit.score or 0.0) for hit in hits if self._live(hit.value)]
-        found.sort(key=lambda pair: (-pair[1], pair[0].key))
         return found[:limit]
 
     async def keyword(self, query: str, limit: int) -> list[Scored]:

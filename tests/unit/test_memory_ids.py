@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime, timedelta
+from typing import cast
 
-from langgraph.store.base import SearchItem
+from langgraph.store.base import BaseStore, SearchItem
 
 from store import memory
-from store.memory.config import memory_config
-from store.memory.hybrid import MemoryCorpus
+from store.backends import InProcessBackend
 from store.memory.write import memory_key
 
 START = datetime(2023, 5, 8, 13, 0, tzinfo=UTC)
@@ -47,25 +47,25 @@ def test_ids_of_one_instant_stay_distinct():
     assert keys[:4096] == sorted(keys[:4096])
 
 
-class _TiedVectors:
-    """A backend whose vector search returns two memories of one similarity newest first."""
+class _TiedStore:
+    """A store whose vector search returns two memories of one similarity, newest first."""
+
+    index_config = {"dims": 384}
 
     def __init__(self, items: list[SearchItem]) -> None:
         self.items = items
 
-    async def vector_search(self, ns, query, limit, wanted, date_field, span=None) -> list[SearchItem]:
+    async def asearch(self, ns, *, query=None, filter=None, limit=10, refresh_ttl=None) -> list[SearchItem]:
         return self.items[:limit]
 
 
-async def test_equal_similarities_come_in_the_order_written(store):
+async def test_equal_similarities_come_in_the_order_written():
     """The same words written twice score alike; the store returns them in any order, the
-    dense list in the order written (the first copy is the one kept when texts repeat)."""
+    vector search in the order written (the first copy is the one kept when texts repeat)."""
     ns = memory.namespace("u", "chat")
     first, second = memory_key(START), memory_key(START + timedelta(days=3))
-    tied = [
-        SearchItem(ns, key, {"text": "Jo: Thanks!", "created_at": START.isoformat()}, START, START, score=0.5)
-        for key in (second, first)
-    ]
-    corpus = MemoryCorpus(store, ns, {}, memory_config(), START + timedelta(days=10))
-    corpus.backend = _TiedVectors(tied)  # type: ignore[assignment]
-    assert [item.key for item, _ in await corpus.dense("thanks", 5)] == [first, second]
+    closer = SearchItem(ns, memory_key(START + timedelta(days=5)), {"text": "Jo: Thank you!"}, START, START, 0.6)
+    tied = [SearchItem(ns, key, {"text": "Jo: Thanks!"}, START, START, score=0.5) for key in (second, first)]
+    backend = InProcessBackend(cast(BaseStore, _TiedStore([*tied, closer])))
+    found = await backend.vector_search(ns, "thanks", 5, {}, "created_at")
+    assert [item.key for item in found] == [closer.key, first, second]
