@@ -46,6 +46,14 @@ def haystack(value: dict) -> str:
     return f"{value.get('text', '')} {' '.join(value.get('keywords') or [])}"
 
 
+def best_first(items: list[SearchItem]) -> list[SearchItem]:
+    """Vector hits best first, equal scores (the same words stored twice) by key: the store
+    returns ties in any order (a parallel sort in Postgres), keys in the same order whenever the
+    same data is loaded (memory ids sort as written, store/memory/write.py; a chunk's id follows
+    from its document and place)."""
+    return sorted(items, key=lambda item: (-(item.score or 0.0), item.key))
+
+
 class InProcessBackend:
     """The backend of stores without SQL: scans and in-process BM25."""
 
@@ -75,10 +83,12 @@ class InProcessBackend:
         `NoVectorIndex` (its search would return items unscored, by recency)."""
         require_index(self.store)
         if span is None:
-            return await self.store.asearch(ns, query=query, filter=wanted or None, limit=limit, refresh_ttl=False)
+            return best_first(
+                await self.store.asearch(ns, query=query, filter=wanted or None, limit=limit, refresh_ttl=False)
+            )
         start, end = stamp(span[0]), stamp(span[1])
         found = await self.store.asearch(ns, query=query, filter=wanted or None, limit=DATED_SCAN, refresh_ttl=False)
-        return [item for item in found if start <= str(item.value.get(date_field) or "") < end][:limit]
+        return best_first([item for item in found if start <= str(item.value.get(date_field) or "") < end])[:limit]
 
     async def insert_if_absent(self, ns: tuple[str, ...], key: str, value: dict) -> bool:
         """Put an item (not indexed) only when `ns`/`key` holds none; of concurrent calls for one
@@ -223,7 +233,9 @@ class SQLBackend(InProcessBackend):
         require_index(self.store)
         if span is not None:  # stamps are UTC ISO strings of one format: text order is time order
             wanted = {**wanted, date_field: {"$gte": stamp(span[0]), "$lt": stamp(span[1])}}
-        return await self.store.asearch(ns, query=query, filter=wanted or None, limit=limit, refresh_ttl=False)
+        return best_first(
+            await self.store.asearch(ns, query=query, filter=wanted or None, limit=limit, refresh_ttl=False)
+        )
 
     async def insert_if_absent(self, ns: tuple[str, ...], key: str, value: dict) -> bool:
         return await self.sql.insert_if_absent(ns, key, value)

@@ -5,6 +5,8 @@ messages and the memories learnt from them also feed the person/attribute indexe
 from __future__ import annotations
 
 import re
+import secrets
+import threading
 import uuid
 from datetime import UTC, datetime, timedelta
 from difflib import SequenceMatcher
@@ -42,6 +44,26 @@ from store.memory.validate import (
 )
 from store.people import introductions, learn, vocatives
 from store.sentences import passages
+
+_KEY_CLOCK = threading.Lock()
+_last_key = [-1, 0]  # the millisecond of the last id made and its counter
+
+
+def memory_key(at: datetime) -> str:
+    """A new memory's id: a UUID (the version 7 layout of RFC 9562) whose first 48 bits are `at`
+    (the write's time, an overridden `now` included) in milliseconds since 1970, the next 12 a
+    counter of the ids made one after the other for that same millisecond, the rest random.
+
+    Ids sort as their write times do. Every ranking that breaks a tie by id (fusion, BM25,
+    thread neighbours) then orders tied memories by when they were written, so the same
+    conversation recorded twice ranks the same way: with random ids (uuid4) each load ordered its
+    ties its own way."""
+    millis = min(max(int(at.timestamp() * 1000), 0), (1 << 48) - 1)
+    with _KEY_CLOCK:
+        counter = _last_key[1] + 1 if _last_key[0] == millis else 0
+        _last_key[:] = [millis, counter]
+    value = millis << 80 | 0x7 << 76 | (counter & 0xFFF) << 64 | 0b10 << 62 | secrets.randbits(62)
+    return str(uuid.UUID(int=value))
 
 
 def ttl_minutes(store: BaseStore, value: dict, config: MemoryConfig) -> float | None:
@@ -189,7 +211,7 @@ async def save_memory(
         **({"turn_ids": turns} if turns else {}),
     }
     value = with_expiry(value, config, now)
-    key = str(uuid.uuid4())
+    key = memory_key(now)
     await store.abatch([put_op(store, ns, key, value, True, config)])
     await backend_for(store).index_memory(ns, key, value["text"], speaker)
     await _learn_aspects(store, user_id, value)
@@ -280,7 +302,8 @@ async def record_chat_message(
     thread_id = optional_id(thread_id, "thread_id")
     speaker = optional_id(speaker, "speaker")
     truncated = len(text) > config.max_text_chars
-    written = stamp(now or times.utc_now())
+    now = now or times.utc_now()
+    written = stamp(now)
     value: dict[str, Any] = {
         "text": text[: config.max_text_chars].strip(),
         "kind": "chat",
@@ -297,8 +320,8 @@ async def record_chat_message(
     }
     if found := passages(str(value["text"]), speaker):
         value[PASSAGES_FIELD] = found
-    value = with_expiry(value, config, now or times.utc_now())
-    key = str(uuid.uuid4())
+    value = with_expiry(value, config, now)
+    key = memory_key(now)
     await store.abatch([put_op(store, ns, key, value, True, config)])
     await backend_for(store).index_memory(ns, key, str(value["text"]), speaker)
     await _learn_people(store, ns, speaker, str(value["text"]))
@@ -313,7 +336,7 @@ async def _chat_items(store: BaseStore, user_id: str) -> list:
     while page := await store.asearch(ns, limit=500, offset=offset, refresh_ttl=False):
         items += page
         offset += len(page)
-    items.sort(key=lambda item: str(item.value.get("created_at") or ""))
+    items.sort(key=lambda item: (str(item.value.get("created_at") or ""), item.key))  # ids: write order
     return items
 
 
@@ -355,11 +378,16 @@ async def _learn_people(store: BaseStore, ns: tuple, speaker: str | None, text: 
 
 async def rebuild_people(store: BaseStore, user_id: str) -> dict:
     """The registry of people of the user's chat history, built anew from every message in the
-    order they were written (for histories recorded before the registry existed); returns it."""
+    order they were written (for histories recorded before the registry existed); returns it.
+    Each message is learnt with the speakers recorded up to it, as `record_chat_message` learnt
+    it: the registry rebuilt is the one recorded (a message addressing someone before they
+    spoke counts in neither)."""
     items = await _chat_items(store, user_id)
-    speakers = {str(item.value["speaker"]) for item in items if item.value.get("speaker")}
+    speakers: set[str] = set()
     registry: dict = {"kind": "people"}
     for item in items:
+        if item.value.get("speaker"):
+            speakers.add(str(item.value["speaker"]))
         learn(registry, item.value.get("speaker"), str(item.value.get("text") or ""), speakers)
     await store.aput(namespace(user_id, "profile"), PEOPLE_KEY, registry, index=False)
     return registry

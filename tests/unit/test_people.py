@@ -132,6 +132,21 @@ async def test_recall_finds_a_speaker_by_the_name_everyone_calls_her(store):
     assert not any(re.fullmatch("Jo", name) for name in rebuilt["people"].get(MARCUS, {}).get("addressed", {}))
 
 
+async def test_a_rebuilt_registry_is_the_one_recorded(store):
+    """Marcus greets Jo before she has written anything: recorded, he speaks to nobody known yet
+    and the greeting counts for no one; the rebuilt registry (bench.locomo_eval --reuse) is the
+    same, so a rebuild ranks as the load did."""
+    start = datetime(2024, 3, 1, 18, 0, tzinfo=UTC)
+    lines = [(MARCUS, "Hey Jojo, how was the trip?"), (JO, "great, thanks Marc!"), (MARCUS, "Welcome back Jojo")]
+    for minute, (speaker, text) in enumerate(lines):
+        await memory.record_chat_message(
+            store, "u", "user", text, "t1", speaker=speaker, now=start + timedelta(minutes=minute)
+        )
+    recorded = (await store.aget(memory.namespace("u", "profile"), "people")).value
+    assert recorded["people"][JO]["addressed"] == {"Jojo": 1}
+    assert await memory.rebuild_people(store, "u") == recorded
+
+
 def test_account_names_recorded_in_lower_case_count_as_written():
     assert named("What has kat_b92 tried lately?", ["kat_b92"]) == {"kat_b92"}
     assert named("Whose birthday did rlindqvist's family celebrate?", ["rlindqvist"]) == {"rlindqvist"}
