@@ -366,7 +366,9 @@ def with_neighbours(
 def reply_to(hit: dict, near: Sequence[Candidate], policy: Policy) -> str | None:
     """The key of the reply to `hit` among its neighbours `near`, when `hit` is one message asking
     a question ("Name: ... ?", one line) and the first neighbour after it (by date, document and
-    position) is one message by someone else; None otherwise. A chat log's reply to a question
+    position) is one message by someone else saying something (`substance`: SUBSTANCE_WORDS words
+    beside little words; "Honestly relatable." after "How's your week been?" answers nothing
+    asked about); None otherwise. A chat log's reply to a question
     answers it: what a question about the asker finds first is often the question ("Melanie:
     Which one has been your favorite guide?"), while the answer ("Caroline: I loved \"Becoming
     Nicole\"...") shares few of its words. Other neighbours (small talk around a hit, the asker's
@@ -383,8 +385,11 @@ def reply_to(hit: dict, near: Sequence[Candidate], policy: Policy) -> str | None
     after = sorted((item for item in near if place(item.value) > place(hit)), key=lambda item: place(item.value))
     if not after:
         return None
-    replier = _speaker(str(after[0].value.get(policy.text_field) or ""))
-    return after[0].key if replier is not None and replier != asker else None
+    reply = str(after[0].value.get(policy.text_field) or "")
+    replier = _speaker(reply)
+    if replier is None or replier == asker or substance(reply, set()) < 1:
+        return None
+    return after[0].key
 
 
 def _speaker(text: str) -> str | None:
@@ -400,8 +405,8 @@ def floor_hits(signals: Signals, texts: dict, weight: float) -> tuple[list[str],
     The keyword hits read are plain keyword search's (each text once) but small talk said to a
     person the query names (`small_talk_to`: "love you Tibo", "gn Tibo"): a question naming
     Tibo matches those short messages on the name, and they would set the first score and the
-    tail that the real matches have to stand out against (`standouts`). The hits lifted stand
-    out and hold a word the query asks about beside its names (`asked_words`). For a question
+    tail that the real matches have to stand out against (`standouts`; in a list shorter than
+    its tail only when the query names someone). The hits lifted stand out and hold a word the query asks about beside its names (`asked_words`). For a question
     listing several things (`lists_several`) each thing is a part with its own first hit, and
     the floor weighs LIST_FLOOR at least: each thing's message gets a place among the first
     results as strong as the bonus-ranked list's (at the policy's 0.3 a thing's message from
@@ -417,7 +422,7 @@ def floor_hits(signals: Signals, texts: dict, weight: float) -> tuple[list[str],
     words = asked_words(signals.query, names)
     several = lists_several(signals.query)
     parts = (lambda key: held_words(str(texts.get(key) or ""), words)) if several else None
-    standout = {key for key, _ in standouts(plain, parts)}
+    standout = {key for key, _ in standouts(plain, parts, short=bool(names))}
     lifted = [key for key, _ in plain if key in standout and shares_words(str(texts.get(key) or ""), words)]
     return lifted, max(weight, LIST_FLOOR) if several else weight
 
@@ -435,16 +440,18 @@ def small_talk_to(text: str, names: set[str]) -> bool:
 
 
 def standouts(
-    ranked: list[tuple[str, float]], parts: Callable[[str], set[str]] | None = None
+    ranked: list[tuple[str, float]], parts: Callable[[str], set[str]] | None = None, short: bool = False
 ) -> list[tuple[str, float]]:
     """The hits of a keyword list (best first, each text once) that stand out: scoring at least
     FLOOR_GAP times its FLOOR_TAIL-th score and FLOOR_TOP times the first score of their part of
-    the question. A list shorter than FLOOR_TAIL holds every message sharing a word of the
-    query (the search asked for more): its tail scores 0, so that its hits stand out by the
-    first score alone; few messages share the question's words then, and those that do are
-    the matches ("Which city have both Jean and John visited?": one message holds "visited",
-    the bonuses of the person named rank it 15th). A paraphrased question, or one whose words are in
-    most messages (two people's names), gets a flat list of weak matches: none stand out from the
+    the question; none in a list shorter than FLOOR_TAIL (no tail to stand out from: a few
+    passages share a paraphrased question's common words at all), unless `short`: such a list
+    holds every message sharing a word of the query (the search asked for more), its tail
+    scores 0 and its hits stand out by the first score alone. `floor_hits` asks for that when
+    the query names people: their name bonus, earned by all their other messages, is what
+    sinks the one message holding the question's rare word ("Which city have both Jean and John
+    visited?": the one message holding "visited", by the other speaker, ranks 15th).
+    A paraphrased question, or one whose words are in most messages (two people's names), gets a flat list of weak matches: none stand out from the
     tail. A question quoting one message gets one clear winner: the runners-up, far below it, are
     not lifted over the messages around that winner (the replies the neighbours bring in).
 
@@ -458,7 +465,7 @@ def standouts(
     The tail is then at most the first score of a hit holding none of the question's words (a
     message matching its names only, "Jo: lol"): the FLOOR_TAIL-th hit may hold one of them
     already, a common one ("work" in "how was work?") of a question listing many."""
-    if not ranked:
+    if not ranked or (len(ranked) < FLOOR_TAIL and not short):
         return []
     tail, top = (ranked[FLOOR_TAIL - 1][1] if len(ranked) >= FLOOR_TAIL else 0.0), ranked[0][1]
     if parts:

@@ -82,12 +82,20 @@ def test_the_tail_of_a_question_naming_someone_is_at_most_a_names_only_match():
     assert "conference" not in dict(standouts(without_names_only, lambda key: held_words(texts[key], words)))
 
 
-def test_a_keyword_list_shorter_than_the_tail_stands_out_by_its_first_score():
+def test_a_keyword_list_shorter_than_the_tail_stands_out_by_its_first_score_when_someone_is_named():
     """Few messages share the question's words ("Which city have both Jean and John visited?":
-    one holds "visited"): the list is all there is, and its hits near the first stand out."""
-    assert standouts([("visited", 0.08)]) == [("visited", 0.08)]
-    assert [key for key, _ in standouts([("a", 0.3), ("b", 0.25), ("c", 0.1)])] == ["a", "b"]
-    assert standouts([]) == []
+    one holds "visited"): the list is all there is, and its hits near the first stand out when
+    the question names someone (whose name bonus sinks them). A paraphrased question about a
+    document shares a common word with a few passages: nothing stands out there."""
+    assert standouts([("visited", 0.08)], short=True) == [("visited", 0.08)]
+    assert [key for key, _ in standouts([("a", 0.3), ("b", 0.25), ("c", 0.1)], short=True)] == ["a", "b"]
+    assert standouts([("a", 0.3), ("b", 0.25)]) == []
+    assert standouts([], short=True) == []
+    said = [("visited", "Gina: Paris?! I visited it last year", 0.08)]
+    texts = {key: text for key, text, _ in said}
+    query = "Which city have both Jean and John visited?"
+    assert floor_hits(_signals(query, said, {"John"}), texts, 0.3)[0] == ["visited"]
+    assert floor_hits(_signals(query, said, set()), texts, 0.3)[0] == []
 
 
 def test_small_talk_said_to_a_named_person_is_told_apart():
@@ -150,6 +158,8 @@ def test_the_reply_to_a_question_is_the_next_message_by_someone_else():
     assert reply_to(asked.value, [before, later], policy) is None  # her own next message answers nothing
     told = _message("t", "2023-05-08T13:00:30", "Melanie: Books are great, I read a lot.")
     assert reply_to(told.value, [before, reply], policy) is None  # no question asked
+    short = _message("s", "2023-05-08T13:01:00", "Caroline: Honestly relatable.")
+    assert reply_to(asked.value, [short], policy) is None  # says nothing asked about
     log = _message("g", "2023-05-08T13:00:30", "Melanie: Which one?\nCaroline: This one.")
     assert reply_to(log.value, [reply], policy) is None  # a chunk of many messages
 
