@@ -406,7 +406,9 @@ def floor_hits(signals: Signals, texts: dict, weight: float) -> tuple[list[str],
     person the query names (`small_talk_to`: "love you Tibo", "gn Tibo"): a question naming
     Tibo matches those short messages on the name, and they would set the first score and the
     tail that the real matches have to stand out against (`standouts`; in a list shorter than
-    its tail only when the query names someone). The hits lifted stand out and hold a word the query asks about beside its names (`asked_words`). For a question
+    its tail only when the query names someone and no time range: "What did Tom do in the week
+    after the first surf lesson?" matches the lesson's message by its words, while the answer
+    is what the time bonus ranks first). The hits lifted stand out and hold a word the query asks about beside its names (`asked_words`). For a question
     listing several things (`lists_several`) each thing is a part with its own first hit, and
     the floor weighs LIST_FLOOR at least: each thing's message gets a place among the first
     results as strong as the bonus-ranked list's (at the policy's 0.3 a thing's message from
@@ -422,7 +424,7 @@ def floor_hits(signals: Signals, texts: dict, weight: float) -> tuple[list[str],
     words = asked_words(signals.query, names)
     several = lists_several(signals.query)
     parts = (lambda key: held_words(str(texts.get(key) or ""), words)) if several else None
-    standout = {key for key, _ in standouts(plain, parts, short=bool(names))}
+    standout = {key for key, _ in standouts(plain, parts, short=bool(names) and not signals.dated)}
     lifted = [key for key, _ in plain if key in standout and shares_words(str(texts.get(key) or ""), words)]
     return lifted, max(weight, LIST_FLOOR) if several else weight
 

@@ -96,6 +96,10 @@ def test_a_keyword_list_shorter_than_the_tail_stands_out_by_its_first_score_when
     query = "Which city have both Jean and John visited?"
     assert floor_hits(_signals(query, said, {"John"}), texts, 0.3)[0] == ["visited"]
     assert floor_hits(_signals(query, said, set()), texts, 0.3)[0] == []
+    # a question naming a time by an event matches the event's message: the answer is dated after it
+    dated = _signals("What did John do in the week after he visited the city?", said, {"John"})
+    dated.dated = [(Hit("later", {"content": "John: I repainted the kitchen"}, 0.5), 0.5)]
+    assert floor_hits(dated, texts, 0.3)[0] == []
 
 
 def test_small_talk_said_to_a_named_person_is_told_apart():
