@@ -354,13 +354,19 @@ class SettingsValues(RunSettings):
         0.3,
         ge=0,
         le=1,
-        description="Hybrid knowledge-base search: weight of plain keyword search's order in a last reciprocal rank fusion with the bonus-ranked one (its hits that stand out: at least 1.5 times the tenth keyword score and two thirds of the first, holding a word the query asks about beside its names), so that the name, date and neighbour bonuses cannot push out what keyword search ranks first; 0 = off.",
+        description="Hybrid knowledge-base search: weight of plain keyword search's order in a last reciprocal rank fusion with the bonus-ranked one (its hits that stand out: at least 1.5 times the tenth keyword score and two thirds of the first, holding a word the query asks about beside its names; small talk said to a named person left out), so that the name, date and neighbour bonuses cannot push out what keyword search ranks first; a question listing several things (two commas or more) weighs it 1; 0 = off.",
     )
     KB_LIST_INTERLEAVE: int = Field(
         1,
         ge=0,
         le=10,
         description="Hybrid knowledge-base search of chat logs, a list question naming a person (what are Jo's hobbies): after every this many hits comes one chunk of another item of the list, from the person/attribute index (store/aspects.py); 0 = off.",
+    )
+    KB_ANSWER_WEIGHT: float = Field(
+        0.9,
+        ge=0,
+        le=1,
+        description="Hybrid knowledge-base search of chat logs: a top hit that is one message asking a question brings the reply after it (the next message, by someone else) in at this share of the hit's score at least, rather than KB_NEIGHBOUR_WEIGHT: the answer to a question shares few of its words; 0 = as any neighbour.",
     )
     KB_HYBRID_KEYWORD_WEIGHT: float = Field(
         0.8,

@@ -33,6 +33,7 @@ FLOOR_K = 5  # rank constant of `with_keyword_floor`: small, so that the first r
 FLOOR_GAP = 1.5  # a keyword hit counts in `with_keyword_floor` when it scores this times ...
 FLOOR_TAIL = 10  # ... the keyword list's score at this rank (`standouts`) ...
 FLOOR_TOP = 0.67  # ... and this share of its first score
+LIST_FLOOR = 1.0  # `with_keyword_floor`'s weight at least for a question listing several things (`floor_hits`)
 ADDRESS_WORDS = 3  # words (beside names and little words) a message to someone needs to say more than hello
 # fmt: off
 _LITTLE = frozenset([
@@ -99,7 +100,8 @@ class Policy:
     `keyword_floor`: the weight of plain keyword search's order in a last rank fusion with the
     bonus-ranked one (`with_keyword_floor`), counting its hits that stand out (`standouts`) and
     hold a word the query asks about beside its names (`asked_words`), so that bonuses cannot
-    sink what keyword search ranks first (0: none)."""
+    sink what keyword search ranks first (0: none). `answer_weight`: the least share of a hit's
+    score the reply to it gets when it asks a question (`reply_to`, `with_neighbours`; 0: none)."""
 
     keyword_weight: float
     time_weight: float = 0.0
@@ -114,6 +116,7 @@ class Policy:
     date_field: str = "created_at"
     document_field: str | None = None
     keyword_floor: float = 0.0
+    answer_weight: float = 0.0
 
 
 @dataclass
@@ -235,12 +238,8 @@ def rank(signals: Signals, policy: Policy) -> list[Ranked]:
     texts = {key: item.value.get(policy.text_field) for key, item in by_key.items()}
     fused = distinct_texts(fused, texts)
     if policy.keyword_floor and policy.keyword_weight > 0:
-        plain = distinct_texts([(item.key, score) for item, score in signals.keyword if score > 0], texts)
-        words = asked_words(signals.query, signals.names)
-        parts = (lambda key: held_words(str(texts.get(key) or ""), words)) if lists_several(signals.query) else None
-        standout = {key for key, _ in standouts(plain, parts)}
-        lifted = [key for key, _ in plain if key in standout and shares_words(str(texts.get(key) or ""), words)]
-        fused = with_keyword_floor(fused, lifted, policy.keyword_floor)
+        lifted, weight = floor_hits(signals, texts, policy.keyword_floor)
+        fused = with_keyword_floor(fused, lifted, weight)
     similarity = {item.key: score for item, score in dense}
     dense_rank = {item.key: position for position, (item, _) in enumerate(dense, 1)}
     keyword_rank = {item.key: position for position, (item, _) in enumerate(signals.keyword, 1)}
@@ -342,30 +341,119 @@ def with_neighbours(
     least w times the hit's score before bonuses plus its own bonuses, so "Sam: Sure! Here's a
     pic, super cozy." after "Alex: Any pictures of the new beds?" ranks as Sam's answer to a
     question about Sam's beds. A neighbour by the same person gets w times the whole score, so
-    their small talk around a hit does not come in on their own speaker bonus."""
+    their small talk around a hit does not come in on their own speaker bonus. The reply to a
+    hit asking a question (`reply_to`) scores at least `policy.answer_weight` times the hit's
+    whole score: it carries the exchange the hit opened ("Which one has been your favorite
+    guide?" / "I loved \"Becoming Nicole\" by Amy Ellis Nutt.")."""
     weight, field = policy.neighbour_weight, policy.speaker_field
     scores = dict(fused)
     for key, score in fused[:NEIGHBOUR_HITS]:
         speaker = by_key[key].value.get(field) if field else None
+        answer = reply_to(by_key[key].value, neighbours.get(key, ()), policy) if policy.answer_weight else None
         for item in neighbours.get(key, ()):
             if field and speaker is not None and item.value.get(field) not in (None, speaker):
                 inherited = weight * (score - bonus.get(key, 0.0)) + bonus.get(item.key, 0.0)
             else:
                 inherited = weight * score
+            if item.key == answer:
+                inherited = max(inherited, policy.answer_weight * score)
             if inherited > scores.get(item.key, float("-inf")):
                 scores[item.key] = inherited
     order = {key: index for index, (key, _) in enumerate(fused)}
     return sorted(scores.items(), key=lambda p: (-p[1], order.get(p[0], len(order)), p[0]))
 
 
+def reply_to(hit: dict, near: Sequence[Candidate], policy: Policy) -> str | None:
+    """The key of the reply to `hit` among its neighbours `near`, when `hit` is one message asking
+    a question ("Name: ... ?", one line) and the first neighbour after it (by date, document and
+    position) is one message by someone else saying something (`substance`: SUBSTANCE_WORDS words
+    beside little words; "Honestly relatable." after "How's your week been?" answers nothing
+    asked about); None otherwise. A chat log's reply to a question
+    answers it: what a question about the asker finds first is often the question ("Melanie:
+    Which one has been your favorite guide?"), while the answer ("Caroline: I loved \"Becoming
+    Nicole\"...") shares few of its words. Other neighbours (small talk around a hit, the asker's
+    own next message) carry less of it."""
+    text = str(hit.get(policy.text_field) or "")
+    asker = _speaker(text)
+    if asker is None or "?" not in text:
+        return None
+
+    def place(value: dict) -> tuple[str, str, int]:
+        document = str(value.get(policy.document_field) or "") if policy.document_field else ""
+        return str(value.get(policy.date_field) or ""), document, int(value.get("position") or 0)
+
+    after = sorted((item for item in near if place(item.value) > place(hit)), key=lambda item: place(item.value))
+    if not after:
+        return None
+    reply = str(after[0].value.get(policy.text_field) or "")
+    replier = _speaker(reply)
+    if replier is None or replier == asker or substance(reply, set()) < 1:
+        return None
+    return after[0].key
+
+
+def _speaker(text: str) -> str | None:
+    """Who wrote a text that is one message, "Name: words" on one line; None for anything else."""
+    found = _PREFIX.match(text)
+    return found.group(0).split(":", 1)[0].strip() if found and "\n" not in text.strip() else None
+
+
+def floor_hits(signals: Signals, texts: dict, weight: float) -> tuple[list[str], float]:
+    """What `with_keyword_floor` lifts for these signals (`texts`: key -> text), in keyword
+    order, and the floor's weight (`weight`, the policy's).
+
+    The keyword hits read are plain keyword search's (each text once) but small talk said to a
+    person the query names (`small_talk_to`: "love you Tibo", "gn Tibo"): a question naming
+    Tibo matches those short messages on the name, and they would set the first score and the
+    tail that the real matches have to stand out against (`standouts`; in a list shorter than
+    its tail only when the query names someone and no time range: "What did Tom do in the week
+    after the first surf lesson?" matches the lesson's message by its words, while the answer
+    is what the time bonus ranks first). The hits lifted stand out and hold a word the query asks about beside its names (`asked_words`). For a question
+    listing several things (`lists_several`) each thing is a part with its own first hit, and
+    the floor weighs LIST_FLOOR at least: each thing's message gets a place among the first
+    results as strong as the bonus-ranked list's (at the policy's 0.3 a thing's message from
+    rank 40 lands near the 11th, behind the other things, the neighbours of the first one and
+    the person's small talk)."""
+    names = signals.names
+    plain = [
+        (item.key, score)
+        for item, score in signals.keyword
+        if score > 0 and not small_talk_to(str(texts.get(item.key) or ""), names)
+    ]
+    plain = distinct_texts(plain, texts)
+    words = asked_words(signals.query, names)
+    several = lists_several(signals.query)
+    parts = (lambda key: held_words(str(texts.get(key) or ""), words)) if several else None
+    standout = {key for key, _ in standouts(plain, parts, short=bool(names) and not signals.dated)}
+    lifted = [key for key, _ in plain if key in standout and shares_words(str(texts.get(key) or ""), words)]
+    return lifted, max(weight, LIST_FLOOR) if several else weight
+
+
+def small_talk_to(text: str, names: set[str]) -> bool:
+    """Whether `text` is small talk said to one of `names`: it addresses them (`store.names`:
+    "love you Tibo", "gn Tibo", "u ok Tibo?"), names them no other way, and says fewer than
+    ADDRESS_WORDS words beside little words and their names (past a "Name: " prefix)."""
+    said = _PREFIX.sub("", text, count=1)
+    if not names or not mentions(said, names) or about(said, names):
+        return False
+    skip = {word.lower() for name in names for word in name.split()}
+    words = [w for w in re.findall(r"[\w'’]+", said.lower()) if w not in _LITTLE and w not in skip]
+    return len(words) < ADDRESS_WORDS
+
+
 def standouts(
-    ranked: list[tuple[str, float]], parts: Callable[[str], set[str]] | None = None
+    ranked: list[tuple[str, float]], parts: Callable[[str], set[str]] | None = None, short: bool = False
 ) -> list[tuple[str, float]]:
     """The hits of a keyword list (best first, each text once) that stand out: scoring at least
     FLOOR_GAP times its FLOOR_TAIL-th score and FLOOR_TOP times the first score of their part of
     the question; none in a list shorter than FLOOR_TAIL (no tail to stand out from: a few
-    messages share the query's words at all). A paraphrased question, or one whose words are in
-    most messages (two people's names), gets a flat list of weak matches: none stand out from the
+    passages share a paraphrased question's common words at all), unless `short`: such a list
+    holds every message sharing a word of the query (the search asked for more), its tail
+    scores 0 and its hits stand out by the first score alone. `floor_hits` asks for that when
+    the query names people: their name bonus, earned by all their other messages, is what
+    sinks the one message holding the question's rare word ("Which city have both Jean and John
+    visited?": the one message holding "visited", by the other speaker, ranks 15th).
+    A paraphrased question, or one whose words are in most messages (two people's names), gets a flat list of weak matches: none stand out from the
     tail. A question quoting one message gets one clear winner: the runners-up, far below it, are
     not lifted over the messages around that winner (the replies the neighbours bring in).
 
@@ -379,9 +467,9 @@ def standouts(
     The tail is then at most the first score of a hit holding none of the question's words (a
     message matching its names only, "Jo: lol"): the FLOOR_TAIL-th hit may hold one of them
     already, a common one ("work" in "how was work?") of a question listing many."""
-    if len(ranked) < FLOOR_TAIL:
+    if not ranked or (len(ranked) < FLOOR_TAIL and not short):
         return []
-    tail, top = ranked[FLOOR_TAIL - 1][1], ranked[0][1]
+    tail, top = (ranked[FLOOR_TAIL - 1][1] if len(ranked) >= FLOOR_TAIL else 0.0), ranked[0][1]
     if parts:
         tail = min(tail, next((score for key, score in ranked if not parts(key)), tail))
     above: list[tuple[float, set[str]]] = []

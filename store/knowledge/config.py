@@ -60,6 +60,7 @@ class KnowledgeConfig:
     neighbour_turns: int = 2
     keyword_floor: float = 0.3
     list_interleave: int = 1
+    answer_weight: float = 0.9
 
 
 def knowledge_config() -> KnowledgeConfig:

@@ -143,8 +143,9 @@ def kb_policy(config: KnowledgeConfig, keyword_weight: float | None = None) -> h
     """The hybrid ranking of knowledge bases: keyword scores as given (a share of the query's
     BM25 ceiling), a bonus for chunks holding the query's `common_names`, neighbours (the chunks
     next to a hit in its document, the documents dated next to it within NEIGHBOUR_GAP: the
-    messages around a message of a chat log), documents compete, and plain keyword search's hits
-    that stand out keep a place among the first (`keyword_floor`, `store.hybrid.with_keyword_floor`)."""
+    messages around a message of a chat log; the reply to a message asking a question scores
+    `answer_weight` of it, `store.hybrid.reply_to`), documents compete, and plain keyword search's
+    hits that stand out keep a place among the first (`keyword_floor`, `store.hybrid.with_keyword_floor`)."""
     return hybrid.Policy(
         keyword_weight=config.hybrid_keyword_weight if keyword_weight is None else keyword_weight,
         time_weight=config.time_weight,
@@ -154,6 +155,7 @@ def kb_policy(config: KnowledgeConfig, keyword_weight: float | None = None) -> h
         neighbour_turns=config.neighbour_turns,
         neighbour_gap=NEIGHBOUR_GAP,
         keyword_floor=config.keyword_floor,
+        answer_weight=config.answer_weight,
         text_field="content",
         date_field="date",
         document_field="source",
