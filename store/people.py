@@ -37,7 +37,15 @@ _NOT_NAMES = frozenset([
     "congratulations", "happy", "sorry", "please", "well", "also", "and", "but", "the", "a", "an",
     "it", "this", "that", "tbh", "btw", "monday", "tuesday", "wednesday", "thursday", "friday",
     "saturday", "sunday", "january", "february", "march", "april", "may", "june", "july", "august",
-    "september", "october", "november", "december", "god", "dude", "bro", "babe", "mate", "hun"
+    "september", "october", "november", "december", "god", "dude", "bro", "babe", "mate", "hun",
+    # words that open a sentence before a comma ("Cool, see you then", "Plus, it was cheap")
+    "cool", "nice", "awesome", "amazing", "sweet", "perfect", "alright", "right", "agreed",
+    "definitely", "absolutely", "totally", "exactly", "indeed", "honestly", "seriously", "actually",
+    "anyway", "anyways", "plus", "besides", "cheers", "yup", "yum", "woah", "whoa", "ah",
+    "hmm", "um", "uh", "anytime", "ttyl", "man", "you", "together", "remember", "later", "lately",
+    "recently", "yesterday", "today", "tonight", "tomorrow", "hopefully", "thankfully", "luckily",
+    "unfortunately", "sadly", "fortunately", "interesting", "fair", "gotcha", "welcome", "ugh",
+    "ha", "yea", "however", "enjoy", "still", "now", "agree"
 ])
 # fmt: on
 

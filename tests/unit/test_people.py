@@ -43,6 +43,14 @@ def test_a_name_the_sentence_is_about_counts(text):
     assert vocatives(text) == []
 
 
+@pytest.mark.parametrize(
+    "text",
+    ["Cool, see you then", "Plus, it was cheap", "Awesome, that sounds great!", "Woah, that's huge", "Agreed!"],
+)
+def test_a_word_opening_a_sentence_before_a_comma_is_no_name(text):
+    assert vocatives(text) == []
+
+
 def test_self_introductions():
     assert introductions("btw everyone calls me Jo, nobody says Joanna 😂") == ["Jo"]
     assert introductions("I'm Katie btw, kat_b92 is just my old gamer tag lol") == ["Katie"]
