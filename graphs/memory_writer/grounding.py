@@ -13,6 +13,9 @@ memory and profile field must be borne out by what the user states in the turn:
   that helps.") states nothing either. The assistant's messages are never evidence;
 - a memory is kept only when at least half of its content words occur in the statements (word
   forms aside: "lives" / "living"), and every number and every capitalised name it holds does;
+- a memory naming someone the statements only speak to ("Yeah Maria, I'm hoping to get into
+  politics" bears out nothing of Maria: "Maria is hoping to get into politics" is false) is not
+  borne out (`only_addressed`);
 - a memory or profile value holding a placeholder of the writer's prompt (`<...>`), or that
   repeats a sentence or a name of the prompt and its schema the user's statements do not hold, is
   never stored (`copies_prompt`);
@@ -33,6 +36,7 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 
 from graphs.memory_writer.attribution import FIRST_PERSON, USER, attribute
+from store.names import addressed
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
 _NUMBER = re.compile(r"\d[\d,.]*")
@@ -184,7 +188,20 @@ class Evidence:
             return False
         if not _numbers(text) <= _numbers(" ".join(self.sentences)):
             return False
-        return all(self._holds(name) for name in _names(text))
+        return all(self._holds(name) for name in _names(text)) and not self.only_addressed(text)
+
+    def only_addressed(self, text: str) -> list[str]:
+        """The capitalised words of a memory's text (its first word too: "Maria is ...") that the
+        statements hold as names said to someone only ("Thanks, Maria!", "Yeah Maria, I'm ...":
+        `store.names.addressed`), never as what a sentence is about."""
+        found = []
+        for name in dict.fromkeys(w for w in _WORD.findall(text) if w[:1].isupper() and w != "I"):
+            name = re.sub(r"['’]s$", "", name)
+            pattern = re.compile(rf"(?<![\w-]){re.escape(name)}(?![\w-])")
+            mentions = [(s, m) for s in self.sentences for m in pattern.finditer(s)]
+            if mentions and all(addressed(s, m) for s, m in mentions):
+                found.append(name)
+        return found
 
     def copies_prompt(self, text: str) -> bool:
         """Whether `text` holds a placeholder of the prompt, repeats one of its sentences, or names

@@ -262,3 +262,38 @@ async def test_another_persons_fact_written_as_the_users_is_not_stored(store):
         ("The user's sister Ana is a dentist in Madrid", "sister Ana")
     ]
     assert counts["dropped"] == 1
+
+
+async def test_a_person_the_user_only_speaks_to_is_given_none_of_the_users_facts(store):
+    """What the small model wrote for LoCoMo's John answering Maria: his own plans and sport as
+    Maria's ("Maria is a kickboxer"). A name said to someone bears out nothing about them."""
+    model = ScriptedChatModel(
+        responses=[
+            extraction(
+                people=["Maria"],
+                semantic=[
+                    {"about": "Maria", "text": "Maria is a kickboxer", "category": "fact"},
+                    {"about": "user", "text": "Maria is hoping to get into local politics", "category": "goal"},
+                    {"about": "user", "text": "The user is doing kickboxing", "category": "fact"},
+                ],
+            )
+        ]
+    )
+    turn = [
+        HumanMessage(
+            "Woah, Maria, that sounds cool! I'm doing kickboxing. Yeah Maria, I'm hoping to get into local politics."
+        ),
+        AIMessage("Cool, John."),
+    ]
+    counts = await extract_and_save(store, "john", turn, model, "t1", speaker="John")
+    assert [v["text"] for v in await stored(store, "john")] == ["The user is doing kickboxing"]
+    assert counts["dropped"] == 2
+
+
+def test_a_name_the_statements_speak_of_still_bears_out_a_memory():
+    evidence = Evidence.of(["Thanks Maria for the book, I loved it. I went climbing with Maria."])
+    assert evidence.only_addressed("The user went climbing with Maria") == []
+    assert evidence.supports("The user went climbing with Maria")
+    thanked = Evidence.of(["Thanks, Maria! I finished the book."])
+    assert thanked.only_addressed("Maria finished the book") == ["Maria"]
+    assert not thanked.supports("Maria finished the book")
