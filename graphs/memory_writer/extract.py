@@ -228,7 +228,7 @@ async def extract_and_save(
     kept = [s for s in saves if evidence.supports(s[1]) and not (s[4] is None and evidence.someone_elses(s[1], people))]
     dropped = [text for _, text, _, _, _ in saves if not any(text == k[1] for k in kept)]
     dropped += [f"{field}: {value}" for field, value in own.items() if not evidence.supports_field(field, value)]
-    saves = _once(kept)
+    saves = kept
     own = {field: value for field, value in own.items() if evidence.supports_field(field, value)}
     if dropped:
         logger.info(
@@ -294,19 +294,6 @@ def _their(about: str) -> str:
     if about[:1].islower() and not about.casefold().startswith(_DETERMINERS):
         return "their " + about
     return about
-
-
-def _once(saves: list[Save]) -> list[Save]:
-    """Each text once: a small model lists one sentence both as an event and as a fact, which
-    would fill two of a recall's places with one memory; the first is kept."""
-    seen: set[str] = set()
-    kept = []
-    for save in saves:
-        key = " ".join(save[1].casefold().split())
-        if key not in seen:
-            seen.add(key)
-            kept.append(save)
-    return kept
 
 
 def _memories_about_others(others: dict[str, Attribution], values: dict[str, str], saves: list[Save]) -> list[Save]:

@@ -177,6 +177,8 @@ MODULE_STATE = {
     "store/server_store.py:_SERVER_BACKENDS": "each server store's SQL backend, weakly keyed by the store "
     "(lives as long as it; `close_server_backends` closes their pools)",
     "store/backends.py:_LOCKS": "one asyncio lock per event loop, weakly keyed by the loop",
+    "store/memory/write.py:_last_key": "the millisecond and counter of the last memory id made in this process "
+    "(two values; ids made within one millisecond stay in the order written)",
     "store/pool.py:_opened": "the Postgres URIs the package's pools opened in this process, one entry per "
     "database (store/recovery.py waits for it after an outage)",
 }

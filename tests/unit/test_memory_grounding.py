@@ -297,18 +297,3 @@ def test_a_name_the_statements_speak_of_still_bears_out_a_memory():
     thanked = Evidence.of(["Thanks, Maria! I finished the book."])
     assert thanked.only_addressed("Maria finished the book") == ["Maria"]
     assert not thanked.supports("Maria finished the book")
-
-
-async def test_one_sentence_listed_as_an_event_and_a_fact_is_saved_once(store):
-    model = ScriptedChatModel(
-        responses=[
-            extraction(
-                episodic=[{"text": "The user painted a lake sunrise last year"}],
-                semantic=[{"text": "The user  painted a lake sunrise last year", "category": "fact"}],
-            )
-        ]
-    )
-    turn = [HumanMessage("I painted that lake sunrise last year, it's my favourite."), AIMessage("Lovely!")]
-    counts = await extract_and_save(store, "mel", turn, model, "t1")
-    assert [v["text"] for v in await stored(store, "mel")] == ["The user painted a lake sunrise last year"]
-    assert counts["created"] == 1

@@ -206,6 +206,18 @@ async def test_a_question_in_the_first_person_recalls_the_memory_written_about_t
         assert (await recall_for_turn(store, "carol", unrelated, top_k=5)).note == ""
 
 
+async def test_one_sentence_kept_as_an_event_and_a_fact_is_recalled_once(store):
+    """The writer keeps a sentence a model lists both as an event and as a fact in both kinds (each
+    memory tool searches its own kind); the turn's note shows it once."""
+    from graphs.runtime.memory_recall import recall_for_turn
+
+    space = memory.open(store, "dora")
+    await space.save("episodic", "The user ran the Berlin half marathon in 1:52")
+    await space.save("semantic", "The user ran the Berlin half marathon in 1:52", category="fact")
+    recalled = await recall_for_turn(store, "dora", "How did my half marathon go?", top_k=5)
+    assert recalled.items == ("The user ran the Berlin half marathon in 1:52",)
+
+
 def test_the_recalled_items_fit_the_note_budget():
     from graphs.runtime.memory_recall import CHARS_PER_TOKEN, fit_items
 
