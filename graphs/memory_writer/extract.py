@@ -26,7 +26,7 @@ from langgraph.store.base import BaseStore
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from graphs.memory_writer.attribution import USER, Attribution, attribute_profile, is_user, text_subject
-from graphs.memory_writer.grounding import Evidence
+from graphs.memory_writer.grounding import Evidence, in_the_users_voice
 from graphs.memory_writer.prompts import EXTRACTION_PROMPT
 from graphs.runtime.history import last_turn
 from graphs.runtime.structured import ainvoke_structured
@@ -237,6 +237,10 @@ async def extract_and_save(
             "; ".join(text[:80] for text in dropped),
         )
     limit = space.config.max_text_chars
+    saves = [
+        (kind, voiced if len(voiced := in_the_users_voice(text)) <= limit else text, category, importance, about)
+        for kind, text, category, importance, about in saves
+    ]
     if any(not text.strip() or len(text) > limit for _, text, _, _, _ in saves):
         raise ValueError(f"extracted memory text is empty or longer than {limit} characters")
 

@@ -23,7 +23,9 @@ memory and profile field must be borne out by what the user states in the turn:
   user is a dentist" after "My sister Ana is a dentist") is not the user's and is not stored;
 - a profile value is kept only when a statement holds it verbatim and speaks of the same
   attribute: the field's own words ("favourite colour") or the cues of a common field ("live",
-  "moved" for a city; "work", "job" for an occupation).
+  "moved" for a city; "work", "job" for an occupation);
+- a memory kept in the first person without saying whose words they are is stored as the user's
+  quoted words (`in_the_users_voice`).
 
 The word lists are English; a turn in another language keeps what its words bear out.
 """
@@ -266,3 +268,17 @@ def field_cues(field: str) -> set[str]:
 def unsupported(texts: Sequence[str], evidence: Evidence) -> list[str]:
     """The texts the evidence does not bear out."""
     return [t for t in texts if not evidence.supports(t)]
+
+
+_THE_USER = re.compile(r"\busers?\b", re.IGNORECASE)
+_QUOTES = "\"'“”‘’ "
+
+
+def in_the_users_voice(text: str) -> str:
+    """`text` as the user's quoted words when the model copied them in the first person and does
+    not say whose they are: "We made pizza!" becomes 'The user said: "We made pizza!"'. A memory
+    is read later, in another turn's note, by a model that takes "I" and "we" for itself or the
+    person it talks to. A text that names the user ("The user said we ...") is left as it is."""
+    if not set(_words(text)) & FIRST_PERSON_WORDS or _THE_USER.search(text):
+        return text
+    return f'The user said: "{text.strip(_QUOTES)}"'

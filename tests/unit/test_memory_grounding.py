@@ -9,7 +9,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
 from graphs.memory_writer.extract import extract_and_save, prompt_texts
-from graphs.memory_writer.grounding import Evidence, field_cues, statements
+from graphs.memory_writer.grounding import Evidence, field_cues, in_the_users_voice, statements
 from store import memory
 from tests.fakes import ScriptedChatModel
 
@@ -297,3 +297,37 @@ def test_a_name_the_statements_speak_of_still_bears_out_a_memory():
     thanked = Evidence.of(["Thanks, Maria! I finished the book."])
     assert thanked.only_addressed("Maria finished the book") == ["Maria"]
     assert not thanked.supports("Maria finished the book")
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        (
+            "We made pizza! We had so much fun making them together",
+            'The user said: "We made pizza! We had so much fun making them together"',
+        ),
+        (
+            "They've opened my eyes to new perspectives.",
+            'The user said: "They\'ve opened my eyes to new perspectives."',
+        ),
+        ("\u201cI\u2019m off to do some taekwondo!\u201d", 'The user said: "I\u2019m off to do some taekwondo!"'),
+        ("The user made pizza with family", "The user made pizza with family"),
+        ("The user says good food helps us stay close", "The user says good food helps us stay close"),
+        ("John is brainstorming ways to help", "John is brainstorming ways to help"),
+    ],
+)
+def test_a_memory_copied_in_the_first_person_is_stored_as_the_users_words(text, kept):
+    assert in_the_users_voice(text) == kept
+
+
+async def test_the_writer_stores_first_person_copies_as_quoted_words(store):
+    """The real small model on LoCoMo copied statements verbatim ("We made pizza!"); shown in a
+    later note, a model reads "we" as itself and the person it speaks to."""
+    model = ScriptedChatModel(
+        responses=[extraction(episodic=[{"text": "We made pizza! We had so much fun making them together"}])]
+    )
+    turn = [HumanMessage("We made pizza! We had so much fun making them together."), AIMessage("Yum!")]
+    await extract_and_save(store, "jon", turn, model, "t1")
+    assert [v["text"] for v in await stored(store, "jon")] == [
+        'The user said: "We made pizza! We had so much fun making them together"'
+    ]
