@@ -99,11 +99,14 @@ class InProcessBackend:
             await self.store.aput(ns, key, value, index=False)
             return True
 
-    async def update_items(self, ns: tuple[str, ...], keys: Sequence[str], change: Change) -> dict[str, dict]:
+    async def update_items(
+        self, ns: tuple[str, ...], keys: Sequence[str], change: Change, ttl_minutes: float | None = None
+    ) -> dict[str, dict]:
         """Read-modify-write of items of `ns` (not indexed) that concurrent updates of the same
         items never undo: `change(key, live value or None)` gives each key's new value (None:
-        leave it); returns the written values by key. In process: under one lock per event loop,
-        the values read by a listing of `ns` (a get would leave an in-memory store the namespace)."""
+        leave it; an exception writes nothing); returns the written values by key. `ttl_minutes`:
+        the rows' TTL (None: the store's default). In process: under one lock per event loop, the
+        values read by a listing of `ns` (a get would leave an in-memory store the namespace)."""
         wanted = list(dict.fromkeys(keys))
         if not wanted:
             return {}
@@ -111,7 +114,10 @@ class InProcessBackend:
             current = {item.key: item.value for item in await self.scan(ns) if tuple(item.namespace) == ns}
             written = {key: value for key in wanted if (value := change(key, current.get(key))) is not None}
             for key, value in written.items():
-                await self.store.aput(ns, key, value, index=False)
+                if ttl_minutes is None:
+                    await self.store.aput(ns, key, value, index=False)
+                else:
+                    await self.store.aput(ns, key, value, index=False, ttl=ttl_minutes)
             return written
 
     async def delete_under(self, prefix: tuple[str, ...]) -> int:
@@ -240,11 +246,14 @@ class SQLBackend(InProcessBackend):
     async def insert_if_absent(self, ns: tuple[str, ...], key: str, value: dict) -> bool:
         return await self.sql.insert_if_absent(ns, key, value)
 
-    async def update_items(self, ns: tuple[str, ...], keys: Sequence[str], change: Change) -> dict[str, dict]:
+    async def update_items(
+        self, ns: tuple[str, ...], keys: Sequence[str], change: Change, ttl_minutes: float | None = None
+    ) -> dict[str, dict]:
         # on the pool's connection (a get and a put through the store would take a second one
         # while holding the lock), the store's default TTL as its `put` gives it
-        ttl = (getattr(self.store, "ttl_config", None) or {}).get("default_ttl")
-        return await self.sql.update_items(ns, keys, change, ttl)
+        if ttl_minutes is None:
+            ttl_minutes = (getattr(self.store, "ttl_config", None) or {}).get("default_ttl")
+        return await self.sql.update_items(ns, keys, change, ttl_minutes)
 
     async def delete_under(self, prefix: tuple[str, ...]) -> int:
         return await self.sql.delete_under(prefix)

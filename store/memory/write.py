@@ -403,38 +403,43 @@ async def update_profile(
     config: MemoryConfig | None = None,
 ) -> dict:
     """Merge `fields` into the user's profile (a value None removes that field); returns it.
-    `turn_ids`: the chat messages the fields were learnt from, kept per field (`field_turns`)."""
+    `turn_ids`: the chat messages the fields were learnt from, kept per field (`field_turns`).
+    A read-modify-write that concurrent updates never undo (`Backend.update_items`): the memory
+    writer and the turn's own profile tool may update one profile at the same time."""
     config = config or memory_config()
     ns = namespace(user_id, "profile")
     changes = profile_fields(fields)
     turns = checked_turn_ids(turn_ids)
-    current = await store.aget(ns, PROFILE_KEY, refresh_ttl=False)
     now = now or times.utc_now()
     written = stamp(now)
-    old = current.value if current and not expired(current.value, now) else {}
-    merged = {**(old.get("fields") or {}), **changes}
-    merged = {name: value for name, value in merged.items() if value is not None}
-    if len(merged) > MAX_PROFILE_FIELDS:
-        raise ValueError(f"a profile holds at most {MAX_PROFILE_FIELDS} fields")
-    field_turns = {name: ids for name, ids in (old.get("field_turns") or {}).items() if name in merged}
-    for name in changes:
-        field_turns.pop(name, None)
-        if turns and name in merged:
-            field_turns[name] = turns
-    value = {
-        "text": "; ".join(f"{name}: {text}" for name, text in merged.items()),
-        "kind": "profile",
-        "fields": merged,
-        "importance": 1.0,
-        "created_at": old.get("created_at") or written,
-        "updated_at": written,
-        "last_accessed_at": old.get("last_accessed_at"),
-        "access_count": old.get("access_count", 0),
-        "source": "tool",
-        **({"field_turns": field_turns} if field_turns else {}),
-    }
-    value = with_expiry(value, config, now)
-    await store.abatch([put_op(store, ns, PROFILE_KEY, value, False, config)])
+
+    def change(_key: str, current: dict | None) -> dict:
+        old = current if current and not expired(current, now) else {}
+        merged = {**(old.get("fields") or {}), **changes}
+        merged = {name: value for name, value in merged.items() if value is not None}
+        if len(merged) > MAX_PROFILE_FIELDS:
+            raise ValueError(f"a profile holds at most {MAX_PROFILE_FIELDS} fields")
+        field_turns = {name: ids for name, ids in (old.get("field_turns") or {}).items() if name in merged}
+        for name in changes:
+            field_turns.pop(name, None)
+            if turns and name in merged:
+                field_turns[name] = turns
+        value = {
+            "text": "; ".join(f"{name}: {text}" for name, text in merged.items()),
+            "kind": "profile",
+            "fields": merged,
+            "importance": 1.0,
+            "created_at": old.get("created_at") or written,
+            "updated_at": written,
+            "last_accessed_at": old.get("last_accessed_at"),
+            "access_count": old.get("access_count", 0),
+            "source": "tool",
+            **({"field_turns": field_turns} if field_turns else {}),
+        }
+        return strip_nul(with_expiry(value, config, now))
+
+    ttl = ttl_minutes(store, with_expiry({}, config, now), config)
+    value = (await backend_for(store).update_items(ns, [PROFILE_KEY], change, ttl))[PROFILE_KEY]
     return {"id": PROFILE_KEY, **value, "score": None}
 
 

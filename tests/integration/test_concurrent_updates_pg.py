@@ -118,3 +118,27 @@ async def test_a_servers_own_store_keeps_every_update_too(pg_uri, monkeypatch):
         )
         item = await s.aget(aspects_namespace(chat), JO)
         assert item is not None and filed(item.value) == {f"m{n}" for n in range(len(ACTIVITIES))}
+
+
+async def test_profile_fields_written_at_once_are_all_kept(pg_schema, pg_uri, monkeypatch):
+    """The memory writer and the turn's profile tool may update one profile at the same time (two
+    workers, two pools); each update merges into what the other wrote. Before, each read the old
+    profile and the later write dropped the other's fields."""
+    monkeypatch.setenv("MEMORY_TTL_DAYS", "2")
+    fields = {f"pet_{n}": f"cat number {n}" for n in range(16)}
+    async with store() as s, store() as other:
+        await asyncio.gather(
+            *(
+                memory.update_profile((s, other)[n % 2], "alice", {name: value}, turn_ids=[str(uuid.uuid4())])
+                for n, (name, value) in enumerate(fields.items())
+            )
+        )
+        profile = await memory.get_profile(s, "alice")
+    assert profile["fields"] == fields
+    row = sql(
+        pg_uri,
+        f"SELECT ttl_minutes, expires_at > NOW() + interval '47 hours', value FROM {pg_schema}.store "
+        "WHERE prefix = 'memories.alice.profile' AND key = 'profile'",
+    )
+    assert [(minutes, later) for minutes, later, _ in row] == [(2880, True)]
+    assert sorted(row[0][2]["field_turns"]) == sorted(fields)
