@@ -448,6 +448,12 @@ class SettingsValues(RunSettings):
         le=1,
         description="Hybrid memory search: a top hit brings the messages of its conversation written just before and after it into the ranking, scored this share of the hit's score (a reply found by the words of the message it answers; one by the other person scored this share of the hit's score before bonuses, plus its own speaker and time bonuses); 0 = off.",
     )
+    MEMORY_ANSWER_WEIGHT: float = Field(
+        0.6,
+        ge=0,
+        le=1,
+        description="Hybrid memory search of chat messages: a top hit that is a message asking a question brings the reply after it (the next message of its conversation, by someone else) in at this share of the hit's score at least, rather than MEMORY_NEIGHBOUR_WEIGHT: the answer to a question shares few of its words; 0 = as any neighbour.",
+    )
     MEMORY_NEIGHBOUR_TURNS: int = Field(
         2,
         ge=0,

@@ -374,7 +374,7 @@ def reply_to(hit: dict, near: Sequence[Candidate], policy: Policy) -> str | None
     Nicole\"...") shares few of its words. Other neighbours (small talk around a hit, the asker's
     own next message) carry less of it."""
     text = str(hit.get(policy.text_field) or "")
-    asker = _speaker(text)
+    asker = _author(hit, policy)
     if asker is None or "?" not in text:
         return None
 
@@ -386,10 +386,18 @@ def reply_to(hit: dict, near: Sequence[Candidate], policy: Policy) -> str | None
     if not after:
         return None
     reply = str(after[0].value.get(policy.text_field) or "")
-    replier = _speaker(reply)
+    replier = _author(after[0].value, policy)
     if replier is None or replier == asker or substance(reply, set()) < 1:
         return None
     return after[0].key
+
+
+def _author(value: dict, policy: Policy) -> str | None:
+    """Who wrote a candidate that is one message: its `policy.speaker_field` (a chat message
+    stored with its speaker, else its role), else the "Name:" its one line opens with."""
+    if policy.speaker_field:
+        return value.get(policy.speaker_field) or value.get("role")
+    return _speaker(str(value.get(policy.text_field) or ""))
 
 
 def _speaker(text: str) -> str | None:

@@ -62,6 +62,7 @@ class MemoryConfig:
     speaker_weight: float = 0.5
     neighbour_weight: float = 0.55
     neighbour_turns: int = 2
+    answer_weight: float = 0.6
     list_interleave: int = 1
     scoring: str = "plain"
 

@@ -27,7 +27,8 @@ PASSAGE_DEPTH = 2  # items asked of the vector search per candidate wanted (see 
 
 def memory_policy(config: MemoryConfig) -> Policy:
     """The hybrid ranking of memories: min-max keyword scores, a speaker bonus, thread neighbours
-    (one by the other speaker of its hit with its own bonus)."""
+    (one by the other speaker of its hit with its own bonus; the reply to a question at
+    `answer_weight` of its score)."""
     return Policy(
         keyword_weight=config.keyword_weight,
         time_weight=config.time_weight,
@@ -36,6 +37,7 @@ def memory_policy(config: MemoryConfig) -> Policy:
         neighbour_weight=config.neighbour_weight,
         neighbour_turns=config.neighbour_turns,
         speaker_field="speaker",
+        answer_weight=config.answer_weight,
     )
 
 

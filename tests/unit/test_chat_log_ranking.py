@@ -168,6 +168,24 @@ def test_the_reply_to_a_question_is_the_next_message_by_someone_else():
     assert reply_to(log.value, [reply], policy) is None  # a chunk of many messages
 
 
+def test_a_chat_messages_author_is_its_speaker_field():
+    """Chat memory keeps the speaker (else the role) in a field and the words alone as text."""
+    policy = Policy(keyword_weight=0.35, speaker_field="speaker")
+
+    def said(key: str, at: str, text: str, **who: str) -> Hit:
+        return Hit(key, {"text": text, "created_at": at, **who}, 0.0)
+
+    asked = said("q", "2023-05-08T13:00:30", "Books are great! Which one has been your favorite guide?", speaker="Mel")
+    reply = said("r", "2023-05-08T13:01:00", 'I loved "Becoming Nicole" by Amy Ellis Nutt.', speaker="Caroline")
+    later = said("l", "2023-05-08T13:01:30", "Sounds like a great read, I will look for it!", speaker="Mel")
+    assert reply_to(asked.value, [later, reply], policy) == "r"
+    assert reply_to(asked.value, [later], policy) is None  # her own next message
+    assert reply_to(asked.value, [reply], Policy(keyword_weight=0.35)) is None  # no "Name:" to read
+    question = said("u", "2023-05-08T13:00:30", "Which pasta shape holds sauce best?", role="user")
+    answer = said("a", "2023-05-08T13:00:40", "Rigatoni and penne hold thick sauces best.", role="assistant")
+    assert reply_to(question.value, [answer], policy) == "a"
+
+
 def test_the_answer_to_a_question_about_the_asker_comes_in_next_to_it():
     """Asked what book Melanie read on Caroline's suggestion, hybrid search finds Melanie's
     question about books first; Caroline's reply naming the book shares none of the question's
