@@ -16,6 +16,8 @@ memory and profile field must be borne out by what the user states in the turn:
 - a memory naming someone the statements only speak to ("Yeah Maria, I'm hoping to get into
   politics" bears out nothing of Maria: "Maria is hoping to get into politics" is false) is not
   borne out (`only_addressed`);
+- a memory reporting as done what the statements say the user means to do ("The user started a
+  dance studio" from "I wanna start a dance studio") is not borne out (`done_for_meant`);
 - a memory or profile value holding a placeholder of the writer's prompt (`<...>`), or that
   repeats a sentence or a name of the prompt and its schema the user's statements do not hold, is
   never stored (`copies_prompt`);
@@ -58,6 +60,20 @@ REQUEST_OPENERS = {
 STANDING_WISH = re.compile(
     r"\b(always|never|from now on|remember|keep in mind|don'?t forget|note that|call me)\b", re.IGNORECASE
 )
+# "I wanna start a dance studio": what the user means to do, not what they did.
+_INTENT = re.compile(
+    r"(?:\b(?:wanna|gonna|(?:want|wants|going|plan|planning|hope|hoping|trying|try|about|need)\s+to|will|"
+    r"thinking\s+(?:of|about))|(?:'d|\bwould)\s+(?:like|love)\s+to|'ll)\s+([a-z]+)",
+    re.IGNORECASE,
+)
+_IRREGULAR_PAST = {
+    "be": {"was", "were", "been"}, "become": {"became"}, "begin": {"began", "begun"}, "build": {"built"},
+    "buy": {"bought"}, "come": {"came"}, "do": {"did", "done"}, "find": {"found"}, "get": {"got", "gotten"},
+    "give": {"gave", "given"}, "go": {"went", "gone"}, "have": {"had"}, "leave": {"left"}, "make": {"made"},
+    "meet": {"met"}, "run": {"ran"}, "see": {"saw", "seen"}, "sell": {"sold"}, "take": {"took", "taken"},
+    "teach": {"taught"}, "win": {"won"}, "write": {"wrote", "written"}, "fly": {"flew", "flown"},
+    "grow": {"grew", "grown"}, "learn": {"learnt"}, "read": set(), "ride": {"rode"}, "sing": {"sang"},
+}  # fmt: skip
 # Words that say nothing of the fact itself: a memory's text is judged by the others.
 FILLER = {
     "the", "user", "user's", "users", "and", "who", "with", "for", "from", "that", "this", "these", "has",
@@ -190,7 +206,32 @@ class Evidence:
             return False
         if not _numbers(text) <= _numbers(" ".join(self.sentences)):
             return False
-        return all(self._holds(name) for name in _names(text)) and not self.only_addressed(text)
+        return (
+            all(self._holds(name) for name in _names(text))
+            and not self.only_addressed(text)
+            and not self.done_for_meant(text)
+        )
+
+    def done_for_meant(self, text: str) -> list[str]:
+        """The words of a memory's text that report as done what the statements only say the user
+        means to do ("The user started a dance studio" from "I wanna start a dance studio"): a
+        past form of a verb the statements hold only after "want to", "going to", "plan to",
+        "hope to", "will"..., when the memory says no such thing itself and the statements never
+        use that past form."""
+        if _INTENT.search(text):
+            return []
+        meant = {m.group(1).casefold() for s in self.sentences for m in _INTENT.finditer(s)}
+        stated = set(self._words())
+        found = []
+        for word in _words(text):
+            if word in stated:
+                continue
+            for verb in meant:
+                regular = word.endswith("ed") and len(verb) >= 3 and same_word(word, verb)
+                if regular or word in _IRREGULAR_PAST.get(verb, ()):
+                    found.append(word)
+                    break
+        return found
 
     def only_addressed(self, text: str) -> list[str]:
         """The capitalised words of a memory's text (its first word too: "Maria is ...") that the

@@ -331,3 +331,36 @@ async def test_the_writer_stores_first_person_copies_as_quoted_words(store):
     assert [v["text"] for v in await stored(store, "jon")] == [
         'The user said: "We made pizza! We had so much fun making them together"'
     ]
+
+
+@pytest.mark.parametrize(
+    ("said", "memory", "kept"),
+    [
+        ("I wanna start a dance studio so I can teach others.", "The user started a dance studio", False),
+        ("I wanna start a dance studio so I can teach others.", "The user wants to start a dance studio", True),
+        ("I wanna start a dance studio so I can teach others.", "The user is starting a dance studio", True),
+        ("We're going to buy a house next spring.", "The user bought a house", False),
+        ("I'd like to visit Japan someday.", "The user visited Japan", False),
+        ("I started a dance studio and I want to start a podcast.", "The user started a dance studio", True),
+        ("I like to cook for friends.", "The user cooked for friends", True),
+    ],
+)
+def test_what_the_user_means_to_do_is_not_stored_as_done(said, memory, kept):
+    """The real small model on LoCoMo wrote "The user started a dance studio" from "I wanna start a
+    dance studio": a plan stored as a fact."""
+    assert Evidence.of([said]).supports(memory) is kept
+
+
+async def test_the_writer_drops_a_plan_reported_as_done(store):
+    model = ScriptedChatModel(
+        responses=[
+            extraction(
+                episodic=[{"text": "The user started a dance studio"}],
+                semantic=[{"text": "The user wants to start a dance studio", "category": "goal"}],
+            )
+        ]
+    )
+    turn = [HumanMessage("Dancing is my passion. I wanna start a dance studio."), AIMessage("Go for it!")]
+    counts = await extract_and_save(store, "jon", turn, model, "t1")
+    assert [v["text"] for v in await stored(store, "jon")] == ["The user wants to start a dance studio"]
+    assert counts["dropped"] == 1
