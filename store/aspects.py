@@ -115,18 +115,20 @@ _ASKED: dict[str, tuple[str, ...]] = {
     "jobs": ("work",), "careers": ("work",), "businesses": ("work",),
     "events": ("event",),
     "recipes": ("food",), "desserts": ("food",), "dishes": ("food",), "foods": ("food",), "meals": ("food",),
-    "books": ("book",), "novels": ("book",), "authors": ("book",), "series": ("book", "film"),
+    "books": ("book", "title"), "novels": ("book", "title"), "authors": ("book", "title"),
+    "series": ("book", "film", "title"),
     "writings": ("writing",),
-    "movies": ("film",), "films": ("film",), "shows": ("film",),
-    "songs": ("music",), "instruments": ("music",), "bands": ("music",),
-    "games": ("game", "sport"), "tournaments": ("game", "event"),
+    "movies": ("film", "title"), "films": ("film", "title"), "shows": ("film", "title"),
+    "songs": ("music", "title"), "albums": ("music", "title"), "instruments": ("music",), "bands": ("music",),
+    "games": ("game", "sport", "title"), "tournaments": ("game", "event"),
     "paintings": ("art",), "artworks": ("art",),
     "causes": ("cause",), "charities": ("cause",),
 }
 _ASKED_VERBS: dict[str, tuple[str, ...]] = {
     "been to": ("place", "travel"), "traveled": ("place", "travel"), "travelled": ("place", "travel"),
     "visited": ("place", "travel"), "cooked": ("food",), "baked": ("food",), "made": ("food", "art"),
-    "read": ("book",), "written": ("writing",), "watched": ("film",), "played": ("game", "sport"),
+    "read": ("book", "title"), "written": ("writing",), "watched": ("film", "title"),
+    "played": ("game", "sport", "title"),
     "participated": ("event",), "attended": ("event",), "volunteered": ("cause",),
     "done": ("activity", "sport", "event"), "partake": ("activity", "sport", "art"),
     "tried": _HOBBIES, "joined": _HOBBIES, "learned": _HOBBIES, "learnt": _HOBBIES, "signed up": _HOBBIES,
@@ -137,6 +139,10 @@ _ASKED_VERBS: dict[str, tuple[str, ...]] = {
 _LIST_START = re.compile(r"^\s*(?:what|which|how many|in what ways|where)\b", re.I)
 _WORD = re.compile(r"[a-z0-9]+(?:['’][a-z]+)?")
 _PLACE = re.compile(r"\b(?:to|in|at|from|visit(?:ed|ing)?|around|through)\s+((?:[A-Z][a-z]+)(?:\s+[A-Z][a-z]+){0,2})")
+# A title in quotes ("I'm reading \"Dune\"", "we watched “Home Alone”"): one to six words, the first
+# capitalised; the name of a book, film, song or game that names no kind itself.
+_TITLE = re.compile(r"[\"“]([A-Z0-9][^\"“”\n.!?]{0,60}?)[\"”]")
+_NOT_TITLES = frozenset("That This It Yes No Okay OK Hi Hello Thanks".split())  # noqa: SIM905
 _NOT_PLACES = frozenset(
     """I I'm Monday Tuesday Wednesday Thursday Friday Saturday Sunday January February March April May
     June July August September October November December The A An My Our Your His Her Their This That
@@ -156,8 +162,10 @@ _REPORTED = re.compile(
 
 def turn_aspects(text: str) -> dict[str, list[str]]:
     """The aspects a turn speaks of, each with its values in the order said: the lexicon words it
-    holds (`ASPECTS`, as `stem`s) and, for places, the capitalised names after "to", "in", "at",
-    "visited" ("a trip to Paris", "back in New York")."""
+    holds (`ASPECTS`, as `stem`s), for places the capitalised names after "to", "in", "at",
+    "visited" ("a trip to Paris", "back in New York"), and for titles the names in quotes ("Just
+    finished \"A Dance with Dragons\""), which a question asking for books, films, songs or games
+    lists too."""
     said = _PREFIX.sub("", text, count=1)
     found: dict[str, list[str]] = {}
     for word in _WORD.findall(said.lower()):
@@ -169,6 +177,10 @@ def turn_aspects(text: str) -> dict[str, list[str]]:
         name = " ".join(w for w in match.group(1).split() if w not in _NOT_PLACES)
         if name and name not in found.get("place", []):
             found.setdefault("place", []).append(name)
+    for match in _TITLE.finditer(said):
+        title = " ".join(match.group(1).split())
+        if 1 <= len(title.split()) <= 6 and title not in _NOT_TITLES and title not in found.get("title", []):
+            found.setdefault("title", []).append(title)
     return found
 
 

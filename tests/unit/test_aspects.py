@@ -19,10 +19,30 @@ def test_a_turn_speaks_of_aspects_by_their_words_and_of_places_by_name():
     assert "Monday" not in aspects.turn_aspects("Sam: See you in Monday's meeting").get("place", [])
 
 
+def test_a_title_in_quotes_is_an_item_of_the_books_films_songs_or_games_asked_for():
+    """LoCoMo's "What books has John read?": the turns naming the books say no kind word ("I'm
+    reading \"Dune\" by Frank Herbert", "Just finished \"A Dance with Dragons\"")."""
+    assert aspects.turn_aspects('Tim: Just finished "A Dance with Dragons" and loved it.')["title"] == [
+        "A Dance with Dragons"
+    ]
+    assert aspects.turn_aspects("Nate: I play \u201cXenoblade Chronicles\u201d and \u201cCyberpunk 2077\u201d")[
+        "title"
+    ] == [
+        "Xenoblade Chronicles",
+        "Cyberpunk 2077",
+    ]
+    # a quoted sentence, a quoted little word, lower case: no title
+    assert "title" not in aspects.turn_aspects('Jo: She said "Turn on the light, happiness hides in the dark."')
+    assert "title" not in aspects.turn_aspects('Jo: "That" was the word he used, "whatever"')
+    indexes = aspects.build([("John", "t1", 'John: I\'m reading "Dune" by Frank Herbert.')])
+    assert aspects.items_for(indexes.values(), aspects.asked("What books has John read?"))["title:Dune"] == ["t1"]
+
+
 def test_a_list_question_asks_for_aspects_a_question_for_one_thing_does_not():
     assert aspects.asked("What activities does Melanie partake in?")[0] == "activity"
     assert aspects.asked("Which cities has John been to?") == ("place", "travel")
-    assert aspects.asked("What books has Tim read?") == ("book",)
+    assert aspects.asked("What books has Tim read?") == ("book", "title")
+    assert aspects.asked("What video games does Nate play?") == ("game", "sport", "title")
     assert aspects.asked("What has John cooked?") == ("food",)
     assert aspects.asked("What is Tim's favourite book?") == ()
     assert aspects.asked("Did Jo enjoy the concert?") == ()
