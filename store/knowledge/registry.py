@@ -160,12 +160,19 @@ async def create_kb(
         return entry
     if not exist_ok:
         raise KBExistsError(f"Knowledge base {name!r} already exists.")
+    if description:
+        # under the entry's lock, as ingests update its figures (`refresh_stats`): a plain get and
+        # put would write back the figures it read
+        def change(_key: str, current: dict | None) -> dict | None:
+            if current is None or current.get("description") == description:
+                return None
+            return {**current, "description": description, "updated_at": now_stamp()}
+
+        written = await backend_for(store).update_items(REGISTRY_NAMESPACE, [name], change)
+        if name in written:
+            return written[name]
     item = await store.aget(REGISTRY_NAMESPACE, name)
-    existing = dict(item.value) if item is not None else entry
-    if description and description != existing.get("description"):
-        existing.update(description=description, updated_at=now_stamp())
-        await store.aput(REGISTRY_NAMESPACE, name, existing, index=False)
-    return existing
+    return dict(item.value) if item is not None else entry
 
 
 async def delete_kb(store: BaseStore, name: str) -> dict:

@@ -142,3 +142,31 @@ async def test_profile_fields_written_at_once_are_all_kept(pg_schema, pg_uri, mo
     )
     assert [(minutes, later) for minutes, later, _ in row] == [(2880, True)]
     assert sorted(row[0][2]["field_turns"]) == sorted(fields)
+
+
+async def test_a_description_set_while_documents_are_ingested_keeps_the_figures(pg_schema):
+    """`create_kb(exist_ok=True, description=...)` updates the registry entry that every ingest
+    updates too (`refresh_stats`): it keeps their document and chunk counts. Before, it wrote back
+    the figures it had read."""
+    from store import knowledge
+
+    async with store() as s, store() as other:
+        await knowledge.create_kb(s, "notes")
+        done = asyncio.Event()
+
+        async def keep_describing() -> int:
+            takes = 0
+            while not done.is_set():
+                await knowledge.create_kb(other, "notes", f"team notes, take {takes}", exist_ok=True)
+                takes += 1
+            return takes
+
+        describing = asyncio.ensure_future(keep_describing())
+        for n, word in enumerate(ACTIVITIES[:8]):
+            await knowledge.ingest_text(s, "notes", f"Note {n}: the {word} meeting moved.", f"n{n}.txt")
+        done.set()
+        takes = await describing
+        entry = await get_kb(s, "notes")
+    assert takes > 8
+    assert (entry["documents"], entry["chunks"]) == (8, 8)
+    assert entry["description"] == f"team notes, take {takes - 1}"
