@@ -384,36 +384,49 @@ def test_near_exact_repeats_only():
     )
 
 
+SOURDOUGH = [
+    ("Maya", "Did you ever get the sourdough starter going?", "t1"),
+    ("Tom", "Yes! Three so far, and the last one finally came out right.", "t1"),
+    ("Maya", "The weather has been so grey lately.", "t1"),
+    ("Tom", "Work has been crazy this week.", "t1"),
+    ("Maya", "I bought flour and yeast at the market.", "t2"),
+    ("Tom", "The bakery on the corner closed down.", "t2"),
+    ("Maya", "Bread prices went up again.", "t2"),
+    ("Tom", "My starter for the quiz night was a disaster.", "t2"),
+]
+
+
+async def record_sourdough_chat(store) -> list[str]:
+    """Maya's and Tom's messages (SOURDOUGH), a minute apart; their ids. The reply to Maya's
+    question says nothing of its topic."""
+    at = day(2023, 6, 1) + timedelta(hours=9)
+    return [
+        (
+            await memory.record_chat_message(
+                store,
+                "u",
+                "user" if who == "Maya" else "assistant",
+                text,
+                thread,
+                speaker=who,
+                now=at + timedelta(minutes=n),
+            )
+        )["id"]
+        for n, (who, text, thread) in enumerate(SOURDOUGH)
+    ]
+
+
 async def test_a_reply_is_found_through_the_message_it_answers(store, monkeypatch):
     # The reply says nothing of the topic; the message before it (same thread) does.
     monkeypatch.setenv("MEMORY_NEIGHBOUR_WEIGHT", "0.9")
-    at = day(2023, 6, 1) + timedelta(hours=9)
-    said = [
-        ("Maya", "Did you ever get the sourdough starter going?", "t1"),
-        ("Tom", "Yes! Three so far, and the last one finally came out right.", "t1"),
-        ("Maya", "The weather has been so grey lately.", "t1"),
-        ("Tom", "Work has been crazy this week.", "t1"),
-    ]
-    said += [
-        ("Maya", "I bought flour and yeast at the market.", "t2"),
-        ("Tom", "The bakery on the corner closed down.", "t2"),
-        ("Maya", "Bread prices went up again.", "t2"),
-        ("Tom", "My starter for the quiz night was a disaster.", "t2"),
-    ]
-    written = []
-    for minute, (speaker, text, thread) in enumerate(said):
-        role = "user" if speaker == "Maya" else "assistant"
-        written.append(
-            await memory.record_chat_message(
-                store, "u", role, text, thread, speaker=speaker, now=at + timedelta(minutes=minute)
-            )
-        )
+    monkeypatch.setenv("MEMORY_ANSWER_WEIGHT", "0")
+    written = await record_sourdough_chat(store)
     question = "Did the sourdough starter work out?"
     found = await memory.recall(store, "u", question, "chat", top_k=3, record_access=False)
-    assert [r["id"] for r in found[:2]] == [written[0]["id"], written[1]["id"]]
+    assert [r["id"] for r in found[:2]] == written[:2]
     monkeypatch.setenv("MEMORY_NEIGHBOUR_WEIGHT", "0")
     alone = await memory.recall(store, "u", question, "chat", top_k=3, record_access=False)
-    assert written[1]["id"] not in [r["id"] for r in alone[:2]]
+    assert written[1] not in [r["id"] for r in alone[:2]]
 
 
 async def test_the_reply_to_a_question_comes_in_at_the_answer_weight(store, monkeypatch):
@@ -421,34 +434,14 @@ async def test_the_reply_to_a_question_comes_in_at_the_answer_weight(store, monk
     asking a question is read from it and scores MEMORY_ANSWER_WEIGHT of the hit's score, however
     little the other neighbours get."""
     monkeypatch.setenv("MEMORY_NEIGHBOUR_WEIGHT", "0.01")
-    at = day(2023, 6, 1) + timedelta(hours=9)
-    said = [
-        ("Maya", "Did you ever get the sourdough starter going?", "t1"),
-        ("Tom", "Yes! Three so far, and the last one finally came out right.", "t1"),
-        ("Maya", "I bought flour and yeast at the market.", "t2"),
-        ("Tom", "The bakery on the corner closed down.", "t2"),
-        ("Maya", "Bread prices went up again.", "t2"),
-        ("Tom", "My starter for the quiz night was a disaster.", "t2"),
-    ]
-    written = [
-        await memory.record_chat_message(
-            store,
-            "u",
-            "user" if who == "Maya" else "assistant",
-            text,
-            thread,
-            speaker=who,
-            now=at + timedelta(minutes=n),
-        )
-        for n, (who, text, thread) in enumerate(said)
-    ]
+    written = await record_sourdough_chat(store)
     question = "Did the sourdough starter work out?"
     monkeypatch.setenv("MEMORY_ANSWER_WEIGHT", "0.9")
     found = await memory.recall(store, "u", question, "chat", top_k=3, record_access=False)
-    assert [r["id"] for r in found[:2]] == [written[0]["id"], written[1]["id"]]
+    assert [r["id"] for r in found[:2]] == written[:2]
     monkeypatch.setenv("MEMORY_ANSWER_WEIGHT", "0")
     alone = await memory.recall(store, "u", question, "chat", top_k=3, record_access=False)
-    assert written[1]["id"] not in [r["id"] for r in alone[:2]]
+    assert written[1] not in [r["id"] for r in alone[:2]]
 
 
 def test_a_question_naming_two_people_favours_one_speaking_about_the_other():
