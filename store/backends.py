@@ -113,11 +113,9 @@ class InProcessBackend:
         async with _lock():
             current = {item.key: item.value for item in await self.scan(ns) if tuple(item.namespace) == ns}
             written = {key: value for key in wanted if (value := change(key, current.get(key))) is not None}
+            ttl = {} if ttl_minutes is None else {"ttl": ttl_minutes}  # none given: the store's default
             for key, value in written.items():
-                if ttl_minutes is None:
-                    await self.store.aput(ns, key, value, index=False)
-                else:
-                    await self.store.aput(ns, key, value, index=False, ttl=ttl_minutes)
+                await self.store.aput(ns, key, value, index=False, **ttl)
             return written
 
     async def delete_under(self, prefix: tuple[str, ...]) -> int:
