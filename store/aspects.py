@@ -280,6 +280,22 @@ def spread(ranked: Sequence[str], items: dict[str, list[str]], score: Callable[[
     return picked
 
 
+def items_first(ranked: Sequence[str], items: dict[str, list[str]], score: Callable[[str], float]) -> list[str]:
+    """`spread` of `items` ("aspect:value" -> turn ids), titles said with a word of the kinds
+    asked first: such a title names one item of the list ("\"The Name of the Wind\" is a great
+    novel" for "What books has Tim read?"), where the words of its kind ("book", "read", "novel")
+    only name the kind, and a turn using them may list nothing; then the rest, then the other
+    titles (a film's for a question about books); each turn once."""
+    titles = {value: ids for value, ids in items.items() if value.startswith("title:")}
+    rest = {value: ids for value, ids in items.items() if value not in titles}
+    kind_words = {key for ids in rest.values() for key in ids}
+    named = {value: [key for key in ids if key in kind_words] for value, ids in titles.items()}
+    named = {value: ids for value, ids in named.items() if ids}
+    return list(
+        dict.fromkeys([*spread(ranked, named, score), *spread(ranked, rest, score), *spread(ranked, titles, score)])
+    )
+
+
 def interleaved(first: Sequence[str], second: Sequence[str], every: int) -> list[str]:
     """`first` with the next of `second` after every `every` of it, each key once (what is left
     of `second` at the end)."""

@@ -164,6 +164,18 @@ class InProcessBackend:
             lambda value: str(value.get("created_at") or ""),
         )
 
+    async def thread_last(self, ns: tuple[str, ...], thread_id: str, before: str) -> Item | None:
+        """The live item of thread `thread_id` written last before the stamp `before` (by
+        `created_at`), or None: the message a new one follows."""
+        earlier = [
+            item
+            for item in await self.scan(ns, self.scan_limit)
+            if str(item.value.get("thread_id") or "") == thread_id
+            and str(item.value.get("created_at") or "") < before
+            and not expired(item.value, parse_stamp(before) or datetime.now(UTC))
+        ]
+        return max(earlier, key=lambda item: (str(item.value.get("created_at") or ""), item.key), default=None)
+
     async def list_items(
         self, namespaces: Sequence[tuple[str, ...]], now: datetime, limit: int, listing: Listing
     ) -> list[Item]:
@@ -276,6 +288,9 @@ class SQLBackend(InProcessBackend):
         for hit, item in await self.sql.memory_neighbours(".".join(ns), keys, window):
             found.setdefault(hit, []).append(item)
         return found
+
+    async def thread_last(self, ns: tuple[str, ...], thread_id: str, before: str) -> Item | None:
+        return await self.sql.memory_thread_last(".".join(ns), thread_id, before)
 
     async def list_items(
         self, namespaces: Sequence[tuple[str, ...]], now: datetime, limit: int, listing: Listing

@@ -141,3 +141,25 @@ def passages(text: str, speaker: str | None = None) -> list[str]:
         return []
     label = f"{speaker}:" if speaker else ""
     return [piece if not label or piece.startswith(label) else f"{label} {piece}" for piece in pieces]
+
+
+EXCHANGE_QUESTION_CHARS = 300  # of the question a reply answers, kept in the reply's exchange passage (its end)
+
+
+def exchange(question: str, asker: str | None, reply: str, replier: str | None) -> str | None:
+    """The passage a reply is also searched by: the message it answers and the reply, each
+    labelled with who wrote it ("Melanie: That bowl is awesome! What gave you the idea for all
+    the colors? Caroline: I'm obsessed with those..."), when `question` asks one ("?") and was
+    written by someone else; None otherwise. A reply shares few words with what it answers ("I
+    painted this after I visited a LGBTQ center" after "What inspired you?"): a question about
+    it is put in the asker's words, which this passage holds beside the answer. Only the end of
+    a long question (EXCHANGE_QUESTION_CHARS) is kept: a question closes the message."""
+    question, reply = question.strip(), reply.strip()
+    if "?" not in question or not reply or not asker or not replier or asker == replier:
+        return None
+    if len(question) > EXCHANGE_QUESTION_CHARS:
+        cut = question[-EXCHANGE_QUESTION_CHARS:]
+        question = cut[cut.find(" ") + 1 :] if " " in cut else cut
+    said = question if question.startswith(f"{asker}:") else f"{asker}: {question}"
+    answered = reply if reply.startswith(f"{replier}:") else f"{replier}: {reply}"
+    return f"{said} {answered}"

@@ -61,7 +61,7 @@ async def rebuild(store: BaseStore, kb: str) -> dict[str, dict]:
 
 async def listed(store: BaseStore, kb: str, query: str, people: Mapping[str, frozenset[str]]) -> list[Hit]:
     """For a list question naming `people` (recorded speaker -> their names; `store.aspects.asked`),
-    the chunks of the list's items, one per item first (`store.aspects.spread`), ranked by their
+    the chunks of the list's items, one per item first (`store.aspects.items_first`), ranked by their
     vector similarity to the query without the names (among the LIST_DEPTH closest chunks) plus
     REPORTED_WEIGHT for a line telling what its writer did; [] for any other question. Returns
     hits scored by similarity."""
@@ -80,5 +80,5 @@ async def listed(store: BaseStore, kb: str, query: str, people: Mapping[str, fro
         key: hit.score + aspects.REPORTED_WEIGHT * aspects.reported(str(hit.value.get("content") or ""))
         for key, hit in hits.items()
     }
-    picked = aspects.spread(list(hits), items, lambda key: boosted.get(key, float("-inf")))
+    picked = aspects.items_first(list(hits), items, lambda key: boosted.get(key, float("-inf")))
     return [hits[key] for key in picked if key in hits]

@@ -21,6 +21,7 @@ STRATEGIES = ("dense", "keyword", "hybrid", "graph", "fusion")
 MAX_TOP_K = 50
 COMMON_NAME_SHARE = 0.1  # a query name this share of a KB's chunks hold is left out of its vector
 NEIGHBOUR_GAP = timedelta(hours=1)  # documents dated further apart are not neighbours in hybrid search
+EXCHANGE_FIELD = "exchange"  # a chat line's chunk: the question it answers and it, embedded beside its content
 PAGE_SIZE = 500
 PUT_BATCH = 128
 GROUP_CHUNKS = 512

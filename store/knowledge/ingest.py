@@ -9,22 +9,25 @@ import json
 import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, cast
 
 from langgraph.store.base import BaseStore, GetOp, Item, PutOp
 
+from store.aspects import speaker_lines
 from store.backend import backend_for
 from store.clean import strip_nul
-from store.dates import parse_date, stamp
+from store.dates import parse_date, parse_stamp, stamp
 from store.knowledge import aspects as kb_aspects
 from store.knowledge import graph
 from store.knowledge import people as kb_people
 from store.knowledge.config import (
+    EXCHANGE_FIELD,
     FORMAT_BY_EXTENSION,
     GROUP_CHUNKS,
     GROUP_DOCUMENTS,
+    NEIGHBOUR_GAP,
     PUT_BATCH,
     TEXT_FORMATS,
     knowledge_config,
@@ -40,6 +43,7 @@ from store.knowledge.registry import (
     now_stamp,
     refresh_stats,
 )
+from store.sentences import exchange
 
 Progress = Callable[[int, int], None]
 
@@ -61,6 +65,7 @@ def _chunk_values(kb: str, document: PreparedDocument) -> list[dict]:
                 "section": chunk.section,
                 "content": chunk.content,
                 **({"date": document.date} if document.date else {}),
+                **({EXCHANGE_FIELD: document.exchange} if document.exchange and len(document.chunks) == 1 else {}),
             }
             for chunk in document.chunks
         ]
@@ -102,14 +107,26 @@ async def _plan_documents(store: BaseStore, kb: str, documents: list[PreparedDoc
             "characters": sum(len(v["content"]) for v in values),
             "fingerprint": fingerprint,
             "ingested_at": now_stamp(),
+            **({EXCHANGE_FIELD: True} if any(EXCHANGE_FIELD in v for v in values) else {}),
         }
         # Recorded first with the larger count, so an interrupted write still knows every position to clean up.
         plan.pending.append(
             PutOp(docs, key, {**record, "chunks": max(old_count, len(values)), "fingerprint": None}, index=False)
         )
+        if before is not None and before.value.get(EXCHANGE_FIELD):
+            # the store upserts a chunk's vectors by field and keeps the others: the old exchange
+            # vector would outlive a new text without one, so the old chunks go first
+            plan.pending += [
+                PutOp(chunk_namespace(kb), chunk_id(kb, document.source, p), None) for p in range(old_count)
+            ]
         plan.records.append(PutOp(docs, key, record, index=False))
         plan.puts += [
-            PutOp(chunk_namespace(kb), chunk_id(kb, document.source, v["position"]), v, index=["content"])
+            PutOp(
+                chunk_namespace(kb),
+                chunk_id(kb, document.source, v["position"]),
+                v,
+                index=["content", EXCHANGE_FIELD] if v.get(EXCHANGE_FIELD) else ["content"],
+            )
             for v in values
         ]
         removed = [
@@ -187,10 +204,12 @@ async def _write_prepared(
     results: list[dict] = []
     group: list[PreparedDocument] = []
     size = 0
+    previous: PreparedDocument | None = None
     for prepare in preparers:
         document = await asyncio.to_thread(prepare)
         if document is None:
             continue
+        document, previous = _answering(previous, document), document
         group.append(document)
         size += len(document.chunks)
         if size >= GROUP_CHUNKS or len(group) >= GROUP_DOCUMENTS:
@@ -199,6 +218,24 @@ async def _write_prepared(
     if group:
         results += await _write_documents(store, kb, group, extractor, progress, build_graph)
     return results
+
+
+def _answering(previous: PreparedDocument | None, document: PreparedDocument) -> PreparedDocument:
+    """`document` with its exchange passage (`store.sentences.exchange`, embedded beside its
+    text) when it is one chat line ("Name: words") answering `previous`, the document ingested
+    just before it: one chat line by someone else asking a question, dated at most NEIGHBOUR_GAP
+    before it when both are dated (a chat log ingested a message a document, in order)."""
+    if previous is None or len(document.chunks) != 1 or len(previous.chunks) != 1:
+        return document
+    if previous.date and document.date:
+        asked_at, said_at = parse_stamp(previous.date), parse_stamp(document.date)
+        if asked_at and said_at and not timedelta(0) <= said_at - asked_at <= NEIGHBOUR_GAP:
+            return document
+    said, asked = speaker_lines(document.chunks[0].content), speaker_lines(previous.chunks[0].content)
+    if len(said) != 1 or len(asked) != 1:
+        return document
+    passage = exchange(asked[0][1], asked[0][0], said[0][1], said[0][0])
+    return replace(document, exchange=passage) if passage else document
 
 
 def _chunking(chunk_size: int | None, chunk_overlap: int | None) -> dict:

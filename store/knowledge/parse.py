@@ -124,6 +124,7 @@ class PreparedDocument:
     format: str
     chunks: list[Chunk]
     date: str | None = None  # UTC stamp of when the document was written, if known
+    exchange: str | None = None  # one chat line answering the one before it: both (store.sentences.exchange)
 
 
 def prepare_text(text: str | bytes, source: str, title: str | None, format: str, chunking: dict) -> PreparedDocument:

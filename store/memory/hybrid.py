@@ -97,7 +97,7 @@ class MemoryCorpus:
     async def list_turns(self, query: str) -> list[Scored]:
         """For a list question naming people (`store.aspects.asked`: "What activities does Jo
         partake in?"), the turns of theirs its items come from, one per item first
-        (`store.aspects.spread`): the ids their person/attribute indexes hold for the aspects
+        (`store.aspects.items_first`): the ids their person/attribute indexes hold for the aspects
         asked, ranked by the vector similarity of the turn to the query (the people's names left
         out, among each person's LIST_DEPTH closest messages, and those of the speakers who told of
         them, `told_by`: store/memory/attributes.py) plus REPORTED_WEIGHT for a turn telling what
@@ -130,7 +130,7 @@ class MemoryCorpus:
             key: value + aspects.REPORTED_WEIGHT * aspects.reported(str(hits[key].value.get("text") or ""))
             for key, value in score.items()
         }
-        picked = aspects.spread(ranked, items, lambda key: boosted.get(key, float("-inf")))
+        picked = aspects.items_first(ranked, items, lambda key: boosted.get(key, float("-inf")))
         return [(hits[key], score[key]) for key in picked if key in hits]
 
     async def neighbours(self, keys: Sequence[str], window: int) -> dict[str, list[Candidate]]:

@@ -43,7 +43,7 @@ from store.memory.validate import (
     user_prefix,
 )
 from store.people import introductions, learn, vocatives
-from store.sentences import passages
+from store.sentences import exchange, passages
 
 _KEY_CLOCK = threading.Lock()
 _last_key = [-1, 0]  # the millisecond of the last id made and its counter
@@ -289,7 +289,9 @@ async def record_chat_message(
     it when a conversation has several people (stored in the value; hybrid recall boosts the
     messages of a speaker its query names). A message of several sentences also keeps them as
     `passages` (store/sentences.py), each embedded beside the whole text, so vector search finds
-    it by its best sentence; reads leave them out.
+    it by its best sentence; a reply to a question (the message before it in `thread_id`, by
+    someone else, asks one) keeps that question and itself as one more passage
+    (`store.sentences.exchange`), so it is found by the words it answers; reads leave them out.
 
     Text longer than MEMORY_MAX_TEXT_CHARS is cut to that length and marked `"truncated": true`
     (a chat log keeps what it can rather than refusing the turn).
@@ -318,7 +320,10 @@ async def record_chat_message(
         **({"truncated": True} if truncated else {}),
         **({"speaker": speaker} if speaker else {}),
     }
-    if found := passages(str(value["text"]), speaker):
+    found = passages(str(value["text"]), speaker)
+    if thread_id and (answered := await _answered(store, ns, thread_id, written, speaker or role, value["text"])):
+        found.append(answered)
+    if found:
         value[PASSAGES_FIELD] = found
     value = with_expiry(value, config, now)
     key = memory_key(now)
@@ -327,6 +332,16 @@ async def record_chat_message(
     await _learn_people(store, ns, speaker, str(value["text"]))
     await attributes.learn_turn(store, ns, speaker, key, str(value["text"]))
     return {"id": key, **shown(value)}
+
+
+async def _answered(store: BaseStore, ns: tuple, thread_id: str, written: str, author: str, text: str) -> str | None:
+    """The exchange passage of a chat message answering the one before it in its thread
+    (`store.sentences.exchange`): that message's question and this reply, or None."""
+    before = await backend_for(store).thread_last(ns, thread_id, written)
+    if before is None:
+        return None
+    asker = str(before.value.get("speaker") or before.value.get("role") or "")
+    return exchange(str(before.value.get("text") or ""), asker, text, author)
 
 
 async def _chat_items(store: BaseStore, user_id: str) -> list:

@@ -83,6 +83,20 @@ class MemorySQL(SQLBase):
         )
         return _neighbour_pairs(prefix, rows)
 
+    async def memory_thread_last(self, prefix: str, thread: str, before: str) -> Item | None:
+        """The live item of namespace `prefix` in thread `thread` written last before `before`
+        (the value's `created_at`, UTC ISO stamps of one format), or None."""
+        rows = await self._fetch(
+            """
+            SELECT %(prefix)s AS hit, s.key, s.value, s.created_at, s.updated_at FROM store s
+            WHERE s.prefix = %(prefix)s AND s.value->>'thread_id' = %(thread)s
+              AND s.value->>'created_at' < %(before)s AND (s.expires_at IS NULL OR s.expires_at > NOW())
+            ORDER BY s.value->>'created_at' DESC LIMIT 1
+            """,
+            {"prefix": prefix, "thread": thread, "before": before},
+        )
+        return next((item for _, item in _neighbour_pairs(prefix, rows)), None)
+
     async def memory_speakers(self, prefix: str) -> list[str]:
         """Who said the memories of namespace `prefix` (speakers given when they were written;
         a speaker stays listed after single deletions, until `delete_under`)."""

@@ -292,6 +292,52 @@ async def test_thread_neighbours_on_postgres_are_the_messages_just_before_and_af
         assert results and results[0]["id"] == ids[2]
 
 
+async def test_a_reply_on_postgres_is_embedded_with_the_question_it_answers(pg_schema, pg_uri, monkeypatch):
+    from store.backend import backend_for
+    from store.dates import stamp
+    from tests.unit.test_knowledge import SOURDOUGH
+    from tests.unit.test_memory_hybrid import PAINTING_TALK
+
+    monkeypatch.setenv("MEMORY_KEYWORD_WEIGHT", "0")  # the vectors alone
+    monkeypatch.setenv("MEMORY_NEIGHBOUR_WEIGHT", "0")
+    at = datetime(2023, 6, 1, 9, tzinfo=UTC)
+    async with store() as s:
+        said = [
+            (await memory.record_chat_message(s, "ex", "user", text, "t", speaker=who, now=at + timedelta(minutes=i)))[
+                "id"
+            ]
+            for i, (who, text) in enumerate(PAINTING_TALK)
+        ]
+        await memory.record_chat_message(s, "ex", "user", "Other thread", "t2", speaker="Melanie", now=at)
+        last = await backend_for(s).thread_last(memory.namespace("ex", "chat"), "t", stamp(at + timedelta(minutes=2)))
+        assert last is not None and last.key == said[1]  # its own thread's, the latest before the stamp
+        fields = sql(pg_uri, f"SELECT field_name FROM {pg_schema}.store_vectors WHERE key = %s ORDER BY 1", (said[1],))
+        assert [f for (f,) in fields] == [*(f"passages[*].{i}" for i in range(3)), "text"]  # 2 sentences + exchange
+        found = await memory.recall(s, "ex", "What inspired Caroline's painting?", "chat", top_k=3, record_access=False)
+        assert found[0]["id"] == said[1] and "passages" not in found[0]
+        await knowledge.create_kb(s, "log")
+        documents = [
+            {"text": text, "source": f"turn-{i}", "date": at + timedelta(minutes=i)} for i, text in enumerate(SOURDOUGH)
+        ]
+        await knowledge.ingest_texts(s, "log", documents)
+        fields = sql(
+            pg_uri,
+            f"SELECT v.field_name FROM {pg_schema}.store_vectors v JOIN {pg_schema}.store t USING (prefix, key) "
+            "WHERE t.value->>'source' = 'turn-1' ORDER BY 1",
+        )
+        assert [f for (f,) in fields] == ["content", "exchange"]
+        # ingested again alone (nothing before it), in other words: the old exchange vector goes
+        await knowledge.ingest_texts(s, "log", [{**documents[1], "text": "Tom: No, it went mouldy."}])
+        fields = sql(
+            pg_uri,
+            f"SELECT v.field_name FROM {pg_schema}.store_vectors v JOIN {pg_schema}.store t USING (prefix, key) "
+            "WHERE t.value->>'source' = 'turn-1' ORDER BY 1",
+        )
+        assert [f for (f,) in fields] == ["content"]
+        found = await knowledge.retrieve(s, "log", "mouldy", strategy="keyword", top_k=1)
+        assert [r["source"] for r in found["retrieval_results"]] == ["turn-1"]
+
+
 async def test_kb_neighbours_on_postgres_are_a_documents_chunks_and_the_documents_dated_next_to_it(pg_schema):
     from store.backend import backend_for
 

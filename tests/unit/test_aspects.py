@@ -76,6 +76,25 @@ def test_spread_takes_one_turn_per_item_before_a_second():
     assert sorted(picked) == ["h1", "h2", "h3", "p1", "y1"]
 
 
+def test_titles_said_with_a_word_of_the_kind_asked_come_first():
+    """ "What books has Tim read?": the turns using "book" or "read" rank above the titles by
+    similarity, but a title said with such a word names one book; a title said without one (a
+    film's) comes last."""
+    indexes = aspects.build(
+        [
+            ("Tim", "generic", "Tim: I love reading, books are my escape."),
+            ("Tim", "novel", 'Tim: I\'m reading a fantasy novel called "The Name of the Wind".'),
+            ("Tim", "finished", 'Tim: Just finished "A Dance with Dragons", what a read!'),
+            ("Tim", "film", 'Tim: We always watch "Home Alone" at Christmas.'),
+        ]
+    )
+    items = aspects.items_for(indexes.values(), aspects.asked("What books has Tim read?"))
+    score = {"generic": 0.9, "novel": 0.5, "finished": 0.4, "film": 0.3}
+    picked = aspects.items_first([], items, lambda key: score[key])
+    assert picked == ["novel", "finished", "generic", "film"]
+    assert aspects.spread([], items, lambda key: score[key])[0] == "generic"  # by similarity alone
+
+
 def test_interleaved_puts_one_of_the_second_after_every_n_of_the_first_each_once():
     assert aspects.interleaved(["a", "b", "c", "d"], ["x", "b", "y"], 1) == ["a", "x", "b", "c", "y", "d"]
     assert aspects.interleaved(["a", "b", "c"], ["x", "y", "z"], 2) == ["a", "b", "x", "c", "y", "z"]

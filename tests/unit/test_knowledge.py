@@ -704,6 +704,8 @@ async def chat_log_kb(minutes_apart: list[int]) -> InMemoryStore:
 
 async def test_a_reply_in_a_chat_log_kb_is_found_through_the_message_it_answers(monkeypatch):
     # The reply (turn-1) says nothing of the topic; the document dated just before it does.
+    # Ingested without its exchange passage (the question and it), which alone would find it.
+    monkeypatch.setattr("store.knowledge.ingest.exchange", lambda *args: None)
     store = await chat_log_kb([0, 1, 2, 3, 4, 5, 6, 7])
     question = "Did the sourdough starter work out?"
     monkeypatch.setenv("KB_NEIGHBOUR_WEIGHT", "0.9")
@@ -712,6 +714,21 @@ async def test_a_reply_in_a_chat_log_kb_is_found_through_the_message_it_answers(
     monkeypatch.setenv("KB_NEIGHBOUR_WEIGHT", "0")
     alone = await knowledge.hybrid_search(store, "log", question, top_k=3)
     assert "turn-1" not in [r["source"] for r in alone["retrieval_results"][:2]]
+
+
+async def test_a_reply_in_a_chat_log_kb_is_also_embedded_with_the_question_it_answers(monkeypatch):
+    monkeypatch.setenv("KB_NEIGHBOUR_WEIGHT", "0")  # no neighbours: the reply's own vectors
+    store = await chat_log_kb([0, 1, 2, 3, 4, 5, 6, 7])
+    chunks = {item.value["source"]: item.value for item in await store.asearch(("kb", "log"), limit=20)}
+    assert chunks["turn-1"]["exchange"] == f"{SOURDOUGH[0]} {SOURDOUGH[1]}"
+    assert [source for source, value in chunks.items() if "exchange" in value] == ["turn-1"]  # no other answers
+    question = "Did the sourdough starter work out?"
+    found = await knowledge.hybrid_search(store, "log", question, top_k=3)
+    assert "turn-1" in [r["source"] for r in found["retrieval_results"][:2]]
+    assert all("exchange" not in r for r in found["retrieval_results"])
+    apart = await chat_log_kb([0, *(2 * 24 * 60 + minute for minute in range(7))])  # answered two days later
+    chunks = {item.value["source"]: item.value for item in await apart.asearch(("kb", "log"), limit=20)}
+    assert not any("exchange" in value for value in chunks.values())
 
 
 async def test_documents_dated_far_apart_are_not_neighbours(monkeypatch):

@@ -10,12 +10,13 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from store import memory
-from store.dates import EventRelative, event_relative, names_time, query_time_range
+from store.backend import backend_for
+from store.dates import EventRelative, event_relative, names_time, query_time_range, stamp
 from store.fusion import fuse, normalised
 from store.hybrid import FLOOR_TAIL, speaker_share, standouts, with_keyword_floor
 from store.memory.write import near_exact, same_source
 from store.names import about, capitalised_words, mentions, named, without_names
-from store.sentences import passages
+from store.sentences import EXCHANGE_QUESTION_CHARS, exchange, passages
 
 NOW = datetime(2023, 12, 20, 15, 0, tzinfo=UTC)
 # A long message whose third sentence answers "Did they get a new pet turtle?", and shorter
@@ -159,6 +160,94 @@ async def test_a_chat_message_is_found_by_its_best_sentence_and_reads_hide_the_p
     monkeypatch.setattr("store.memory.write.passages", lambda text, speaker: [])  # the whole text's vector alone
     first, order = await ranked("v")
     assert order[0] != first["id"]
+
+
+def test_an_exchange_passage_holds_the_question_answered_and_the_reply():
+    asked = "Wow, that painting is awesome! What inspired you?"
+    reply = "I did it after I visited the community centre."
+    assert exchange(asked, "Melanie", reply, "Caroline") == f"Melanie: {asked} Caroline: {reply}"
+    assert exchange(f"Melanie: {asked}", "Melanie", f"Caroline: {reply}", "Caroline") == (
+        f"Melanie: {asked} Caroline: {reply}"  # labelled once
+    )
+    assert exchange("That painting is awesome!", "Melanie", reply, "Caroline") is None  # no question asked
+    assert exchange(asked, "Caroline", reply, "Caroline") is None  # the writer's own question
+    assert exchange(asked, None, reply, "Caroline") is None
+    long = "Blah blah " * 60 + "What inspired you?"
+    passage = exchange(long, "Melanie", reply, "Caroline")
+    assert passage is not None and passage.endswith(f"What inspired you? Caroline: {reply}")
+    assert (
+        passage.startswith("Melanie: ")
+        and len(passage) <= len(f"Melanie:  Caroline: {reply}") + EXCHANGE_QUESTION_CHARS
+    )
+
+
+PAINTING_TALK = [
+    (
+        "Melanie",
+        "Wow Caroline, that painting is awesome! The colours are so vivid and it all looks so unified. What inspired you?",
+    ),
+    (
+        "Caroline",
+        "Thanks! I did it after I visited the community centre. I wanted to capture everyone's unity and strength.",
+    ),
+    ("Caroline", "Check out my painting for the art show! Hope you like it."),
+    ("Caroline", "Painting is great for expressing myself, I love creating art."),
+    ("Caroline", "Here is a self-portrait I painted last week."),
+    ("Caroline", "Got any paintings to show? I'd love to see them."),
+]
+
+
+async def test_a_reply_is_found_by_the_question_it_answers(store, monkeypatch):
+    monkeypatch.setenv("MEMORY_KEYWORD_WEIGHT", "0")  # the vectors alone
+    monkeypatch.setenv("MEMORY_NEIGHBOUR_WEIGHT", "0")
+    at = day(2023, 6, 1) + timedelta(hours=9)
+
+    async def ranked(user: str) -> tuple[list[str], list[str]]:
+        said = [
+            (
+                await memory.record_chat_message(
+                    store, user, "user", text, "t", speaker=who, now=at + timedelta(minutes=i)
+                )
+            )["id"]
+            for i, (who, text) in enumerate(PAINTING_TALK)
+        ]
+        found = await memory.recall(
+            store, user, "What inspired Caroline's painting?", "chat", top_k=6, record_access=False
+        )
+        return said, [r["id"] for r in found]
+
+    said, order = await ranked("u")
+    stored = await store.aget(memory.namespace("u", "chat"), said[1])
+    assert stored is not None and stored.value["passages"][-1] == (
+        f"Melanie: {PAINTING_TALK[0][1]} Caroline: {PAINTING_TALK[1][1]}"
+    )
+    assert "passages" not in (await store.aget(memory.namespace("u", "chat"), said[3])).value  # its writer asked
+    assert order[0] == said[1]
+    monkeypatch.setattr("store.memory.write.exchange", lambda *args: None)  # the reply's own words alone
+    said, order = await ranked("v")
+    assert order[0] != said[1]
+
+
+async def test_the_message_a_new_one_follows_is_the_last_of_its_thread(store):
+    at = day(2023, 6, 1) + timedelta(hours=9)
+    said = [
+        (
+            await memory.record_chat_message(
+                store, "u", "user", text, thread, speaker="Jo", now=at + timedelta(minutes=i)
+            )
+        )["id"]
+        for i, (thread, text) in enumerate(
+            [("a", "first in a"), ("b", "first in b"), ("a", "second in a"), ("b", "second in b")]
+        )
+    ]
+    backend = backend_for(store)
+    ns = memory.namespace("u", "chat")
+    last = await backend.thread_last(ns, "a", stamp(at + timedelta(minutes=10)))
+    assert last is not None and last.key == said[2]
+    last = await backend.thread_last(ns, "a", stamp(at + timedelta(minutes=2)))  # before the second was written
+    assert last is not None and last.key == said[0]
+    assert await backend.thread_last(ns, "a", stamp(at)) is None
+    assert await backend.thread_last(ns, "c", stamp(at + timedelta(minutes=10))) is None
 
 
 def test_fuse_of_empty_or_non_positive_lists():
@@ -417,7 +506,9 @@ async def record_sourdough_chat(store) -> list[str]:
 
 
 async def test_a_reply_is_found_through_the_message_it_answers(store, monkeypatch):
-    # The reply says nothing of the topic; the message before it (same thread) does.
+    # The reply says nothing of the topic; the message before it (same thread) does. Recorded
+    # without its exchange passage (the question and it), which alone would find it.
+    monkeypatch.setattr("store.memory.write.exchange", lambda *args: None)
     monkeypatch.setenv("MEMORY_NEIGHBOUR_WEIGHT", "0.9")
     monkeypatch.setenv("MEMORY_ANSWER_WEIGHT", "0")
     written = await record_sourdough_chat(store)
@@ -433,6 +524,7 @@ async def test_the_reply_to_a_question_comes_in_at_the_answer_weight(store, monk
     """Chat messages carry their speaker in a field, not a "Name:" prefix: the reply to a hit
     asking a question is read from it and scores MEMORY_ANSWER_WEIGHT of the hit's score, however
     little the other neighbours get."""
+    monkeypatch.setattr("store.memory.write.exchange", lambda *args: None)  # the reply's own words alone
     monkeypatch.setenv("MEMORY_NEIGHBOUR_WEIGHT", "0.01")
     written = await record_sourdough_chat(store)
     question = "Did the sourdough starter work out?"
