@@ -167,12 +167,19 @@ def embedder_figures(st_python: str | None, rounds: int, threads: int | None = N
     return figures
 
 
-@contextmanager
-def recording_embedder() -> Iterator[list[tuple[list[str], float]]]:
-    """Record every call of the local embedder (its texts and seconds) while the block runs."""
+def _model():
+    """The local embedder under the query cache `get_embeddings` wraps it in (store/embeddings.py):
+    every text the store embeds reaches it, and a replay is not served from the cache."""
     from store.embeddings import get_embeddings
 
     model = get_embeddings()
+    return getattr(model, "model", model)
+
+
+@contextmanager
+def recording_embedder() -> Iterator[list[tuple[list[str], float]]]:
+    """Record every call of the local embedder (its texts and seconds) while the block runs."""
+    model = _model()
     calls: list[tuple[list[str], float]] = []
     inner = model.embed_documents
 
@@ -191,9 +198,7 @@ def recording_embedder() -> Iterator[list[tuple[list[str], float]]]:
 
 def replay(calls: list[tuple[list[str], float]]) -> float:
     """Seconds to embed the recorded calls again, alone, call by call."""
-    from store.embeddings import get_embeddings
-
-    model = get_embeddings()
+    model = _model()
     started = time.perf_counter()
     for texts, _ in calls:
         model.embed_documents(texts)
