@@ -192,3 +192,92 @@ def names_time(query: str, now: datetime) -> bool:
     """Whether the query says when it asks about: a date or range (`query_time_range`) or a
     time next to an event (`event_relative`)."""
     return query_time_range(query, now) is not None or event_relative(query) is not None
+
+
+TOLD_LATER = timedelta(days=35)  # how long after a time a message may tell of it ("last month", "five weeks ago")
+_NUMBER_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "a couple of": 2}
+_NUMBER_WORDS |= {"a few": 3, "couple of": 2, "few": 3}
+_COUNT = r"(\d+|an?|one|two|three|four|five|six|a couple of|couple of|a few|few)"
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_TOLD = re.compile(
+    rf"\b(?:(yesterday|last night|the other day)|{_COUNT}\s+(day|week|month|year)s?\s+ago|"
+    rf"last\s+(week|weekend|month|year|{'|'.join(_WEEKDAYS)})|"
+    rf"(?:earlier|at the (?:start|beginning)) (?:this|of the) (week|month))\b",
+    re.I,
+)
+
+
+def told_spans(text: str, written: datetime) -> list[tuple[datetime, datetime]]:
+    """The [start, end) UTC ranges a message's words put what it tells in, counted back from when
+    it was `written`: "yesterday" the day before, "three days ago" that day, "the other day" the
+    four days before, "last week" / "a week ago" the two weeks before (a week either side of
+    seven days back, the writer's week or the one before), "two weeks ago" that week give or take
+    four days, "last weekend" the Saturday and Sunday before, "last Friday" the Friday before,
+    "last month" / "a month ago" the calendar month before, "N months ago" that month, "last
+    year" / "a year ago" the year before; [] for a message telling no such time. A question
+    naming a time finds the message telling of it in these words days or weeks later
+    (`store.hybrid.gather`)."""
+    today = written.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    spans: list[tuple[datetime, datetime]] = []
+    for match in _TOLD.finditer(text):
+        near, count, unit, last, early = match.groups()
+        if near:
+            phrase = near.lower()
+            if phrase == "yesterday":
+                spans.append((today - timedelta(days=1), today))
+            elif phrase == "last night":
+                spans.append((today - timedelta(days=1), today + timedelta(days=1)))
+            else:
+                spans.append((today - timedelta(days=4), today))
+        elif count:
+            number = int(count) if count.isdigit() else _NUMBER_WORDS[count.lower()]
+            unit = unit.lower()
+            if unit == "day":
+                day = today - timedelta(days=number)
+                spans.append((day, day + timedelta(days=1)))
+            elif unit == "week":
+                center = today - timedelta(days=7 * number)
+                spans.append((center - timedelta(days=4), min(center + timedelta(days=5), today)))
+            elif unit == "month":
+                spans.append(_months_back(today, number))
+            else:
+                spans.append(
+                    (
+                        datetime(today.year - number, 1, 1, tzinfo=UTC),
+                        datetime(today.year - number + 1, 1, 1, tzinfo=UTC),
+                    )
+                )
+        elif last:
+            last = last.lower()
+            if last == "week":
+                spans.append((today - timedelta(days=14), today))
+            elif last == "weekend":
+                saturday = today - timedelta(days=(today.weekday() - 5) % 7 or 7)
+                spans.append((saturday, saturday + timedelta(days=2)))
+            elif last == "month":
+                spans.append(_months_back(today, 1))
+            elif last == "year":
+                spans.append((datetime(today.year - 1, 1, 1, tzinfo=UTC), datetime(today.year, 1, 1, tzinfo=UTC)))
+            else:
+                day = today - timedelta(days=(today.weekday() - _WEEKDAYS.index(last)) % 7 or 7)
+                spans.append((day, day + timedelta(days=1)))
+        elif early:
+            start = today - timedelta(days=today.weekday()) if early.lower() == "week" else today.replace(day=1)
+            spans.append((start, today + timedelta(days=1)))
+    return spans
+
+
+def _months_back(today: datetime, number: int) -> tuple[datetime, datetime]:
+    """The calendar month `number` months before `today`'s."""
+    index = today.year * 12 + today.month - 1 - number
+    return _month(index // 12, index % 12 + 1)
+
+
+def tells_of(text: str, written: datetime, window: tuple[datetime, datetime]) -> bool:
+    """Whether a message `written` then is about `window`: written in it, or telling of a time
+    (`told_spans`) that meets it and is at most twice as long ("yesterday" for a day, "last
+    month" for a month; not "last month" for a day of it)."""
+    start, end = window
+    if start <= written < end:
+        return True
+    return any(s < end and start < e and e - s <= 2 * (end - start) for s, e in told_spans(text, written))

@@ -1,8 +1,9 @@
 """The one hybrid retrieval pipeline, for memories (store/memory/) and knowledge bases
 (store/knowledge/): dense candidates (the store's vectors), keyword candidates (BM25) and, when
 the query names a time range (a date, or the days next to an event it names: "the week after
-the surf lessons"), the candidates dated in it; fused by `fusion.fuse` with bonuses for those
-in the range and for those of the names the query holds.
+the surf lessons"), the candidates dated in it and those dated in the weeks after it that tell
+of it ("yesterday I went bowling": `store.dates.tells_of`); fused by `fusion.fuse` with bonuses
+for those in the range and for those of the names the query holds.
 
 What differs between the two is data: a `Policy` (weights, how names earn their bonus, thread
 neighbours, which field holds the text, the date, the document) and a `Corpus`, the handle the
@@ -22,7 +23,7 @@ from datetime import datetime, timedelta
 from typing import Protocol, TypeVar
 
 from store.bm25 import tokenize
-from store.dates import query_window
+from store.dates import TOLD_LATER, parse_stamp, query_window, tells_of
 from store.fusion import distinct_texts, fuse
 from store.names import about, mentions, without_names
 
@@ -172,8 +173,10 @@ class Ranked:
 
 async def gather(corpus: Corpus, policy: Policy, query: str, depth: int, now: datetime) -> Signals:
     """The signals, `depth` deep each; when `policy.time_weight` is on and the query names a time
-    range relative to `now` (`store.dates.query_window`), a second dense search restricted to it,
-    merged into the dense list (so the range's candidates are ordered by their own similarity)."""
+    range relative to `now` (`store.dates.query_window`), a second dense search restricted to it
+    and a third to the TOLD_LATER after it, whose candidates telling of a time in the range are
+    kept (`store.dates.tells_of`), merged into the dense list (so the range's candidates are
+    ordered by their own similarity)."""
     window = None
     if policy.time_weight:
 
@@ -189,8 +192,9 @@ async def gather(corpus: Corpus, policy: Policy, query: str, depth: int, now: da
         names = set().union(*people.values()) if people else set()
         vector_query = without_names(query, names)
         searches = [corpus.dense(vector_query, depth)]
-        if window is not None:
+        if window is not None:  # and the weeks after it: a message may tell of it later ("yesterday")
             searches.append(corpus.dense(vector_query, depth, span=window))
+            searches.append(corpus.dense(vector_query, depth, span=(window[1], window[1] + TOLD_LATER)))
         dense, *dated = await asyncio.gather(*searches)
         keyword = await keyword_search
     finally:
@@ -206,9 +210,17 @@ async def gather(corpus: Corpus, policy: Policy, query: str, depth: int, now: da
                 for key, items in signals.neighbours.items()
                 if key in values
             }
-    if dated:
-        signals.dated = dated[0]
+    if dated and window is not None:
+        told = [pair for pair in dated[1] if _tells_of(pair[0].value, window, policy)]
+        signals.dated = sorted([*dated[0], *told], key=lambda pair: -pair[1])
     return signals
+
+
+def _tells_of(value: dict, window: tuple[datetime, datetime], policy: Policy) -> bool:
+    """Whether a candidate is about the time `window`: written in it, or telling of a time in it
+    later ("yesterday I went bowling" the day after; `store.dates.tells_of`)."""
+    written = parse_stamp(value.get(policy.date_field))
+    return written is not None and tells_of(str(value.get(policy.text_field) or ""), written, window)
 
 
 def rank(signals: Signals, policy: Policy) -> list[Ranked]:

@@ -781,3 +781,26 @@ def test_shown_source_names_a_server_file_by_its_file_name_only():
     assert shown_source("https://example.org/x/y.md") == "https://example.org/x/y.md"
     assert shown_source("manuals/pump care.md") == "manuals/pump care.md"  # a caller's own name
     assert shown_source(shown_source("/srv/a.md")) == "a.md"
+
+
+async def test_a_kb_document_telling_of_a_day_later_gets_that_days_bonus(monkeypatch):
+    """Dated chat-log documents: the one written the day after, telling of the day asked about
+    ("Yesterday I went bowling"), is found by the day's bonus as one written that day would be."""
+    monkeypatch.setenv("KB_NEIGHBOUR_WEIGHT", "0")
+    store = new_store()
+    await knowledge.create_kb(store, "jo")
+    said = [
+        ("Jo: We went to the cinema with friends, such a fun evening out.", datetime(2022, 3, 10, tzinfo=UTC)),
+        ("Jo: Yesterday I went bowling with friends, such fun, two strikes!", datetime(2022, 3, 17, 10, tzinfo=UTC)),
+        ("Jo: We spent the whole day hiking in the hills, what fun.", datetime(2022, 3, 20, tzinfo=UTC)),
+        ("Jo: Played a fun board game night with the neighbours.", datetime(2022, 4, 20, tzinfo=UTC)),
+    ]
+    await knowledge.ingest_texts(
+        store, "jo", [{"text": text, "source": f"turn-{i}", "date": at} for i, (text, at) in enumerate(said)]
+    )
+    query = "What fun activity did Jo do on 16 March 2022?"
+    found = await knowledge.hybrid_search(store, "jo", query, top_k=4)
+    assert found["retrieval_results"][0]["source"] == "turn-1"
+    monkeypatch.setattr("store.hybrid.tells_of", lambda text, written, window: window[0] <= written < window[1])
+    dated_only = await knowledge.hybrid_search(store, "jo", query, top_k=4)
+    assert dated_only["retrieval_results"][0]["source"] != "turn-1"

@@ -11,7 +11,7 @@ import pytest
 
 from store import memory
 from store.backend import backend_for
-from store.dates import EventRelative, event_relative, names_time, query_time_range, stamp
+from store.dates import EventRelative, event_relative, names_time, query_time_range, stamp, tells_of, told_spans
 from store.fusion import fuse, normalised
 from store.hybrid import FLOOR_TAIL, speaker_share, standouts, with_keyword_floor
 from store.memory.write import near_exact, same_source
@@ -401,6 +401,57 @@ async def test_the_week_after_an_event_lifts_what_the_person_did_then(store, mon
     undated = await memory.recall(store, "u", query, "episodic", top_k=3, record_access=False, now=NOW)
     assert undated[0]["id"] == ids["I had my first surf lesson today, so many waves."]
     assert ids["I repainted the kitchen a pale green."] not in {r["id"] for r in undated[:2]}
+
+
+def test_told_spans_count_back_from_when_a_message_was_written():
+    thursday = datetime(2022, 3, 17, 15, tzinfo=UTC)
+
+    def told(text: str) -> list[tuple[str, str]]:
+        return [(a.date().isoformat(), b.date().isoformat()) for a, b in told_spans(text, thursday)]
+
+    assert told("Yesterday I went bowling") == [("2022-03-16", "2022-03-17")]
+    assert told("two days ago I hiked") == [("2022-03-15", "2022-03-16")]
+    assert told("Last weekend we camped") == [("2022-03-12", "2022-03-14")]
+    assert told("last Friday") == [("2022-03-11", "2022-03-12")]  # the one before, not tomorrow
+    assert told("last Thursday") == [("2022-03-10", "2022-03-11")]  # a week ago, not today
+    assert told("Last month was tough") == [("2022-02-01", "2022-03-01")]
+    assert told("3 months ago") == [("2021-12-01", "2022-01-01")]
+    assert told("I read it two weeks ago") == [("2022-02-27", "2022-03-08")]
+    assert told("I love bowling, see you next week") == []
+    day_window = (datetime(2022, 3, 16, tzinfo=UTC), datetime(2022, 3, 17, tzinfo=UTC))
+    assert tells_of("Yesterday I went bowling", thursday, day_window)
+    assert tells_of("Work was busy", datetime(2022, 3, 16, 9, tzinfo=UTC), day_window)  # written then
+    assert not tells_of("Work was busy", thursday, day_window)
+    assert not tells_of("Last month was tough", datetime(2022, 4, 2, tzinfo=UTC), day_window)  # a month for a day
+    march = (datetime(2022, 3, 1, tzinfo=UTC), datetime(2022, 4, 1, tzinfo=UTC))
+    assert tells_of("Last month was tough", datetime(2022, 4, 2, tzinfo=UTC), march)
+
+
+async def test_a_message_telling_of_a_day_later_gets_that_days_bonus(store, monkeypatch):
+    """ "What did Jo do on 16 March 2022?": Jo told of it the next day ("Yesterday I went
+    bowling"), when nothing else was said on the 16th that answers it."""
+    monkeypatch.setenv("MEMORY_KEYWORD_WEIGHT", "0")
+    monkeypatch.setenv("MEMORY_NEIGHBOUR_WEIGHT", "0")
+    said = [
+        ("We went to the cinema with friends, such a fun evening out.", day(2022, 3, 10)),
+        ("Work was so busy, I barely had lunch.", day(2022, 3, 16) + timedelta(hours=9)),
+        ("Yesterday I went bowling with friends, such fun, two strikes!", day(2022, 3, 17) + timedelta(hours=10)),
+        ("We spent the whole day hiking in the hills, what fun.", day(2022, 3, 20)),
+        ("Last month was a fun one, lots of evenings out.", day(2022, 4, 2)),  # the whole month: no bonus
+        ("Played a fun board game night with the neighbours.", day(2022, 4, 20)),
+    ]
+    ids = [
+        (await memory.record_chat_message(store, "u", "user", text, "t", speaker="Jo", now=at))["id"]
+        for text, at in said
+    ]
+    query = "What fun activity did Jo do on 16 March 2022?"
+    found = await memory.recall(store, "u", query, "chat", top_k=6, record_access=False, now=NOW)
+    assert found[0]["id"] == ids[2]  # told of that day, the day after
+    last_month = next(r for r in found if r["id"] == ids[4])
+    assert last_month["score"] < 0.5 + 1.0  # below the speaker and time bonuses: the whole month for a day, none
+    monkeypatch.setattr("store.hybrid.tells_of", lambda text, written, window: window[0] <= written < window[1])
+    dated_only = await memory.recall(store, "u", query, "chat", top_k=6, record_access=False, now=NOW)
+    assert ids[2] not in [r["id"] for r in dated_only[:3]]
 
 
 async def test_hybrid_recall_respects_the_role_filter(store):
