@@ -83,6 +83,13 @@ class RunSettings(BaseModel):
         description="Most turns of a conversation one memory writer run extracts (oldest first, one model call "
         "each); the rest stay pending for the conversation's next run.",
     )
+    MEMORY_WRITER_MAX_TOKENS: int = Field(
+        2048,
+        ge=256,
+        le=32768,
+        description="Most tokens the memory writer's model may answer one turn's extraction with: a small model "
+        "that loops in its JSON stops there (the extraction fails and is retried like a bad answer).",
+    )
     MEMORY_WRITER_MAX_CHARS: int = Field(
         24000,
         ge=1000,

@@ -67,7 +67,12 @@ async def extract(state: State, runtime: Runtime[Context]) -> dict:
             turn_id=turn_id,
         )
         return done | {"result": {"deferred": deferrals + 1}}
-    model = load_chat_model(context.model, temperature=0, timeout=context.model_timeout)
+    model = load_chat_model(
+        context.model,
+        temperature=0,
+        timeout=context.model_timeout,
+        max_tokens=settings().MEMORY_WRITER_MAX_TOKENS,  # the answer's bound, not the chat's (AGENT_MAX_TOKENS)
+    )
     counts = await extract_pending(
         runtime.store, user_id, thread_id, model, retries=context.model_retries, timeout=context.model_timeout
     )

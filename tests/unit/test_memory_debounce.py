@@ -18,6 +18,7 @@ from graphs.memory_writer.pending import add_pending_turn, next_batch, pending_t
 from graphs.runtime import memory_schedule
 from graphs.runtime.context import Context
 from graphs.runtime.memory_schedule import latest_turn_after_delay, schedule_extraction
+from graphs.runtime.models import register_model_provider
 from store.index import store_index_config
 from tests.fakes import ScriptedChatModel
 from tools import server_api
@@ -237,3 +238,18 @@ async def test_on_aegra_a_writer_run_that_finds_the_conversation_busy_ends_at_on
     done = await memory_writer.ainvoke(runs.created[-1]["input"], config, context=context)
     assert done["result"] == {"yielded": True, "deferrals": 0} and len(runs.created) == made
     assert model.calls == [] and len(await pending_turns(store, "alice", "t1")) == 1
+
+
+async def test_the_writer_bounds_its_models_answer_by_its_own_setting(model_slot, monkeypatch):
+    """A small model looping in its JSON stops at MEMORY_WRITER_MAX_TOKENS; the chat's own
+    bound (AGENT_MAX_TOKENS, the context's `max_tokens`) is for answers, not extractions."""
+    monkeypatch.setenv("MEMORY_WRITER_MAX_TOKENS", "512")
+    asked: dict = {}
+    scripted = ScriptedChatModel(responses=[lisbon_extraction()])
+    register_model_provider("scripted", lambda name, **kw: asked.update(kw) or scripted)
+    store = InMemoryStore(index=store_index_config())
+    await add_pending_turn(store, "alice", "t1", TURN, chat_ids=["c"])
+    config, _ = writer_runtime_config()
+    context = Context(model="scripted:m", user_id="alice", max_tokens=64)
+    done = await memory_writer_builder.compile(store=store).ainvoke({"thread_id": "t1"}, config, context=context)
+    assert done["result"]["turns"] == 1 and asked["max_tokens"] == 512
