@@ -281,3 +281,15 @@ def tells_of(text: str, written: datetime, window: tuple[datetime, datetime]) ->
     if start <= written < end:
         return True
     return any(s < end and start < e and e - s <= 2 * (end - start) for s, e in told_spans(text, written))
+
+
+# A question asking for a time: "When did...", "What year...", "Which month...", "How long ago...".
+_ASKS_WHEN = re.compile(
+    r"^\s*(?:when\b|(?:in\s+)?(?:what|which)\s+(?:year|month|day|date|week|weekend|season)\b|how\s+long\s+ago\b)",
+    re.I,
+)
+
+
+def asks_when(query: str) -> bool:
+    """Whether a question asks for a time ("When did Maria get in a car accident?")."""
+    return bool(_ASKS_WHEN.search(query))

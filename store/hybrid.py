@@ -23,7 +23,7 @@ from datetime import datetime, timedelta
 from typing import Protocol, TypeVar
 
 from store.bm25 import tokenize
-from store.dates import TOLD_LATER, parse_stamp, query_window, tells_of
+from store.dates import TOLD_LATER, asks_when, parse_stamp, query_window, tells_of, told_spans
 from store.fusion import distinct_texts, fuse
 from store.names import about, mentions, without_names
 
@@ -246,7 +246,7 @@ def rank(signals: Signals, policy: Policy) -> list[Ranked]:
         keyword_method=policy.keyword_method,
     )
     if policy.neighbour_weight and signals.neighbours:
-        fused = with_neighbours(fused, signals.neighbours, bonus, policy, by_key)
+        fused = with_neighbours(fused, signals.neighbours, bonus, policy, by_key, asks_when(signals.query))
     texts = {key: item.value.get(policy.text_field) for key, item in by_key.items()}
     fused = distinct_texts(fused, texts)
     if policy.keyword_floor and policy.keyword_weight > 0:
@@ -344,6 +344,7 @@ def with_neighbours(
     bonus: dict[str, float],
     policy: Policy,
     by_key: dict[str, Candidate],
+    when: bool = False,
 ) -> list[tuple[str, float]]:
     """`fused` with the thread neighbours of its first NEIGHBOUR_HITS hits ranked in, best first,
     ties in the fused order. A neighbour scores at least `policy.neighbour_weight` (w) times its
@@ -356,7 +357,9 @@ def with_neighbours(
     their small talk around a hit does not come in on their own speaker bonus. The reply to a
     hit asking a question (`reply_to`) scores at least `policy.answer_weight` times the hit's
     whole score: it carries the exchange the hit opened ("Which one has been your favorite
-    guide?" / "I loved \"Becoming Nicole\" by Amy Ellis Nutt.")."""
+    guide?" / "I loved \"Becoming Nicole\" by Amy Ellis Nutt."). So does, for a query asking when
+    (`when`: `store.dates.asks_when`), a neighbour telling when ("You will not believe what
+    happened yesterday..." before the hit "A car ran a red light and hit us")."""
     weight, field = policy.neighbour_weight, policy.speaker_field
     scores = dict(fused)
     for key, score in fused[:NEIGHBOUR_HITS]:
@@ -367,12 +370,19 @@ def with_neighbours(
                 inherited = weight * (score - bonus.get(key, 0.0)) + bonus.get(item.key, 0.0)
             else:
                 inherited = weight * score
-            if item.key == answer:
+            if item.key == answer or (when and _tells_when(item.value, policy)):
                 inherited = max(inherited, policy.answer_weight * score)
             if inherited > scores.get(item.key, float("-inf")):
                 scores[item.key] = inherited
     order = {key: index for index, (key, _) in enumerate(fused)}
     return sorted(scores.items(), key=lambda p: (-p[1], order.get(p[0], len(order)), p[0]))
+
+
+def _tells_when(value: dict, policy: Policy) -> bool:
+    """Whether a candidate tells when what it says happened ("something not so great happened
+    yesterday": `store.dates.told_spans`, counted back from its date)."""
+    written = parse_stamp(value.get(policy.date_field))
+    return written is not None and bool(told_spans(str(value.get(policy.text_field) or ""), written))
 
 
 def reply_to(hit: dict, near: Sequence[Candidate], policy: Policy) -> str | None:

@@ -11,7 +11,16 @@ import pytest
 
 from store import memory
 from store.backend import backend_for
-from store.dates import EventRelative, event_relative, names_time, query_time_range, stamp, tells_of, told_spans
+from store.dates import (
+    EventRelative,
+    asks_when,
+    event_relative,
+    names_time,
+    query_time_range,
+    stamp,
+    tells_of,
+    told_spans,
+)
 from store.fusion import fuse, normalised
 from store.hybrid import FLOOR_TAIL, speaker_share, standouts, with_keyword_floor
 from store.memory.write import near_exact, same_source
@@ -452,6 +461,37 @@ async def test_a_message_telling_of_a_day_later_gets_that_days_bonus(store, monk
     monkeypatch.setattr("store.hybrid.tells_of", lambda text, written, window: window[0] <= written < window[1])
     dated_only = await memory.recall(store, "u", query, "chat", top_k=6, record_access=False, now=NOW)
     assert ids[2] not in [r["id"] for r in dated_only[:3]]
+
+
+ACCIDENT_TALK = [
+    ("John", "Hey Maria! Good to hear from you. How have you been?"),
+    ("Maria", "Hey John! The kids were great. You will not believe what happened to us yesterday..."),
+    ("John", "Oh no, what happened?"),
+    ("Maria", "A car ran a red light and hit us, but thankfully everyone is okay."),
+    ("John", "That's awful, I'm glad you're all fine."),
+    ("Maria", "I got my car fixed at the garage, the mechanic was very kind."),
+    ("Maria", "The roads here are so dangerous, accidents happen all the time."),
+]
+
+
+async def test_asked_when_a_neighbour_telling_the_time_comes_in_as_the_answer(store, monkeypatch):
+    """ "When did Maria get in a car accident?": the hit tells what happened, the message before
+    it when ("...what happened to us yesterday"); it comes in as the answer to a question does."""
+    assert asks_when("When did Maria get in a car accident?") and asks_when("In which month did Jo move?")
+    assert not asks_when("What did Maria do when the car broke down?")
+    monkeypatch.setenv("MEMORY_KEYWORD_WEIGHT", "0")
+    monkeypatch.setenv("MEMORY_ANSWER_WEIGHT", "0.95")
+    at = day(2023, 6, 1) + timedelta(hours=9)
+    ids = []
+    for i, (who, text) in enumerate(ACCIDENT_TALK):
+        thread, written = ("t", at + timedelta(minutes=i)) if i < 5 else (f"t{i}", at + timedelta(days=10 * i))
+        ids.append((await memory.record_chat_message(store, "u", "user", text, thread, speaker=who, now=written))["id"])
+    query = "When did Maria get in a car accident?"
+    found = [r["id"] for r in await memory.recall(store, "u", query, "chat", top_k=4, record_access=False)]
+    assert found.index(ids[1]) < found.index(ids[5]) and ids[3] in found[:2]
+    monkeypatch.setattr("store.hybrid.asks_when", lambda query: False)
+    found = [r["id"] for r in await memory.recall(store, "u", query, "chat", top_k=4, record_access=False)]
+    assert found.index(ids[1]) > found.index(ids[5])
 
 
 async def test_hybrid_recall_respects_the_role_filter(store):
