@@ -139,8 +139,13 @@ def passages(text: str, speaker: str | None = None) -> list[str]:
         pieces = [*pieces[: MAX_PASSAGES - 1], " ".join(pieces[MAX_PASSAGES - 1 :])]
     if len(pieces) < 2:
         return []
-    label = f"{speaker}:" if speaker else ""
-    return [piece if not label or piece.startswith(label) else f"{label} {piece}" for piece in pieces]
+    return [labelled(piece, speaker) for piece in pieces]
+
+
+def labelled(text: str, who: str | None) -> str:
+    """`text` opening with "<who>:", as it does already or with the label put before it (no
+    label without `who`)."""
+    return text if not who or text.startswith(f"{who}:") else f"{who}: {text}"
 
 
 EXCHANGE_QUESTION_CHARS = 300  # of the question a reply answers, kept in the reply's exchange passage (its end)
@@ -160,6 +165,4 @@ def exchange(question: str, asker: str | None, reply: str, replier: str | None) 
     if len(question) > EXCHANGE_QUESTION_CHARS:
         cut = question[-EXCHANGE_QUESTION_CHARS:]
         question = cut[cut.find(" ") + 1 :] if " " in cut else cut
-    said = question if question.startswith(f"{asker}:") else f"{asker}: {question}"
-    answered = reply if reply.startswith(f"{replier}:") else f"{replier}: {reply}"
-    return f"{said} {answered}"
+    return f"{labelled(question, asker)} {labelled(reply, replier)}"

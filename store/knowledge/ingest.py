@@ -65,7 +65,7 @@ def _chunk_values(kb: str, document: PreparedDocument) -> list[dict]:
                 "section": chunk.section,
                 "content": chunk.content,
                 **({"date": document.date} if document.date else {}),
-                **({EXCHANGE_FIELD: document.exchange} if document.exchange and len(document.chunks) == 1 else {}),
+                **({EXCHANGE_FIELD: document.exchange} if document.exchange else {}),  # one chunk: `_answering`
             }
             for chunk in document.chunks
         ]
