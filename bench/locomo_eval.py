@@ -140,7 +140,7 @@ def read_conversations(path: Path, captions: bool = False) -> list[Conversation]
                         turn_text(turn, captions),
                     )
                 )
-        known = {t.id for t in conv.turns}
+        known = {turn_of(t.id) for t in conv.turns}
         for number, item in enumerate(qa):
             evidence = tuple(
                 dict.fromkeys(e for raw in item.get("evidence", []) for e in re.findall(r"D\d+:\d+", raw) if e in known)
@@ -161,6 +161,12 @@ def read_conversations(path: Path, captions: bool = False) -> list[Conversation]
                 )
         conversations.append(conv)
     return conversations
+
+
+def turn_of(message_id: str) -> str:
+    """The turn a message is part of: "D3:12" of a turn sent as several messages, "D3:12.2"
+    (bench/locomo_messy.py), or of itself."""
+    return re.sub(r"\.\d+$", "", message_id)
 
 
 def derived_slices(question: str, speakers: tuple[str, str], category: str, evidence: tuple) -> list[str]:
@@ -199,12 +205,12 @@ async def load(pg_store, conversations: list[Conversation]) -> None:
 async def search(
     pg_store, path: str, conv: Conversation, query: str, owners: dict[str, str], now, top_k: int = max(KS)
 ) -> list[str]:
-    """Ranked turn ids of one path."""
+    """Ranked turn ids of one path (a turn sent as several messages once per message found)."""
     if path in KB_STRATEGY:
         found = await knowledge.retrieve(pg_store, name_of(conv), query, strategy=KB_STRATEGY[path], top_k=top_k)
-        return [r["source"].removeprefix("turn:") for r in found["retrieval_results"]]
+        return [turn_of(r["source"].removeprefix("turn:")) for r in found["retrieval_results"]]
     results = await memory.recall(pg_store, name_of(conv), query, "chat", top_k=top_k, record_access=False, now=now)
-    return [owners.get(r["id"], "") for r in results]
+    return [turn_of(owners.get(r["id"], "")) for r in results]
 
 
 def ceiling(wanted: set[str], pool: list[str], k: int) -> float:
