@@ -375,6 +375,17 @@ def _identifier(name: str) -> str:
     return name
 
 
+# Expressions of a `store` row that the indexes of the migrations' step 3 (store/sql/schema.py)
+# are built on: a query filters and orders by exactly these to use them. Each is cut to a bounded
+# length, so no row's index entry can outgrow a btree page whatever a value holds (chat thread
+# ids are at most 256 characters; a source sharing its first 200 with another sorts beside it).
+THREAD = "left(value->>'thread_id', 256)"  # a chat message's thread
+WRITTEN = "left(value->>'created_at', 40)"  # when a memory or chat message was written (UTC ISO stamp)
+DOC_DATE = "left(coalesce(value->>'date', ''), 40)"  # a knowledge-base chunk's document date ('' undated)
+DOC_SOURCE = "left(value->>'source', 200)"  # its document's source
+DOC_POSITION = "lpad(left(value->>'position', 12), 12, '0')"  # its position in the document, as sortable text
+
+
 def _neighbour_pairs(prefix: str, rows: list[dict]) -> list[tuple[str, Item]]:
     """(hit key, neighbour item) pairs from the rows of a neighbour query in namespace `prefix`."""
     namespace = tuple(prefix.split("."))

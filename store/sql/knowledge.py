@@ -7,7 +7,16 @@ from collections.abc import Iterable, Sequence
 from langgraph.store.base import Item
 
 from store.clean import strip_nul
-from store.sql.base import BM25_TERMS_SQL, KB_PREFIX, SQLBase, _bm25_scores_sql, _neighbour_pairs
+from store.sql.base import (
+    BM25_TERMS_SQL,
+    DOC_DATE,
+    DOC_POSITION,
+    DOC_SOURCE,
+    KB_PREFIX,
+    SQLBase,
+    _bm25_scores_sql,
+    _neighbour_pairs,
+)
 
 # BM25 over kb_fulltext. The `@@` predicate is served by the GIN index on `tsv`; document
 # frequencies are exact because every chunk holding a query lexeme is a candidate; N and the
@@ -91,26 +100,26 @@ class KnowledgeSQL(SQLBase):
         """(hit key, neighbour) pairs: for each of `keys` (chunks in namespace `prefix`), the
         `window` chunks just before it and the `window` just after it in the order (document
         date, source, position), undated chunks only within their own document."""
-        order = "coalesce(s.value->>'date', ''), s.value->>'source', (s.value->>'position')::int"
-        backwards = "coalesce(s.value->>'date', '') DESC, s.value->>'source' DESC, (s.value->>'position')::int DESC"
+        order = f"{DOC_DATE}, {DOC_SOURCE}, {DOC_POSITION}"
+        backwards = f"{DOC_DATE} DESC, {DOC_SOURCE} DESC, {DOC_POSITION} DESC"
         rows = await self._fetch(
             f"""
             WITH hit AS (
-                SELECT key, coalesce(value->>'date', '') AS at, value->>'source' AS source,
-                       (value->>'position')::int AS position
+                SELECT key, {DOC_DATE} AS at, {DOC_SOURCE} AS source, {DOC_POSITION} AS position,
+                       value->>'source' AS document
                 FROM store WHERE prefix = %(prefix)s AND key = ANY(%(keys)s)
             )
             SELECT hit.key AS hit, n.key, n.value, n.created_at, n.updated_at FROM hit
             CROSS JOIN LATERAL (
                 (SELECT s.key, s.value, s.created_at, s.updated_at FROM store s
                  WHERE s.prefix = %(prefix)s AND ({order}) < (hit.at, hit.source, hit.position)
-                   AND (hit.at <> '' OR s.value->>'source' = hit.source)
+                   AND (hit.at <> '' OR s.value->>'source' = hit.document)
                    AND (s.expires_at IS NULL OR s.expires_at > NOW())
                  ORDER BY {backwards} LIMIT %(window)s)
                 UNION ALL
                 (SELECT s.key, s.value, s.created_at, s.updated_at FROM store s
                  WHERE s.prefix = %(prefix)s AND ({order}) > (hit.at, hit.source, hit.position)
-                   AND (hit.at <> '' OR s.value->>'source' = hit.source)
+                   AND (hit.at <> '' OR s.value->>'source' = hit.document)
                    AND (s.expires_at IS NULL OR s.expires_at > NOW())
                  ORDER BY {order} LIMIT %(window)s)
             ) AS n

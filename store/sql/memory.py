@@ -8,7 +8,7 @@ from langgraph.store.base import Item
 from psycopg.types.json import Jsonb
 
 from store.clean import strip_nul
-from store.sql.base import BM25_TERMS_SQL, SQLBase, _bm25_scores_sql, _neighbour_pairs
+from store.sql.base import BM25_TERMS_SQL, THREAD, WRITTEN, SQLBase, _bm25_scores_sql, _neighbour_pairs
 
 # BM25 over one user's memories of one kind in memory_fulltext (GIN on (prefix, tsv)): the same
 # formula as KB_KEYWORD_SQL, statistics over the prefix, rows joined back to the live store rows.
@@ -61,22 +61,22 @@ class MemorySQL(SQLBase):
         `thread_id`, the `window` live items of the same thread written just before it and the
         `window` just after it (by the value's `created_at`, UTC ISO stamps of one format)."""
         rows = await self._fetch(
-            """
+            f"""
             WITH hit AS (
-                SELECT key, value->>'thread_id' AS thread, value->>'created_at' AS at FROM store
+                SELECT key, {THREAD} AS thread, {WRITTEN} AS at FROM store s
                 WHERE prefix = %(prefix)s AND key = ANY(%(keys)s) AND value ? 'thread_id'
             )
             SELECT hit.key AS hit, n.key, n.value, n.created_at, n.updated_at FROM hit
             CROSS JOIN LATERAL (
                 (SELECT s.key, s.value, s.created_at, s.updated_at FROM store s
-                 WHERE s.prefix = %(prefix)s AND s.value->>'thread_id' = hit.thread
-                   AND s.value->>'created_at' < hit.at AND (s.expires_at IS NULL OR s.expires_at > NOW())
-                 ORDER BY s.value->>'created_at' DESC LIMIT %(window)s)
+                 WHERE s.prefix = %(prefix)s AND {THREAD} = hit.thread
+                   AND {WRITTEN} < hit.at AND (s.expires_at IS NULL OR s.expires_at > NOW())
+                 ORDER BY {WRITTEN} DESC LIMIT %(window)s)
                 UNION ALL
                 (SELECT s.key, s.value, s.created_at, s.updated_at FROM store s
-                 WHERE s.prefix = %(prefix)s AND s.value->>'thread_id' = hit.thread
-                   AND s.value->>'created_at' > hit.at AND (s.expires_at IS NULL OR s.expires_at > NOW())
-                 ORDER BY s.value->>'created_at' LIMIT %(window)s)
+                 WHERE s.prefix = %(prefix)s AND {THREAD} = hit.thread
+                   AND {WRITTEN} > hit.at AND (s.expires_at IS NULL OR s.expires_at > NOW())
+                 ORDER BY {WRITTEN} LIMIT %(window)s)
             ) AS n
             """,
             {"prefix": prefix, "keys": list(keys), "window": window},
@@ -87,11 +87,11 @@ class MemorySQL(SQLBase):
         """The live item of namespace `prefix` in thread `thread` written last before `before`
         (the value's `created_at`, UTC ISO stamps of one format), or None."""
         rows = await self._fetch(
-            """
+            f"""
             SELECT %(prefix)s AS hit, s.key, s.value, s.created_at, s.updated_at FROM store s
-            WHERE s.prefix = %(prefix)s AND s.value->>'thread_id' = %(thread)s
-              AND s.value->>'created_at' < %(before)s AND (s.expires_at IS NULL OR s.expires_at > NOW())
-            ORDER BY s.value->>'created_at' DESC LIMIT 1
+            WHERE s.prefix = %(prefix)s AND {THREAD} = %(thread)s
+              AND {WRITTEN} < %(before)s AND (s.expires_at IS NULL OR s.expires_at > NOW())
+            ORDER BY {WRITTEN} DESC LIMIT 1
             """,
             {"prefix": prefix, "thread": thread, "before": before},
         )

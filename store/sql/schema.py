@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from store.sql.base import KB_PREFIX, MEMORY_TEXT_SEARCH_CONFIG, _identifier
+from store.sql.base import (
+    DOC_DATE,
+    DOC_POSITION,
+    DOC_SOURCE,
+    KB_PREFIX,
+    MEMORY_TEXT_SEARCH_CONFIG,
+    THREAD,
+    WRITTEN,
+    _identifier,
+)
 
 
 def migrations(text_search_config: str) -> list[list[str]]:
@@ -67,5 +76,13 @@ def migrations(text_search_config: str) -> list[list[str]]:
             "INSERT INTO memory_speakers (prefix, speaker) "
             "SELECT DISTINCT prefix, value->>'speaker' FROM store "
             "WHERE prefix LIKE 'memories.%' AND coalesce(value->>'speaker', '') <> '' ON CONFLICT DO NOTHING",
+        ],
+        # The order a chat thread's messages and a knowledge base's chunks are read in around a
+        # hit (neighbours, the message a reply follows), indexed on the library's table: without
+        # them each read sorts all of the user's or the knowledge base's rows.
+        [
+            f"CREATE INDEX IF NOT EXISTS store_thread_order ON store (prefix, ({THREAD}), ({WRITTEN}))",
+            "CREATE INDEX IF NOT EXISTS store_document_order"
+            f" ON store (prefix, ({DOC_DATE}), ({DOC_SOURCE}), ({DOC_POSITION}))",
         ],
     ]

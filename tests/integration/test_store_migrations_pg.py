@@ -5,6 +5,7 @@ upgraded in place, its rows kept and what it lacked filled in from the rows alre
 
 from __future__ import annotations
 
+import psycopg
 import pytest
 
 from store import knowledge, memory
@@ -71,3 +72,51 @@ async def test_opening_upgrades_a_database_made_by_earlier_versions(pg_schema, p
     async with store() as pg_store:
         assert await schema_version(pg_store.sql.pool, MIGRATION_COMPONENT) == STEPS
     assert count(pg_uri, pg_schema, "kb_fulltext") == 1
+
+
+async def test_the_reads_around_a_hit_use_the_order_indexes(pg_schema, pg_uri, monkeypatch):
+    """The neighbour and previous-message reads filter and order by the expressions the
+    migrations index (store/sql/base.py): were the two to drift apart, each read would sort all
+    of a user's or a knowledge base's rows again."""
+    from datetime import UTC, datetime, timedelta
+
+    from store.backend import backend_for
+    from store.dates import stamp
+    from store.sql.base import SQLBase
+
+    at = datetime(2023, 6, 1, 9, tzinfo=UTC)
+    seen: list[tuple[str, dict]] = []
+    fetch = SQLBase._fetch
+
+    async def recorded(self, query, params=None):
+        seen.append((query, params))
+        return await fetch(self, query, params)
+
+    async with store() as s:
+        said = [
+            (
+                await memory.record_chat_message(
+                    s, "u", "user", f"message {i}", "t", speaker="Ann", now=at + timedelta(minutes=i)
+                )
+            )["id"]
+            for i in range(3)
+        ]
+        await knowledge.create_kb(s, "log")
+        await knowledge.ingest_texts(
+            s, "log", [{"text": f"Ann: line {i}", "source": f"l{i}", "date": at} for i in range(3)]
+        )
+        chunk = (await s.asearch(knowledge.chunk_namespace("log"), limit=1))[0].key
+        monkeypatch.setattr(SQLBase, "_fetch", recorded)
+        await backend_for(s).neighbours(memory.namespace("u", "chat"), [said[1]], 1)
+        await backend_for(s).thread_last(memory.namespace("u", "chat"), "t", stamp(at + timedelta(hours=1)))
+        await backend_for(s).kb_neighbours(knowledge.chunk_namespace("log"), [chunk], 1)
+    assert len(seen) == 3
+    for (query, params), index in zip(
+        seen, ["store_thread_order", "store_thread_order", "store_document_order"], strict=True
+    ):
+        with psycopg.connect(pg_uri, autocommit=True, options=f"-c search_path={pg_schema},public") as conn:
+            conn.execute("SET enable_seqscan = off")
+            conn.execute("SET enable_bitmapscan = off")
+            plan = "\n".join(row[0] for row in conn.execute(f"EXPLAIN {query}", params).fetchall())
+        # the index gives the order: no sort of the rows it found
+        assert f"using {index} on store" in plan and "Sort" not in plan, plan
