@@ -45,9 +45,20 @@ _NOT_NAMES = frozenset([
     "hmm", "um", "uh", "anytime", "ttyl", "man", "you", "together", "remember", "later", "lately",
     "recently", "yesterday", "today", "tonight", "tomorrow", "hopefully", "thankfully", "luckily",
     "unfortunately", "sadly", "fortunately", "interesting", "fair", "gotcha", "welcome", "ugh",
-    "ha", "yea", "however", "enjoy", "still", "now", "agree"
+    "ha", "yea", "however", "enjoy", "still", "now", "agree", "woohoo", "yay", "ooh", "oops",
+    "hooray", "mm", "mmm", "yess", "ikr", "omw",
 ])
 # fmt: on
+
+
+def _not_name(word: str) -> bool:
+    """Whether a capitalised word is one of _NOT_NAMES, typed with letters held down as people
+    do: a letter three times or more counted once or twice ("Awww", "Soooo"), one typed twice
+    counted once in a word of four letters or more ("Thaanks"; "Ann" stays a name)."""
+    lower = word.lower()
+    held = {lower, re.sub(r"(.)\1{2,}", r"\1", lower), re.sub(r"(.)\1{2,}", r"\1\1", lower)}
+    held |= {once for form in held if len(once := re.sub(r"(.)\1", r"\1", form)) >= 4}
+    return bool(held & _NOT_NAMES)
 
 
 @dataclass(frozen=True)
@@ -67,7 +78,7 @@ class Person:
 
 def introductions(text: str) -> list[str]:
     """The names a message introduces its writer by ("I'm Katie btw", "call me Shiv")."""
-    return [m.group(1) for m in _INTRODUCTION.finditer(text) if m.group(1).lower() not in _NOT_NAMES]
+    return [m.group(1) for m in _INTRODUCTION.finditer(text) if not _not_name(m.group(1))]
 
 
 def vocatives(text: str) -> list[str]:
@@ -76,7 +87,7 @@ def vocatives(text: str) -> list[str]:
     return [
         m.group(0)
         for m in _WORD.finditer(text)
-        if m.group(0).lower() not in _NOT_NAMES and addressed(text, m) and not text[m.end() :].startswith(":")
+        if not _not_name(m.group(0)) and addressed(text, m) and not text[m.end() :].startswith(":")
     ]
 
 
@@ -118,8 +129,10 @@ def people(speakers: Iterable[str], registry: dict | None) -> list[Person]:
     found = []
     for speaker in sorted(set(speakers)):
         entry = ((registry or {}).get("people") or {}).get(speaker) or {}
-        aliases = set(entry.get("introduced") or {})
-        aliases |= {n for n, count in (entry.get("addressed") or {}).items() if count >= ADDRESSED_MIN}
+        aliases = {n for n in entry.get("introduced") or {} if not _not_name(n)}  # learned before a word was listed
+        aliases |= {
+            n for n, count in (entry.get("addressed") or {}).items() if count >= ADDRESSED_MIN and not _not_name(n)
+        }
         if first := first_name(speaker):
             aliases.add(first)
         seldom = {n for n, count in (entry.get("addressed") or {}).items() if count < ADDRESSED_MIN}
@@ -182,7 +195,7 @@ def resolve(query: str, persons: Iterable[Person], known_words: set[str] | None 
             strings |= hit
     covered = {w.lower() for s in strings for w in s.split()}
     for word in sorted(set(_WORD.findall(query))):
-        if word.lower() in covered or word.lower() in _NOT_NAMES:
+        if word.lower() in covered or _not_name(word):
             continue
         close = [p for p in persons if any(sounds_alike(word, n) for name in p.names for n in name.split())]
         if word.lower() in (known_words or set()) and not any(word in p.seldom for p in close):
@@ -201,7 +214,7 @@ def candidates(query: str, persons: Iterable[Person]) -> set[str]:
         word
         for word in _WORD.findall(query)
         if word.lower() not in exact
-        and word.lower() not in _NOT_NAMES
+        and not _not_name(word)
         and any(sounds_alike(word, n) for p in persons for name in p.names for n in name.split())
     }
 

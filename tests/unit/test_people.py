@@ -79,6 +79,20 @@ def test_the_registry_learns_introductions_and_the_names_someone_is_addressed_by
     assert found == {JO: frozenset({"Jo", "Joanna"}), MARCUS: frozenset()}
 
 
+def test_a_word_typed_with_letters_held_down_is_no_name():
+    registry: dict = {}
+    speakers = {JO, MARCUS}
+    for _ in range(2):
+        learn(registry, MARCUS, "Thaanks Jo!", speakers)
+        learn(registry, MARCUS, "Awww Jo, so cute", speakers)
+        learn(registry, JO, "Sooo glad, Ann!", speakers)  # a real name with a double letter stays one
+    found = {person.name: person.aliases for person in people(speakers, registry)}
+    assert found == {JO: frozenset({"Jo", "Joanna"}), MARCUS: frozenset({"Ann"})}
+    # a registry learned before such words were told apart reads back without them
+    learned = {"people": {JO: {"addressed": {"Thaanks": 3, "Jo": 2}}}}
+    assert {p.name: p.aliases for p in people(speakers, learned)}[JO] == frozenset({"Jo", "Joanna"})
+
+
 def test_misspellings_sound_alike_but_other_names_do_not():
     for word, name in [
         ("Joe", "Jo"),
