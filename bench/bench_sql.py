@@ -11,7 +11,7 @@ from psycopg.types.json import Jsonb
 
 from store.bm25 import BM25_B, BM25_K1
 from store.sql import MEMORY_KEYWORD_SQL, StoreSQL
-from store.sql.base import _escape_like, _tsquery_literal
+from store.sql.base import VECTOR_SEARCH_SQL, _tsquery_literal
 
 
 async def copy_items(
@@ -63,18 +63,15 @@ async def explain_memory_search(
     sql: StoreSQL, prefix: str, embedding: Sequence[float], query: str, config: str, limit: int = 100
 ) -> dict[str, str]:
     """EXPLAIN ANALYZE (benchmarks) of one namespace's two hybrid-recall queries: the vector
-    search as the library phrases it (prefix equality or LIKE, ORDER BY distance) and
+    search (VECTOR_SEARCH_SQL, as SQLBackend.vector_search runs it for `limit` items) and
     MEMORY_KEYWORD_SQL. Returns {"vector": plan, "keyword": plan}."""
     lexemes = await sql._lexemes(config, query)
     explain = "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY ON) "
     vector = "[" + ",".join(f"{x:.6f}" for x in embedding) + "]"
     statements = {
         "vector": (
-            explain + "SELECT store.key, sv.embedding <=> %(v)s::vector AS distance FROM store "
-            "JOIN store_vectors sv ON store.prefix = sv.prefix AND store.key = sv.key "
-            "WHERE (store.prefix = %(p)s OR store.prefix LIKE %(like)s) "
-            "ORDER BY sv.embedding <=> %(v)s::vector LIMIT %(limit)s",
-            {"v": vector, "p": prefix, "like": f"{_escape_like(prefix)}.%", "limit": 2 * limit + 1},
+            explain + VECTOR_SEARCH_SQL.format(span=""),
+            {"vector": vector, "prefix": prefix, "match": Jsonb({}), "vectors": 2 * limit + 1, "limit": limit},
         ),
         "keyword": (
             explain + MEMORY_KEYWORD_SQL,

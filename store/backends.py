@@ -229,6 +229,15 @@ class InProcessBackend:
         return {word: sum(word.lower() in tokens for tokens in texts) for word in words}
 
 
+def _phrased_here(index: dict, wanted: dict) -> bool:
+    """Whether store/sql/'s vector search (VECTOR_SEARCH_SQL) answers a search of an index so
+    configured for values containing `wanted`: the package's index (cosine distance on `vector`
+    columns, as store/index.py sets it) and plain values to match. Else the library's search does."""
+    vector_type = (index.get("ann_index_config") or {}).get("vector_type", "vector")
+    plain = all(isinstance(value, (str, int, float, bool)) for value in wanted.values())
+    return index.get("distance_type", "cosine") == "cosine" and vector_type == "vector" and plain
+
+
 class SQLBackend(InProcessBackend):
     """The backend of the Postgres store: store/sql/'s statements (`sql`) on its pool."""
 
@@ -247,6 +256,16 @@ class SQLBackend(InProcessBackend):
             async with self.sql.pool.connection():
                 pass
         require_index(self.store)
+        index = cast(dict, getattr(self.store, "index_config", None) or {})
+        if _phrased_here(index, wanted):
+            # the store's own embedder (its query vectors cached, store/embeddings.py), our statement
+            vector = await cast(Any, self.store).embeddings.aembed_query(query)
+            dated = (date_field, stamp(span[0]), stamp(span[1])) if span is not None else None
+            # as many vectors as the library's search reads: 2 per item wanted for each field embedded
+            vectors = 2 * limit * len(index.get("fields") or ["$"]) + 1
+            return await self.sql.vector_search(
+                ".".join(ns), vector, limit=limit, vectors=vectors, match=wanted, span=dated
+            )
         if span is not None:  # stamps are UTC ISO strings of one format: text order is time order
             wanted = {**wanted, date_field: {"$gte": stamp(span[0]), "$lt": stamp(span[1])}}
         return best_first(

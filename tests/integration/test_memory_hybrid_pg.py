@@ -176,14 +176,13 @@ async def test_vector_search_leaves_out_the_speakers_a_query_names(pg_schema, mo
             saved = await memory.record_chat_message(s, "alice", "user", f"{speaker}: {text}", "t", speaker=speaker)
             ids[text] = saved["id"]
         searched: list[str] = []
-        search = s.asearch
+        search = s.backend.vector_search
 
-        async def spy(*args, **kwargs):
-            if kwargs.get("query") is not None:  # vector searches (not the read of the registry of people)
-                searched.append(kwargs["query"])
-            return await search(*args, **kwargs)
+        async def spy(ns, query, *args, **kwargs):  # the vector searches
+            searched.append(query)
+            return await search(ns, query, *args, **kwargs)
 
-        monkeypatch.setattr(s, "asearch", spy)
+        monkeypatch.setattr(s.backend, "vector_search", spy)
         query = "Which breed of dog did Maya bring home from the rescue center?"
         found = await memory.recall(s, "alice", query, "chat", top_k=3, record_access=False)
         assert searched == ["Which breed of dog did they bring home from the rescue center?"]

@@ -85,3 +85,60 @@ def test_only_the_adapter_touches_the_librarys_tables_or_members():
                 if needle in text:
                     offenders.append(f"{path.relative_to(root)}: {needle}")
     assert offenders == []
+
+
+async def test_the_adapters_vector_search_ranks_as_the_librarys_search(pg_schema, pg_uri):
+    """SQLBackend.vector_search runs store/sql/'s own statement (VECTOR_SEARCH_SQL) on the
+    library's vector table: it finds the items, scores and order the library's search finds,
+    filtered by value and by date range, each item once at its best passage; expired items and
+    other namespaces stay out. Fails when the library changes how it stores or scores vectors."""
+    from datetime import UTC, datetime, timedelta
+
+    from store.backends import best_first
+    from store.dates import stamp
+
+    texts = [
+        ("Ann", "We adopted a kitten from the rescue, she hides under the sofa."),
+        ("Ben", "The weather has been so grey lately."),
+        ("Ann", "Our cat knocked the plant over again."),
+        ("Ben", "I started running on Tuesdays with the club."),
+        ("Ann", "Dinner was pasta with far too much garlic."),
+        ("Ben", "My dog only sleeps when the cat is in another room."),
+        ("Ann", "Work was long. Then the kitten climbed the curtains and would not come down."),
+        ("Ben", "We booked the train to Lisbon for May."),
+    ]
+    start = datetime(2024, 1, 1, tzinfo=UTC)
+    ns, other = ("memories", "vec", "chat"), ("memories", "someone", "chat")
+    async with store() as pg_store:
+        for i, (speaker, text) in enumerate(texts):
+            value = {"text": text, "speaker": speaker, "created_at": stamp(start + timedelta(days=i))}
+            if i == 6:  # two passages, each with a vector of its own beside the whole text's
+                value["passages"] = ["Work was long.", "Then the kitten climbed the curtains and would not come down."]
+            index = ["text", "passages[*]"] if "passages" in value else ["text"]
+            await pg_store.aput(ns, f"m{i}", value, index=index)
+        await pg_store.aput(other, "x", {"text": "Our kitten and cat sleep on the sofa.", "speaker": "Ann"})
+        assert isinstance(pg_store.backend, SQLBackend)
+        query = "the kitten and the cat"
+        span = (start + timedelta(days=2), start + timedelta(days=7))
+        cases = [  # (what we match, date range, the library's filter for the same)
+            ({}, None, None),
+            ({"speaker": "Ann"}, None, {"speaker": "Ann"}),
+            ({}, span, {"created_at": {"$gte": stamp(span[0]), "$lt": stamp(span[1])}}),
+        ]
+        for wanted, dates, library_filter in cases:
+            for limit in (3, 8):
+                ours = await pg_store.backend.vector_search(ns, query, limit, wanted, "created_at", dates)
+                theirs = best_first(
+                    await pg_store.asearch(ns, query=query, filter=library_filter, limit=limit, refresh_ttl=False)
+                )
+                assert [(item.key, round(item.score or 0, 6)) for item in ours] == [
+                    (item.key, round(item.score or 0, 6)) for item in theirs
+                ], (wanted, dates, limit)
+                assert [item.value for item in ours] == [item.value for item in theirs]
+                assert all(item.namespace == ns for item in ours)
+        everything = await pg_store.backend.vector_search(ns, query, 8, {}, "created_at")
+        assert len(everything) == 8 and everything[0].key in {"m0", "m6"}  # m6 on its kitten passage
+        assert {item.key for item in everything} == {f"m{i}" for i in range(8)}
+        sql(pg_uri, f"UPDATE {pg_schema}.store SET expires_at = NOW() - interval '1 minute' WHERE key = 'm0'")
+        live = await pg_store.backend.vector_search(ns, query, 8, {}, "created_at")
+        assert [item.key for item in live] == [item.key for item in everything if item.key != "m0"]

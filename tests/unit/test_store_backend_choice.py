@@ -72,3 +72,17 @@ async def test_quotas_on_a_servers_postgres_store_are_counted_in_sql(monkeypatch
     monkeypatch.setenv("WEB_QUOTA_REQUESTS", "5")
     await quota.charge(store, SimpleNamespace(identity="alice", permissions=[]), "web_search")
     assert calls == [("alice", "web_search")]
+
+
+def test_the_sql_backend_phrases_vector_searches_of_the_packages_index_only():
+    """store/sql/'s vector statement measures cosine distance on `vector` columns, as the
+    package's index (store/index.py) is built; a server's own index of another distance or vector
+    type, or a filter that is not a plain value, is searched by the library's own statement."""
+    from store.backends import _phrased_here
+
+    assert _phrased_here({"dims": 384, "fields": ["$"]}, {})
+    assert _phrased_here({"dims": 384, "distance_type": "cosine"}, {"speaker": "Ann", "role": "user"})
+    assert not _phrased_here({"dims": 384, "distance_type": "l2"}, {})
+    assert not _phrased_here({"dims": 384, "ann_index_config": {"vector_type": "halfvec"}}, {})
+    assert not _phrased_here({"dims": 384}, {"created_at": {"$gte": "2024-01-01"}})
+    assert not _phrased_here({"dims": 384}, {"tags": ["a", "b"]})
