@@ -204,13 +204,28 @@ async def load(pg_store, conversations: list[Conversation]) -> None:
 
 async def search(
     pg_store, path: str, conv: Conversation, query: str, owners: dict[str, str], now, top_k: int = max(KS)
-) -> list[str]:
-    """Ranked turn ids of one path (a turn sent as several messages once per message found)."""
+) -> list[list[str]]:
+    """The ranked results of one path, each as the turn ids it shows: its own, then those of the
+    other parts of a message sent in parts that it stands for (`parts`). A turn sent as several
+    messages counts once per result that shows it."""
     if path in KB_STRATEGY:
         found = await knowledge.retrieve(pg_store, name_of(conv), query, strategy=KB_STRATEGY[path], top_k=top_k)
-        return [turn_of(r["source"].removeprefix("turn:")) for r in found["retrieval_results"]]
+        return [
+            _shown([r["source"], *(part["source"] for part in r.get("parts", []))], lambda source: source)
+            for r in found["retrieval_results"]
+        ]
     results = await memory.recall(pg_store, name_of(conv), query, "chat", top_k=top_k, record_access=False, now=now)
-    return [turn_of(owners.get(r["id"], "")) for r in results]
+    return [_shown([r["id"], *(part["id"] for part in r.get("parts", []))], owners.get) for r in results]
+
+
+def _shown(ids: list[str], owner) -> list[str]:
+    """The turns a result shows, its own first, each once."""
+    return list(dict.fromkeys(turn_of((owner(key) or "").removeprefix("turn:")) for key in ids))
+
+
+def found_in(results: list[list[str]], k: int) -> set[str]:
+    """The turns the first `k` results show."""
+    return set().union(*map(set, results[:k]))
 
 
 def ceiling(wanted: set[str], pool: list[str], k: int) -> float:
@@ -257,7 +272,8 @@ async def evaluate(
             now = conv.turns[-1].at + timedelta(days=1)
             for question in conv.questions:
                 started = time.perf_counter()
-                ranked = await search(pg_store, path, conv, question.text, owners, now)
+                results = await search(pg_store, path, conv, question.text, owners, now)
+                ranked = [shown[0] for shown in results]
                 latencies.append((time.perf_counter() - started) * 1000)
                 wanted = set(question.evidence)
                 per_question[question.id] = {
@@ -265,11 +281,12 @@ async def evaluate(
                     "category": question.category,
                     "evidence": list(question.evidence),
                     "ranked": ranked[: max(KS)],
+                    "shown": results[: max(KS)],
                 }
-                values = {k: len(wanted & set(ranked[:k])) / len(wanted) for k in KS}
+                values = {k: len(wanted & found_in(results, k)) / len(wanted) for k in KS}
                 if pool:
                     deeper = await search(pg_store, path, conv, question.text, owners, now, top_k=pool)
-                    values["ceiling"] = ceiling(wanted, deeper, 10)
+                    values["ceiling"] = ceiling(wanted, sorted(found_in(deeper, pool)), 10)
                 for k, value in values.items():
                     for group in groups_of(question):
                         sums[group][k].append(value)

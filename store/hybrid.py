@@ -26,6 +26,7 @@ from store.bm25 import tokenize
 from store.dates import TOLD_LATER, asks_when, parse_stamp, query_window, tells_of, told_spans
 from store.fusion import distinct_texts, fuse
 from store.names import about, mentions, without_names
+from store.parts import message_heads, with_parts
 
 NEIGHBOUR_SEEDS = 10  # top hits of each signal whose thread neighbours are fetched
 NEIGHBOUR_HITS = 10  # top fused hits that bring their neighbours into the ranking
@@ -163,12 +164,14 @@ class Signals:
 @dataclass
 class Ranked:
     """One fused candidate: its fused `score`, its dense similarity (None when only full text or
-    its date found it) and its 1-based ranks in the dense and keyword lists."""
+    its date found it), its 1-based ranks in the dense and keyword lists and, for a message sent
+    in parts, its `parts`."""
 
     item: Candidate
     score: float
     similarity: float | None
     ranks: dict[str, int | None]
+    parts: tuple[Candidate, ...] = ()  # a message sent in parts: all its parts known, in order (`with_parts`)
 
 
 async def gather(corpus: Corpus, policy: Policy, query: str, depth: int, now: datetime) -> Signals:
@@ -261,6 +264,10 @@ def rank(signals: Signals, policy: Policy) -> list[Ranked]:
         )
         for key, score in fused
     ]
+    heads = message_heads(
+        signals.neighbours, by_key, lambda value: _author(value, policy), lambda value: value.get(policy.date_field)
+    )
+    ranked = with_parts(ranked, heads, by_key, lambda value: str(value.get(policy.date_field) or ""))
     document = policy.document_field
     return per_document(ranked, lambda r: r.item.value[document]) if document else ranked
 

@@ -54,7 +54,10 @@ async def knowledge_base_search(
         rank fusion for hybrid, graph and fusion), "source", "title", "position" (chunk number in its document),
         "page" (PDF page or null), "section" (markdown heading path or null), "strategy",
         "rank", "ranks"}], "reference": [{"index", "id", "source", "title", "position", "page",
-        "section"}]}. An empty result means nothing in the knowledge base matched.
+        "section"}]}. In a chat log, a message sent in several parts (one person's lines in
+        a row within two minutes) is one passage: the context shows it whole and its result
+        carries "parts" [{"id", "source", "date", "content"}]. An empty result means nothing in
+        the knowledge base matched.
     """
     store = _run_store(runtime)
     try:

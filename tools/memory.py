@@ -265,7 +265,9 @@ async def search_chat_history(
 
     Returns:
         {"query", "role", "results": [{"id", "text", "role", "thread_id", "created_at",
-        "score", "similarity", ...}], "count"}, best first.
+        "score", "similarity", ...}], "count"}, best first. A message someone sent in
+        several parts (messages in a row within two minutes) comes back once, with "parts":
+        all of them in order ({"id", "text", "speaker", "created_at", ...}); read them together.
     """
     space = _scope(runtime)
     _bounded(limit, "limit", MAX_LIMIT)

@@ -114,7 +114,9 @@ async def recall_scored(
         for hit in await space.recall(query, kind, top_k=top_k, record_access=False, turns=False):
             if kind == "chat" and (hit.get("role") != "user" or (thread_id and hit.get("thread_id") == thread_id)):
                 continue
-            scored.append((float(hit.get("similarity") or 0.0), str(hit.get("text", "")).strip(), kind))
+            # a message sent in parts: all of it (its similarity is its best part's)
+            text = " ".join(str(part.get("text", "")) for part in hit["parts"]) if hit.get("parts") else hit.get("text")
+            scored.append((float(hit.get("similarity") or 0.0), str(text or "").strip(), kind))
     if "profile" in kinds:
         scored += [(similarity, text, "profile") for similarity, text in await _profile_matches(store, user_id, about)]
     scored.sort(key=lambda item: -item[0])

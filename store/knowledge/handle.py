@@ -193,10 +193,12 @@ def _with_listed(ranked: list[hybrid.Ranked], gathered: Gathered) -> list[hybrid
     if not gathered.listed or not gathered.list_interleave:
         return ranked
     found = {r.item.key: r for r in ranked}
-    for hit in gathered.listed:
+    folded = {part.key for r in ranked for part in r.parts if part.key != r.item.key}  # in a hit's message
+    listed = [hit for hit in gathered.listed if hit.id not in folded]
+    for hit in listed:
         found.setdefault(hit.id, hybrid.Ranked(hit, hit.score, hit.score, {"dense": None, "keyword": None}))
     first = [r.item.key for r in ranked]
-    order = aspects.interleaved(first, [hit.id for hit in gathered.listed], gathered.list_interleave)
+    order = aspects.interleaved(first, [hit.id for hit in listed], gathered.list_interleave)
     merged: list[hybrid.Ranked] = []
     for entry in hybrid.per_document([found[key] for key in order], lambda r: r.item.value["source"]):
         if merged and entry.score > merged[-1].score:
@@ -209,7 +211,12 @@ def _hybrid(gathered: Gathered) -> dict:
     depth, _ = depths(gathered.top_k)
     ranked = _hybrid_ranking(gathered, depth)[: gathered.top_k]
     hits = [(Hit(r.item.key, r.item.value, r.score), r.ranks) for r in ranked]
-    return _result(gathered.kb, gathered.query, "hybrid", hits)
+    return _result(gathered.kb, gathered.query, "hybrid", hits, _parts(ranked))
+
+
+def _parts(ranked: list[hybrid.Ranked]) -> dict[str, list[dict]]:
+    """Chunk id -> the parts of the chat message sent in parts it stands for (`hybrid.with_parts`)."""
+    return {r.item.key: [{"id": part.key, **part.value} for part in r.parts] for r in ranked if r.parts}
 
 
 def _with_paths(result: dict, paths: Mapping[str, list[str]]) -> dict:
@@ -235,7 +242,8 @@ def _as_hybrid(gathered: Gathered, strategy: str) -> dict:
     graph_rank = {hit.id: rank for rank, hit in enumerate(walk.hits, 1)} if walk else {}
     ranked = _hybrid_ranking(gathered, depth)[: gathered.top_k]
     hits = [(Hit(r.item.key, r.item.value, r.score), {**r.ranks, "graph": graph_rank.get(r.item.key)}) for r in ranked]
-    return _with_paths(_result(gathered.kb, gathered.query, strategy, hits), walk.paths if walk else {})
+    result = _result(gathered.kb, gathered.query, strategy, hits, _parts(ranked))
+    return _with_paths(result, walk.paths if walk else {})
 
 
 def _graph(gathered: Gathered) -> dict:

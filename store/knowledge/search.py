@@ -8,7 +8,7 @@ the names most chunks hold (`common_names`, store/names.py)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -102,11 +102,22 @@ def _locator(value: dict) -> str:
     return ", ".join(parts)
 
 
-def _result(kb: str, query: str, strategy: str, hits: list[tuple[Hit, dict[str, int | None]]]) -> dict:
-    """The retrieve-only contract: {"context", "retrieval_results", "reference"} (+ kb, query, strategy)."""
+def _result(
+    kb: str,
+    query: str,
+    strategy: str,
+    hits: list[tuple[Hit, dict[str, int | None]]],
+    parts: Mapping[str, list[dict]] | None = None,
+) -> dict:
+    """The retrieve-only contract: {"context", "retrieval_results", "reference"} (+ kb, query,
+    strategy). A chunk standing for a chat message sent in parts (`parts`: chunk id -> the parts'
+    values with their "id", in order) carries them as `parts` ({"id", "source", "date",
+    "content"} each), and its passage in the context is the message whole."""
     results, reference, passages = [], [], []
+    parts = parts or {}
     for index, (hit, ranks) in enumerate(hits, 1):
         value = hit.value
+        message = parts.get(hit.id)
         common = {
             "index": index,
             "id": hit.id,
@@ -125,10 +136,12 @@ def _result(kb: str, query: str, strategy: str, hits: list[tuple[Hit, dict[str, 
                 "strategy": strategy,
                 "rank": index,
                 "ranks": ranks,
+                **({"parts": [_part(part) for part in message]} if message else {}),
             }
         )
         reference.append(common)
-        passages.append(f"[{index}] {value.get('title') or common['source']} ({_locator(value)})\n{value['content']}")
+        content = "\n".join(str(part["content"]) for part in message) if message else value["content"]
+        passages.append(f"[{index}] {value.get('title') or common['source']} ({_locator(value)})\n{content}")
     return {
         "kb": kb,
         "query": query,
@@ -136,6 +149,16 @@ def _result(kb: str, query: str, strategy: str, hits: list[tuple[Hit, dict[str, 
         "context": "\n\n".join(passages),
         "retrieval_results": results,
         "reference": reference,
+    }
+
+
+def _part(value: dict) -> dict:
+    """One part of a chat message sent in parts, as a result shows it."""
+    return {
+        "id": value["id"],
+        "source": shown_source(value["source"]),
+        "date": value.get("date"),
+        "content": value["content"],
     }
 
 

@@ -97,13 +97,16 @@ async def recall(
         fused = await hybrid.search(corpus, memory_policy(config), query, pool, now)
         hits = [_scored(cast(Item, r.item), r.score) for r in fused]
         similarity = {r.item.key: r.similarity for r in fused}
+        parts: dict[str, Sequence[Item]] = {r.item.key: cast(tuple[Item, ...], r.parts) for r in fused if r.parts}
         if kind == "chat" and config.list_interleave:
-            hits = await _with_list_turns(corpus, query, hits, similarity, config.list_interleave)
+            folded = {item.key for key, items in parts.items() for item in items if item.key != key}
+            hits = await _with_list_turns(corpus, query, hits, similarity, config.list_interleave, folded)
     else:
         require_index(store)
         hits = await store.asearch(ns, query=query, filter=wanted or None, limit=pool, refresh_ttl=False)
         hits = [hit for hit in hits if not expired(hit.value, now)]
         similarity = {hit.key: hit.score for hit in hits}
+        parts = {}
     if scoring == "weighted":
         # A query that names its time ("in the week of 8 May 2023") asks about then, not now.
         ranked = rank_weighted(hits, kind, config, now, decay=not names_time(query, now))
@@ -112,7 +115,9 @@ async def recall(
     ranked = ranked[:top_k]
     if record_access and ranked:
         ranked = await _record_access(store, ranked, config, now)
-    results = [as_result(hit, score, similarity=similarity.get(hit.key)) for hit, score in ranked]
+    results = [
+        as_result(hit, score, similarity=similarity.get(hit.key), **_parts(parts.get(hit.key))) for hit, score in ranked
+    ]
     if turns and kind in MEMORY_KINDS:
         await _attach_turns(store, user_id, [(r, r.get("turn_ids")) for r in results], now)
     return results
@@ -154,13 +159,20 @@ def _turn(key: str, value: dict) -> dict:
     return turn
 
 
+def _parts(parts: Sequence[Item] | None) -> dict:
+    """A chat message sent in parts comes back once, with `parts`: each of them as `_turn`
+    shows a message, in the order they were sent (`store.hybrid.with_parts`)."""
+    return {"parts": [_turn(item.key, item.value) for item in parts]} if parts else {}
+
+
 async def _with_list_turns(
-    corpus: MemoryCorpus, query: str, hits: list[SearchItem], similarity: dict, every: int
+    corpus: MemoryCorpus, query: str, hits: list[SearchItem], similarity: dict, every: int, folded: set[str]
 ) -> list[SearchItem]:
     """`hits` (as many) with, for a list question naming people, the turns of the other items of
-    the list (`MemoryCorpus.list_turns`) after every `every` of them; a turn brought in scores
-    as the hit before it (the order stays by score). Adds their similarities to `similarity`."""
-    listed = await corpus.list_turns(query)
+    the list (`MemoryCorpus.list_turns`) after every `every` of them, but those `folded` into a
+    message sent in parts that a hit stands for; a turn brought in scores as the hit before it
+    (the order stays by score). Adds their similarities to `similarity`."""
+    listed = [(item, score) for item, score in await corpus.list_turns(query) if item.key not in folded]
     if not listed:
         return hits
     found = {hit.key: hit for hit in hits}

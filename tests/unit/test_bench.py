@@ -165,6 +165,19 @@ def test_locomo_ceiling_is_the_best_order_of_the_pool():
     assert ceiling({"D5:5"}, pool, 10) == 0.0
 
 
+def test_locomo_counts_the_turns_a_result_shows_its_parts_included():
+    from bench.locomo_eval import _shown, found_in
+
+    owners = {"m1": "D1:3.1", "m2": "D1:3.2", "m3": "D1:4", "m4": "D2:1"}
+    # a message sent in parts shows its parts: each turn once, its own first
+    assert _shown(["m2", "m1", "m3"], owners.get) == ["D1:3", "D1:4"]
+    assert _shown(["turn:D2:1", "turn:D2:2.1"], lambda source: source) == ["D2:1", "D2:2"]
+    results = [["D1:3", "D1:4"], ["D2:1"], ["D5:5"]]
+    assert found_in(results, 1) == {"D1:3", "D1:4"}  # the first result shows two turns
+    assert found_in(results, 2) == {"D1:3", "D1:4", "D2:1"}
+    assert found_in([], 10) == set()
+
+
 def test_locomo_pool_outside_what_searches_return_is_refused_before_any_work(tmp_path):
     from bench.locomo_eval import main
 

@@ -731,6 +731,36 @@ async def test_a_reply_in_a_chat_log_kb_is_also_embedded_with_the_question_it_an
     assert not any("exchange" in value for value in chunks.values())
 
 
+async def test_a_message_sent_in_parts_in_a_chat_log_kb_is_one_passage(monkeypatch):
+    # Maya's question, then Tom's answer sent in three lines within a minute, then small talk.
+    log = [
+        ("Maya: What did you end up calling the kitten?", 0),
+        ("Tom: Mochi", 1),
+        ("Tom: after the rice cake lol", 1.3),
+        ("Tom: she loves the sofa", 1.6),
+        ("Maya: The weather has been so grey lately.", 30),
+        ("Tom: Work has been crazy this week.", 31),
+        ("Maya: My sister adopted a kitten too.", 60),
+    ]
+    store = new_store()
+    await knowledge.create_kb(store, "log")
+    at = datetime(2023, 6, 1, 9, tzinfo=UTC)
+    documents = [
+        {"text": text, "source": f"turn-{i}", "date": at + timedelta(minutes=minutes)}
+        for i, (text, minutes) in enumerate(log)
+    ]
+    await knowledge.ingest_texts(store, "log", documents)
+    found = await knowledge.hybrid_search(store, "log", "What is the name of Tom's kitten?", top_k=4)
+    results = found["retrieval_results"]
+    sources = [r["source"] for r in results]
+    assert len(set(sources) & {"turn-1", "turn-2", "turn-3"}) == 1  # one place for the three lines
+    [message] = [r for r in results if r["source"] in {"turn-1", "turn-2", "turn-3"}]
+    assert [part["source"] for part in message["parts"]] == ["turn-1", "turn-2", "turn-3"]
+    assert [part["content"] for part in message["parts"]] == [text for text, _ in log[1:4]]
+    assert "Tom: Mochi\nTom: after the rice cake lol\nTom: she loves the sofa" in found["context"]
+    assert not any("parts" in r for r in results if r is not message)
+
+
 async def test_documents_dated_far_apart_are_not_neighbours(monkeypatch):
     # The same log, but the reply (the next document) was written two days after the question.
     store = await chat_log_kb([0, *(2 * 24 * 60 + minute for minute in range(7))])

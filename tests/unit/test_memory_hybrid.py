@@ -627,6 +627,43 @@ async def test_the_reply_to_a_question_comes_in_at_the_answer_weight(store, monk
     assert written[1] not in [r["id"] for r in alone[:2]]
 
 
+async def test_a_message_sent_in_parts_takes_one_place_among_the_first_results(store):
+    at = day(2023, 6, 1) + timedelta(hours=9)
+    parts = [
+        ("Tom", "Guess what, I finally built the oak shelf for the hallway."),
+        ("Tom", "Oak shelves are heavy, that shelf took two of us to hang."),
+        ("Tom", "The shelf holds all my books now."),
+    ]
+    later = [
+        ("Maya", "My brother built a pine shelf for his kitchen last year."),
+        ("Tom", "The weather has been so grey lately."),
+        ("Maya", "I baked sourdough bread this morning."),
+        ("Tom", "Work has been crazy this week."),
+    ]
+
+    async def recalled(user: str, gap: timedelta) -> tuple[list[str], list[str]]:
+        said = [(at + i * gap, who, text) for i, (who, text) in enumerate(parts)]
+        said += [(at + timedelta(hours=1 + i), who, text) for i, (who, text) in enumerate(later)]
+        written = [
+            (await memory.record_chat_message(store, user, "user", text, "t", speaker=who, now=when))["id"]
+            for when, who, text in said
+        ]
+        found = await memory.recall(store, user, "Who built a shelf?", "chat", top_k=3, record_access=False)
+        return written, found
+
+    written, found = await recalled("parts", timedelta(seconds=20))  # one message of Tom's, in parts
+    ids = [r["id"] for r in found]
+    assert len(set(ids) & set(written[:3])) == 1 and written[3] in ids
+    [message] = [r for r in found if r["id"] in written[:3]]  # shown whole, its parts in order
+    assert [part["id"] for part in message["parts"]] == written[:3]
+    assert [part["text"] for part in message["parts"]] == [text for _, text in parts]
+    assert all(part["speaker"] == "Tom" for part in message["parts"])
+    assert "parts" not in next(r for r in found if r["id"] == written[3])
+    written, found = await recalled("apart", timedelta(minutes=30))  # three messages of Tom's
+    assert len({r["id"] for r in found} & set(written[:3])) >= 2
+    assert not any("parts" in r for r in found)
+
+
 def test_a_question_naming_two_people_favours_one_speaking_about_the_other():
     speakers = {"Maya": frozenset({"Maya"}), "Tom Reed": frozenset({"Tom Reed", "Tom", "Tommy"})}
     assert speaker_share({"speaker": "Maya", "text": "Maya: Tom, you should try bouldering."}, speakers) == 1.0
@@ -775,10 +812,16 @@ async def test_the_two_messages_after_a_hit_come_with_it_by_default(store, monke
     ]
     question = "What happened with the football injury?"
     found = await memory.recall(store, "u", question, "chat", top_k=4, record_access=False)
-    assert {r["id"] for r in found} == {w["id"] for w in written[:4]}  # and the message before it
+    # and the message before it, which Maya sent a minute before, as a part of the same message
+    assert shown(found[:3]) == {w["id"] for w in written[:4]}
     monkeypatch.setenv("MEMORY_NEIGHBOUR_TURNS", "1")
     narrow = await memory.recall(store, "u", question, "chat", top_k=4, record_access=False)
-    assert written[3]["id"] not in {r["id"] for r in narrow}
+    assert written[3]["id"] not in shown(narrow)
+
+
+def shown(results: list[dict]) -> set[str]:
+    """The messages recall results show: their own and the parts of a message sent in parts."""
+    return {r["id"] for r in results} | {part["id"] for r in results for part in r.get("parts", [])}
 
 
 def test_the_keyword_floor_lifts_only_keyword_hits_that_stand_out():

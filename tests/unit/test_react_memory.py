@@ -245,3 +245,20 @@ async def test_a_long_message_from_another_conversation_is_cut_to_the_budget(set
     assert "transect 199" not in cut and "…" in cut and len(cut) < len(report) / 3
     await turn(graph, question, thread="t3", remember=False, recall_max_tokens=60)
     assert len(_asked(model.calls[2])) < 600
+
+
+async def test_a_message_the_user_sent_in_parts_is_recalled_whole(store):
+    """The user told of the cat's name in three messages within a minute, in another
+    conversation: the note shows the message whole, not the part that matched."""
+    from datetime import UTC, datetime, timedelta
+
+    from graphs.runtime.memory_recall import recall_for_turn
+
+    at = datetime(2024, 3, 1, 9, tzinfo=UTC)
+    said = ["we got a kitten!!", "her name is Mochi 🍡", "after the rice cake lol"]
+    for i, text in enumerate(said):
+        await memory.record_chat_message(store, "erin", "user", text, "old", now=at + timedelta(seconds=20 * i))
+    await memory.record_chat_message(store, "erin", "user", "work was long today", "old", now=at + timedelta(hours=3))
+    recalled = await recall_for_turn(store, "erin", "What is my kitten called?", top_k=5)
+    assert " ".join(said) in recalled.items
+    assert not any(item in said for item in recalled.items)  # no part on its own
