@@ -254,7 +254,7 @@ async def tune(pg_store, conversations: list[Conversation], paths: list[str], ow
                     policy = kb_policy(replace(kb_config, neighbour_weight=kb_config.neighbour_weight or 1.0))
                 else:
                     corpus = MemoryCorpus(pg_store, memory.namespace(user_of(conv), kind), {}, config, now)
-                    policy = memory_policy(config)
+                    policy = memory_policy(config, kind)
                 rows.append((question, await hybrid.gather(corpus, policy, question.text, TUNE_POOL, now)))
         second, second_weights = _second_weights(path)
         grid = {}

@@ -103,7 +103,9 @@ class Policy:
     bonus-ranked one (`with_keyword_floor`), counting its hits that stand out (`standouts`) and
     hold a word the query asks about beside its names (`asked_words`), so that bonuses cannot
     sink what keyword search ranks first (0: none). `answer_weight`: the least share of a hit's
-    score the reply to it gets when it asks a question (`reply_to`, `with_neighbours`; 0: none)."""
+    score the reply to it gets when it asks a question (`reply_to`, `with_neighbours`; 0: none).
+    `parts`: the candidates are chat messages, and a message sent in parts is one result
+    (store/parts.py; not for memories written together from one turn, which are not parts)."""
 
     keyword_weight: float
     time_weight: float = 0.0
@@ -119,6 +121,7 @@ class Policy:
     document_field: str | None = None
     keyword_floor: float = 0.0
     answer_weight: float = 0.0
+    parts: bool = False
 
 
 @dataclass
@@ -264,10 +267,11 @@ def rank(signals: Signals, policy: Policy) -> list[Ranked]:
         )
         for key, score in fused
     ]
-    heads = message_heads(
-        signals.neighbours, by_key, lambda value: _author(value, policy), lambda value: value.get(policy.date_field)
-    )
-    ranked = with_parts(ranked, heads, by_key, lambda value: str(value.get(policy.date_field) or ""))
+    if policy.parts:
+        heads = message_heads(
+            signals.neighbours, by_key, lambda value: _author(value, policy), lambda value: value.get(policy.date_field)
+        )
+        ranked = with_parts(ranked, heads, by_key, lambda value: str(value.get(policy.date_field) or ""))
     document = policy.document_field
     return per_document(ranked, lambda r: r.item.value[document]) if document else ranked
 

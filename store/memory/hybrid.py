@@ -25,10 +25,10 @@ HYBRID_MIN_POOL = 50  # candidates per signal, at least: fusion needs depth to r
 PASSAGE_DEPTH = 2  # items asked of the vector search per candidate wanted (see MemoryCorpus.dense)
 
 
-def memory_policy(config: MemoryConfig) -> Policy:
-    """The hybrid ranking of memories: min-max keyword scores, a speaker bonus, thread neighbours
-    (one by the other speaker of its hit with its own bonus; the reply to a question at
-    `answer_weight` of its score)."""
+def memory_policy(config: MemoryConfig, kind: str = "chat") -> Policy:
+    """The hybrid ranking of memories of `kind`: min-max keyword scores, a speaker bonus, thread
+    neighbours (one by the other speaker of its hit with its own bonus; the reply to a question at
+    `answer_weight` of its score); chat messages sent in parts as one result."""
     return Policy(
         keyword_weight=config.keyword_weight,
         time_weight=config.time_weight,
@@ -38,6 +38,7 @@ def memory_policy(config: MemoryConfig) -> Policy:
         neighbour_turns=config.neighbour_turns,
         speaker_field="speaker",
         answer_weight=config.answer_weight,
+        parts=kind == "chat",
     )
 
 

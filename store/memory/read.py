@@ -94,7 +94,7 @@ async def recall(
     if config.search == "hybrid":
         pool = max(pool, HYBRID_MIN_POOL)
         corpus = MemoryCorpus(store, ns, wanted, config, now)
-        fused = await hybrid.search(corpus, memory_policy(config), query, pool, now)
+        fused = await hybrid.search(corpus, memory_policy(config, kind), query, pool, now)
         hits = [_scored(cast(Item, r.item), r.score) for r in fused]
         similarity = {r.item.key: r.similarity for r in fused}
         parts: dict[str, Sequence[Item]] = {r.item.key: cast(tuple[Item, ...], r.parts) for r in fused if r.parts}

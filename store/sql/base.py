@@ -163,7 +163,7 @@ def _bm25_scores_sql(avgdl: str) -> str:
     """SELECT of (key, score) per candidate over BM25_TERMS_SQL, with the mean length `avgdl`."""
     return f"""
     SELECT f.key, sum(
-        ln(1 + (co.n - d.df + 0.5) / (d.df + 0.5))
+        ln(1 + (co.n - d.df + 0.5)::double precision / (d.df + 0.5))
         * f.tf * (%(k1)s + 1)
         / (f.tf + %(k1)s * (1 - %(b)s + %(b)s * f.chars / {avgdl}))
     ) / (SELECT total FROM ceiling) AS score

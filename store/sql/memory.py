@@ -11,7 +11,9 @@ from store.clean import strip_nul
 from store.sql.base import BM25_TERMS_SQL, THREAD, WRITTEN, SQLBase, _bm25_scores_sql, _neighbour_pairs
 
 # BM25 over one user's memories of one kind in memory_fulltext (GIN on (prefix, tsv)): the same
-# formula as KB_KEYWORD_SQL, statistics over the prefix, rows joined back to the live store rows.
+# formula as KB_KEYWORD_SQL, statistics over the prefix, the best rows joined back to the live
+# store rows one by one (a nested loop in score order that stops at the limit: a common word
+# matches thousands of a large namespace's rows, whose values are never read).
 MEMORY_KEYWORD_SQL = f"""
     WITH candidates AS MATERIALIZED (
         SELECT key, tsv, chars FROM memory_fulltext
@@ -24,9 +26,13 @@ MEMORY_KEYWORD_SQL = f"""
     {BM25_TERMS_SQL},
     scored AS ({_bm25_scores_sql("co.avgdl")})
     SELECT s.key, s.value, s.created_at, s.updated_at, sc.score
-    FROM scored sc JOIN store s ON s.prefix = %(prefix)s AND s.key = sc.key
-    WHERE (s.expires_at IS NULL OR s.expires_at > NOW()) AND s.value @> %(match)s
-    ORDER BY sc.score DESC, s.key
+    FROM (SELECT key, score FROM scored ORDER BY score DESC, key) AS sc
+    CROSS JOIN LATERAL (
+        SELECT s.key, s.value, s.created_at, s.updated_at FROM store s
+        WHERE s.prefix = %(prefix)s AND s.key = sc.key
+          AND (s.expires_at IS NULL OR s.expires_at > NOW()) AND s.value @> %(match)s
+    ) AS s
+    ORDER BY sc.score DESC, sc.key
     LIMIT %(limit)s
 """
 

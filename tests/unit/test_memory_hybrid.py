@@ -837,3 +837,20 @@ def test_the_keyword_floor_lifts_only_keyword_hits_that_stand_out():
     assert [key for key, _ in with_keyword_floor(fused, [key for key, _ in standouts(flat)], 0.3)] == [
         key for key, _ in fused
     ]
+
+
+async def test_memories_written_together_from_one_turn_are_not_parts_of_one_message(store):
+    """The memory writer saves what it learnt from one turn at once, with the turn's thread and
+    speaker: separate memories, each its own result (only chat messages are sent in parts)."""
+    at = day(2023, 6, 1) + timedelta(hours=9)
+    texts = ["Tom built an oak shelf for the hallway.", "Tom's oak shelf holds all his books."]
+    saved = [
+        (
+            await memory.save_memory(
+                store, "w", "episodic", text, thread_id="t", speaker="Tom", now=at + timedelta(seconds=i)
+            )
+        )["id"]
+        for i, text in enumerate(texts)
+    ]
+    found = await memory.recall(store, "w", "Who built a shelf?", "episodic", top_k=3, record_access=False)
+    assert {r["id"] for r in found[:2]} == set(saved) and not any("parts" in r for r in found)
