@@ -40,6 +40,16 @@ SMALL_TALK = [
 ]
 
 
+def shown_parts(result: dict, field: str = "id") -> list[str]:
+    """The parts of the message sent in parts a result stands for (store/parts.py)."""
+    return [part[field] for part in result.get("parts", [])]
+
+
+def shown(results: list[dict]) -> set[str]:
+    """The messages recall results show: their own and their parts."""
+    return {key for r in results for key in [r["id"], *shown_parts(r)]}
+
+
 def session_turns() -> list[tuple[int, datetime, str]]:
     """(session, time, "Name: words") of six sessions: small talk about hobbies in each (no two
     texts alike), Jo's hobby turns in four."""
@@ -49,7 +59,8 @@ def session_turns() -> list[tuple[int, datetime, str]]:
         texts = [f"{text} Week {session} was long." for text in SMALL_TALK]
         if session in HOBBY_TURNS:
             texts.insert(3, HOBBY_TURNS[session])
-        turns += [(session, at + timedelta(minutes=position), text) for position, text in enumerate(texts)]
+        # three minutes apart: each its own message, none sent in parts (store/parts.py)
+        turns += [(session, at + timedelta(minutes=3 * position), text) for position, text in enumerate(texts)]
     return turns
 
 
@@ -74,8 +85,8 @@ async def test_a_list_question_gets_the_items_of_four_sessions_into_its_first_te
         first_stage = await memory.recall(s, "alice", query, "chat", top_k=10, record_access=False)
         monkeypatch.setenv("MEMORY_LIST_INTERLEAVE", "1")
         listed = await memory.recall(s, "alice", query, "chat", top_k=10, record_access=False)
-        assert set(ids.values()) <= {r["id"] for r in listed}
-        assert not set(ids.values()) <= {r["id"] for r in first_stage}  # the index is what brings them
+        assert set(ids.values()) <= shown(listed)
+        assert not set(ids.values()) <= shown(first_stage)  # the index is what brings them
         assert [r["score"] for r in listed] == sorted((r["score"] for r in listed), reverse=True)
         one_thing = await memory.recall(
             s, "alice", "What is Jo's favourite hobby?", "chat", top_k=10, record_access=False
@@ -103,8 +114,8 @@ async def test_the_index_links_each_value_to_its_turns_and_serves_its_own_user_o
         assert sam is None or not set(ids.values()) & set(str(sam.value).split("'"))
 
         results = await memory.recall(s, "alice", "What sports does Jo do?", "chat", top_k=10, record_access=False)
-        assert bob_turn["id"] not in {r["id"] for r in results}
-        assert ids[3] in {r["id"] for r in results}
+        assert bob_turn["id"] not in shown(results)
+        assert ids[3] in shown(results)
         bobs = await memory.recall(s, "bob", "What sports does Jo do?", "chat", top_k=10, record_access=False)
         assert {r["id"] for r in bobs} == {bob_turn["id"]}
 
@@ -128,7 +139,7 @@ async def test_a_knowledge_base_of_the_chat_serves_the_list_question_from_its_in
 
         async def sources() -> set[str]:
             found = await knowledge.retrieve(s, "chatlog", query, strategy="hybrid", top_k=10)
-            return {r["source"] for r in found["retrieval_results"]}
+            return {source for r in found["retrieval_results"] for source in [r["source"], *shown_parts(r, "source")]}
 
         listed = await sources()
         monkeypatch.setenv("KB_LIST_INTERLEAVE", "0")

@@ -16,6 +16,7 @@ import pytest
 from store import memory
 from store.memory.attributes import aspects_namespace
 from store.postgres import store
+from tests.integration.test_memory_aspects_pg import shown
 
 pytestmark = pytest.mark.integration
 
@@ -52,7 +53,7 @@ async def record(s, user: str) -> dict[str, str]:
         for position, (speaker, text) in enumerate(said):
             role = "user" if speaker == JO else "assistant"
             written = await memory.record_chat_message(
-                s, user, role, text, f"session-{session}", speaker=speaker, now=at + timedelta(minutes=position)
+                s, user, role, text, f"session-{session}", speaker=speaker, now=at + timedelta(minutes=3 * position)
             )
             ids[text if text in (VASE, KILN, FINISH_LINE) else f"{session}:{position}"] = written["id"]
     return ids
@@ -60,7 +61,7 @@ async def record(s, user: str) -> dict[str, str]:
 
 async def listed(s, user: str, query: str) -> set[str]:
     results = await memory.recall(s, user, query, "chat", top_k=10, record_access=False)
-    return {r["id"] for r in results}
+    return shown(results)  # a message sent in parts shows its parts
 
 
 async def index_of(s, user: str, person: str) -> dict:
