@@ -67,7 +67,9 @@ async def recall(
     `top_k * MEMORY_CANDIDATE_FACTOR` candidates with `rank_weighted`; `"plain"` keeps the
     candidates' order (duplicates included). Each result carries `score` (the ranking score) and
     `similarity` (the store's cosine similarity; None for a candidate only full text or its
-    date found). Episodic and semantic results also carry `turns`: the chat messages the memory
+    date found). A chat message sent in parts (store/parts.py) comes back once, with `parts`:
+    every part as `turns` shows a message, in order; its similarity is its best part's. Episodic
+    and semantic results also carry `turns`: the chat messages the memory
     was learnt from (its `turn_ids`, the latest 5, each `{"id", "role", "text", "created_at",
     "speaker"?}`, text cut to 1,000 characters), read for all results at once; `turns=False`
     leaves them out (no read) for callers that use the texts only. With
