@@ -37,7 +37,8 @@ def merge_runs(runs: list[dict], top_k: int) -> list[dict]:
     docs/knowledge.md, router's merged sources). Otherwise (say dense and keyword workers only) the lists are fused by
     reciprocal rank fusion. A chunk appears once; `found_by` names every worker that found it.
     Returns sources `{index, kb, chunk_id, source, title, locator, page, section, content, score,
-    found_by}`.
+    found_by}` (+ `path` of a graph walk; + `parts` of a chat message sent in parts, whose content
+    is then the message whole).
     """
     strategies = {run.get("strategy") for run in runs}
     covering = next((run for run in runs if strategies <= COVERS.get(run.get("strategy") or "", frozenset())), None)
@@ -70,13 +71,21 @@ def merge_runs(runs: list[dict], top_k: int) -> list[dict]:
                 "locator": _locator(result),
                 "page": result.get("page"),
                 "section": result.get("section"),
-                "content": result.get("content") or "",
+                "content": _content(result),
                 "score": round(score, 6),
                 "found_by": found_by[key],
                 **({"path": result["path"]} if result.get("path") else {}),
+                **({"parts": result["parts"]} if result.get("parts") else {}),
             }
         )
     return sources
+
+
+def _content(result: dict) -> str:
+    """A passage's text; for a chat message sent in parts (its `parts`), the message whole."""
+    if result.get("parts"):
+        return "\n".join(str(part.get("content") or "") for part in result["parts"])
+    return result.get("content") or ""
 
 
 def passages_text(sources: list[dict]) -> str:

@@ -91,6 +91,18 @@ def test_the_merge_keeps_the_order_of_the_worker_that_covers_the_others():
     assert [s["chunk_id"] for s in merge_runs(with_fusion, top_k=5)] == ["y", "a"]
 
 
+def test_the_merge_shows_a_message_sent_in_parts_whole():
+    runs = [_run("hybrid_agent", "hybrid", ["a", "b"])]
+    parts = [
+        {"id": "a", "source": "turn:1", "content": "Tom: Mochi"},
+        {"id": "p", "source": "turn:2", "content": "Tom: wait really"},
+    ]
+    runs[0]["retrieval_results"][0]["parts"] = parts
+    merged = merge_runs(runs, top_k=2)
+    assert merged[0]["content"] == "Tom: Mochi\nTom: wait really" and merged[0]["parts"] == parts
+    assert merged[1]["content"] == "text b" and "parts" not in merged[1]
+
+
 async def test_a_memory_space_acts_for_its_user_with_its_settings(store):
     from store.memory.config import memory_config
 
