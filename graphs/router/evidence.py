@@ -3,7 +3,7 @@ the rankings by RRF), number sources."""
 
 from __future__ import annotations
 
-from store.knowledge import reciprocal_rank_fusion
+from store.knowledge import reciprocal_rank_fusion, result_content
 
 
 def _locator(result: dict) -> str:
@@ -71,7 +71,7 @@ def merge_runs(runs: list[dict], top_k: int) -> list[dict]:
                 "locator": _locator(result),
                 "page": result.get("page"),
                 "section": result.get("section"),
-                "content": _content(result),
+                "content": result_content(result),
                 "score": round(score, 6),
                 "found_by": found_by[key],
                 **({"path": result["path"]} if result.get("path") else {}),
@@ -79,13 +79,6 @@ def merge_runs(runs: list[dict], top_k: int) -> list[dict]:
             }
         )
     return sources
-
-
-def _content(result: dict) -> str:
-    """A passage's text; for a chat message sent in parts (its `parts`), the message whole."""
-    if result.get("parts"):
-        return "\n".join(str(part.get("content") or "") for part in result["parts"])
-    return result.get("content") or ""
 
 
 def passages_text(sources: list[dict]) -> str:

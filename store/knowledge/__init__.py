@@ -88,7 +88,7 @@ from store.knowledge.retrieve import (
     keyword_search,
     retrieve,
 )
-from store.knowledge.search import Hit, common_names, per_document
+from store.knowledge.search import Hit, common_names, per_document, result_content
 
 __all__ = [
     "BM25_B",
@@ -151,6 +151,7 @@ __all__ = [
     "rank",
     "readable_by",
     "reciprocal_rank_fusion",
+    "result_content",
     "retrieve",
     "set_shared",
     "tokenize",

@@ -140,8 +140,9 @@ def _result(
             }
         )
         reference.append(common)
-        content = "\n".join(str(part["content"]) for part in message) if message else value["content"]
-        passages.append(f"[{index}] {value.get('title') or common['source']} ({_locator(value)})\n{content}")
+        passages.append(
+            f"[{index}] {value.get('title') or common['source']} ({_locator(value)})\n{result_content(results[-1])}"
+        )
     return {
         "kb": kb,
         "query": query,
@@ -150,6 +151,13 @@ def _result(
         "retrieval_results": results,
         "reference": reference,
     }
+
+
+def result_content(result: Mapping) -> str:
+    """A retrieval result's text: for a chat message sent in parts (its `parts`), the message
+    whole, its parts' contents one a line."""
+    parts = result.get("parts")
+    return "\n".join(str(part.get("content") or "") for part in parts) if parts else str(result.get("content") or "")
 
 
 def _part(value: dict) -> dict:
