@@ -12,6 +12,7 @@ from psycopg.types.json import Jsonb
 from store.bm25 import BM25_B, BM25_K1
 from store.sql import MEMORY_KEYWORD_SQL, StoreSQL
 from store.sql.base import VECTOR_SEARCH_SQL, _tsquery_literal
+from store.sql.memory import MEMORY_TERM_STATS_SQL
 
 
 async def copy_items(
@@ -64,8 +65,10 @@ async def explain_memory_search(
 ) -> dict[str, str]:
     """EXPLAIN ANALYZE (benchmarks) of one namespace's two hybrid-recall queries: the vector
     search (VECTOR_SEARCH_SQL, as SQLBackend.vector_search runs it for `limit` items) and
-    MEMORY_KEYWORD_SQL. Returns {"vector": plan, "keyword": plan}."""
+    MEMORY_KEYWORD_SQL over every lexeme of the query. Returns {"vector": plan, "keyword": plan}."""
     lexemes = await sql._lexemes(config, query)
+    terms = [_tsquery_literal(x) for x in lexemes]
+    stats = (await sql._fetch(MEMORY_TERM_STATS_SQL, {"prefix": prefix, "terms": terms}))[0]
     explain = "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY ON) "
     vector = "[" + ",".join(f"{x:.6f}" for x in embedding) + "]"
     statements = {
@@ -77,8 +80,11 @@ async def explain_memory_search(
             explain + MEMORY_KEYWORD_SQL,
             {
                 "prefix": prefix,
-                "tsquery": " | ".join(_tsquery_literal(x) for x in lexemes) or "''",
+                "tsquery": " | ".join(terms) or "''",
                 "lexemes": lexemes,
+                "dfs": stats["dfs"],
+                "n": stats["n"],
+                "avgdl": stats["avgdl"],
                 "k1": BM25_K1,
                 "b": BM25_B,
                 "limit": limit,

@@ -147,6 +147,15 @@ class InProcessBackend:
         texts = [(key, item.value.get("text", "")) for key, item in items.items()]
         return [(items[key], score) for key, score in (await asyncio.to_thread(bm25_rank, query, texts))[:limit]]
 
+    async def memory_holds(self, ns: tuple[str, ...], words: Sequence[str], now: datetime) -> set[str]:
+        """The `words` a memory of the namespace live at `now` holds as a word of its own (one of
+        their tokens; a stopword is held by none)."""
+        held: set[str] = set()
+        for item in await self.scan(ns, self.scan_limit):
+            if not expired(item.value, now):
+                held.update(tokenize(str(item.value.get("text", ""))))
+        return {word for word in words if set(tokenize(word)) & held}
+
     async def speakers(self, ns: tuple[str, ...]) -> set[str]:
         """Who said the namespace's memories (the `speaker`s they were written with)."""
         return {
@@ -298,6 +307,9 @@ class SQLBackend(InProcessBackend):
     ) -> list[Scored]:
         prefix, config = ".".join(ns), MEMORY_TEXT_SEARCH_CONFIG
         return await self.sql.memory_keyword_search(prefix, query, config, limit=limit, match=wanted or None)
+
+    async def memory_holds(self, ns: tuple[str, ...], words: Sequence[str], now: datetime) -> set[str]:
+        return await self.sql.memory_holds(".".join(ns), words, MEMORY_TEXT_SEARCH_CONFIG)
 
     async def speakers(self, ns: tuple[str, ...]) -> set[str]:
         return set(await self.sql.memory_speakers(".".join(ns)))

@@ -77,8 +77,8 @@ class MemoryCorpus:
         registry = next((item.value for item in profile if item.key == PEOPLE_KEY), None)
         persons = people(speakers, registry)
         words = sorted(candidates(query, persons))
-        held = await asyncio.gather(*(self.backend.memory_keyword(self.ns, word, 1, {}, self.now) for word in words))
-        return resolve(query, persons, {word.lower() for word, found in zip(words, held, strict=True) if found})
+        held = await self.backend.memory_holds(self.ns, words, self.now)
+        return resolve(query, persons, {word.lower() for word in held})
 
     async def dense(self, query: str, limit: int, span: tuple[datetime, datetime] | None = None) -> list[Scored]:
         """Vector hits; with `span` only memories written in [start, end). A long chat message has

@@ -142,21 +142,26 @@ def _tsquery_literal(lexeme: str) -> str:
 # idf * (k1 + 1) (a lexeme no candidate holds counts with df 0). Scores are divided by the
 # ceiling: the share of the query's weight a row matches, comparable across queries (a rare code
 # matched scores high; two common words of a paraphrase, low). Each search defines `candidates`
-# (key, tsv, chars) and a one-row relation `corpus` (n: how many rows the statistics cover).
-BM25_TERMS_SQL = """
+# (key, tsv, chars) and a one-row relation `corpus` (n: how many rows the statistics cover); the
+# knowledge base counts document frequencies among its candidates (BM25_TERMS_SQL), memory
+# counts them first and passes them in (store/sql/memory.py).
+BM25_FREQUENCIES_SQL = """
     frequencies AS (
         SELECT c.key, c.chars, t.lexeme, coalesce(cardinality(t.positions), 1) AS tf
         FROM candidates c CROSS JOIN LATERAL unnest(c.tsv) AS t
         WHERE t.lexeme = ANY(%(lexemes)s::text[])
-    ),
-    document_frequency AS (
-        SELECT lexeme, count(*) AS df FROM frequencies GROUP BY lexeme
-    ),
+    )
+"""
+BM25_CEILING_SQL = """
     ceiling AS (
         SELECT sum(ln(1 + (co.n - coalesce(d.df, 0) + 0.5) / (coalesce(d.df, 0) + 0.5)) * (%(k1)s + 1)) AS total
         FROM unnest(%(lexemes)s::text[]) AS q(lexeme) LEFT JOIN document_frequency d USING (lexeme) CROSS JOIN corpus co
     )
 """
+BM25_TERMS_SQL = f"""{BM25_FREQUENCIES_SQL},
+    document_frequency AS (
+        SELECT lexeme, count(*) AS df FROM frequencies GROUP BY lexeme
+    ),{BM25_CEILING_SQL}"""
 
 
 def _bm25_scores_sql(avgdl: str) -> str:

@@ -2,28 +2,44 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 
 from langgraph.store.base import Item
 from psycopg.types.json import Jsonb
 
 from store.clean import strip_nul
-from store.sql.base import BM25_TERMS_SQL, THREAD, WRITTEN, SQLBase, _bm25_scores_sql, _neighbour_pairs
+from store.sql.base import (
+    BM25_B,
+    BM25_CEILING_SQL,
+    BM25_FREQUENCIES_SQL,
+    BM25_K1,
+    THREAD,
+    WRITTEN,
+    SQLBase,
+    _bm25_scores_sql,
+    _neighbour_pairs,
+    _tsquery_literal,
+)
 
 # BM25 over one user's memories of one kind in memory_fulltext (GIN on (prefix, tsv)): the same
-# formula as KB_KEYWORD_SQL, statistics over the prefix, the best rows joined back to the live
-# store rows one by one (a nested loop in score order that stops at the limit: a common word
-# matches thousands of a large namespace's rows, whose values are never read).
+# formula as KB_KEYWORD_SQL, statistics over the prefix, counted first (MEMORY_TERM_STATS_SQL).
+# The candidates are the rows holding one of the `tsquery` lexemes, scored over all the query's
+# `lexemes`: MemorySQL.memory_keyword_search leaves out of `tsquery` the common lexemes a row
+# holding only them could never score into the results (MaxScore), and checks it. The best rows
+# are joined back to the live store rows one by one (a nested loop in score order that stops at
+# the limit: a common word matches thousands of a large namespace's rows, whose values are never
+# read).
 MEMORY_KEYWORD_SQL = f"""
     WITH candidates AS MATERIALIZED (
         SELECT key, tsv, chars FROM memory_fulltext
         WHERE prefix = %(prefix)s AND tsv @@ %(tsquery)s::tsquery
     ),
-    corpus AS MATERIALIZED (
-        SELECT count(*) AS n, greatest(avg(chars), 1) AS avgdl FROM memory_fulltext
-        WHERE prefix = %(prefix)s
+    corpus AS (SELECT %(n)s::bigint AS n, %(avgdl)s::numeric AS avgdl),
+    document_frequency AS (
+        SELECT lexeme, df FROM unnest(%(lexemes)s::text[], %(dfs)s::bigint[]) AS d(lexeme, df) WHERE df > 0
     ),
-    {BM25_TERMS_SQL},
+    {BM25_FREQUENCIES_SQL},{BM25_CEILING_SQL},
     scored AS ({_bm25_scores_sql("co.avgdl")})
     SELECT s.key, s.value, s.created_at, s.updated_at, sc.score
     FROM (SELECT key, score FROM scored ORDER BY score DESC, key) AS sc
@@ -35,6 +51,61 @@ MEMORY_KEYWORD_SQL = f"""
     ORDER BY sc.score DESC, sc.key
     LIMIT %(limit)s
 """
+# Which words (each a tsquery of its lexemes) a live row of the namespace holds.
+MEMORY_HOLDS_SQL = """
+    SELECT w.word FROM unnest(%(words)s::text[], %(queries)s::text[]) AS w(word, query)
+    WHERE EXISTS (
+        SELECT 1 FROM memory_fulltext f JOIN store s ON s.prefix = f.prefix AND s.key = f.key
+        WHERE f.prefix = %(prefix)s AND f.tsv @@ w.query::tsquery
+          AND (s.expires_at IS NULL OR s.expires_at > NOW())
+    )
+"""
+# A namespace's BM25 statistics: its rows, their mean length in characters, and how many of them
+# hold each of the `terms` (tsquery literals of one lexeme each; counted on the GIN index).
+MEMORY_TERM_STATS_SQL = """
+    SELECT count(*) AS n, greatest(avg(chars), 1) AS avgdl, ARRAY(
+        SELECT (SELECT count(*) FROM memory_fulltext f WHERE f.prefix = %(prefix)s AND f.tsv @@ q.term::tsquery)
+        FROM unnest(%(terms)s::text[]) WITH ORDINALITY AS q(term, i) ORDER BY q.i
+    ) AS dfs
+    FROM memory_fulltext WHERE prefix = %(prefix)s
+"""
+# In a namespace of at least PRUNE_ROWS rows, a lexeme more than COMMON_SHARE of them hold (idf
+# below ln(10 / 9) = 0.11, a sixtieth of a lexeme one row in a thousand holds: "user" in every
+# memory a writer phrases "User likes ...") scores only rows holding a rarer one of the query's:
+# alone it ranks rows by their length, and reading every row that holds it makes a large user's
+# recall slow (Elasticsearch's common terms). A speaker's name in a log's "Name: ..." lines is
+# not that common (at most 83% of a LoCoMo conversation's lines). Then MaxScore: the lexemes
+# held by at least PRUNE_ROWS rows, least weight first, whose weights together stay within
+# PRUNE_SHARE of the query's are left out of the candidates, so long as the rows found otherwise
+# fill the limit above what a row holding only those could score.
+PRUNE_ROWS = 500
+COMMON_SHARE = 0.9
+PRUNE_SHARE = 0.25
+
+
+def essential(lexemes: Sequence[str], dfs: Sequence[int], n: int, prune: bool = True) -> tuple[list[str], float]:
+    """The lexemes a candidate row must hold one of ([]: no row is a candidate), and the most a
+    row holding none of them but some of the query's other lexemes can score, as a share of the
+    query's ceiling (0: nothing to check). BM25 weights a lexeme held by df of n rows
+    idf * (k1 + 1) at most, idf = ln(1 + (n - df + 0.5) / (df + 0.5)). Never leaves out the rarest
+    lexeme but a common one (COMMON_SHARE). `prune` False: only the common ones left out."""
+    weight = {
+        lexeme: math.log(1 + (n - df + 0.5) / (df + 0.5)) * (BM25_K1 + 1)
+        for lexeme, df in zip(lexemes, dfs, strict=True)
+    }
+    ceiling = sum(weight.values())
+    held = {lexeme: df for lexeme, df in zip(lexemes, dfs, strict=True) if df > 0}
+    common = {lexeme for lexeme, df in held.items() if n >= PRUNE_ROWS and df > COMMON_SHARE * n}
+    order = sorted(set(held) - common, key=lambda lexeme: (weight[lexeme], lexeme))
+    left_out: set[str] = set()
+    pruned = sum(weight[lexeme] for lexeme in common)
+    for lexeme in order[:-1] if prune else ():
+        if held[lexeme] < PRUNE_ROWS or pruned + weight[lexeme] > PRUNE_SHARE * ceiling:
+            break
+        left_out.add(lexeme)
+        pruned += weight[lexeme]
+    wanted = [lexeme for lexeme in held if lexeme not in common | left_out]
+    return wanted, (pruned / ceiling if left_out and ceiling > 0 else 0.0)
 
 
 class MemorySQL(SQLBase):
@@ -109,6 +180,22 @@ class MemorySQL(SQLBase):
         rows = await self._fetch("SELECT speaker FROM memory_speakers WHERE prefix = %s", (prefix,))
         return [row["speaker"] for row in rows]
 
+    async def memory_holds(self, prefix: str, words: Sequence[str], config: str) -> set[str]:
+        """The `words` a live memory under namespace `prefix` holds a lexeme of (as `config` makes
+        them; a stopword makes none)."""
+        rows = await self._fetch(
+            "SELECT w.word, tsvector_to_array(to_tsvector(%(config)s::regconfig, w.word)) AS lexemes "
+            "FROM unnest(%(words)s::text[]) AS w(word)",
+            {"config": config, "words": [strip_nul(word) for word in words]},
+        )
+        queries = {row["word"]: _any_of(row["lexemes"]) for row in rows if row["lexemes"]}
+        if not queries:
+            return set()
+        found = await self._fetch(
+            MEMORY_HOLDS_SQL, {"prefix": prefix, "words": list(queries), "queries": list(queries.values())}
+        )
+        return {row["word"] for row in found}
+
     async def unindex_memories(self, prefix: str, keys: Sequence[str]) -> None:
         """Delete the full text of these memories under namespace `prefix`."""
         async with self.pool.connection() as conn:
@@ -118,10 +205,32 @@ class MemorySQL(SQLBase):
         self, prefix: str, query: str, config: str, *, limit: int, match: dict | None = None
     ) -> list[tuple[Item, float]]:
         """BM25 (item, score as a share of the query's ceiling, 0..1) of the live memories under
-        namespace `prefix` for `query`, best first: document frequencies over the prefix's
-        matching rows, `n` and the mean length over the prefix; `match` keeps only values
-        containing it (jsonb `@>`: a role, a category)."""
-        rows = await self._bm25(MEMORY_KEYWORD_SQL, config, query, prefix=prefix, limit=limit, match=Jsonb(match or {}))
+        namespace `prefix` for `query`, best first: document frequencies, `n` and the mean length
+        over the prefix; `match` keeps only values containing it (jsonb `@>`: a role, a
+        category). In a namespace of PRUNE_ROWS rows or more, a row holding only lexemes more
+        than COMMON_SHARE of them hold is not found (`essential`)."""
+        lexemes = await self._lexemes(config, query)
+        if not lexemes:
+            return []
+        terms = [_tsquery_literal(lexeme) for lexeme in lexemes]
+        stats = (await self._fetch(MEMORY_TERM_STATS_SQL, {"prefix": prefix, "terms": terms}))[0]
+        wanted, bound = essential(lexemes, stats["dfs"], stats["n"])
+        params = {
+            "prefix": prefix,
+            "lexemes": lexemes,
+            "dfs": stats["dfs"],
+            "n": stats["n"],
+            "avgdl": stats["avgdl"],
+            "k1": BM25_K1,
+            "b": BM25_B,
+            "limit": limit,
+            "match": Jsonb(match or {}),
+        }
+        rows = await self._fetch(MEMORY_KEYWORD_SQL, {**params, "tsquery": _any_of(wanted)}) if wanted else []
+        if bound > 0 and (len(rows) < limit or rows[-1]["score"] <= bound * (1 + 1e-9)):
+            # a row holding only lexemes left out could rank among these: none left out but the common
+            wanted, _ = essential(lexemes, stats["dfs"], stats["n"], prune=False)
+            rows = await self._fetch(MEMORY_KEYWORD_SQL, {**params, "tsquery": _any_of(wanted)})
         return [
             (
                 Item(
@@ -135,3 +244,8 @@ class MemorySQL(SQLBase):
             )
             for row in rows
         ]
+
+
+def _any_of(lexemes: Sequence[str]) -> str:
+    """A tsquery matching rows that hold any of `lexemes`."""
+    return " | ".join(_tsquery_literal(lexeme) for lexeme in lexemes)

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-import psycopg
 import pytest
-from psycopg.types.json import Jsonb
 
 from bench import bench_sql
 from store import knowledge, memory
@@ -449,34 +447,3 @@ async def test_kb_hybrid_keeps_what_keyword_search_ranks_first_among_the_name_bo
 
         assert "turn-9" not in await first_three("0")  # the name bonus alone
         assert "turn-9" in await first_three("0.3")
-
-
-async def test_keyword_search_reads_only_the_values_of_the_results(pg_schema, pg_uri):
-    """A common word matches thousands of a large user's messages: BM25 scores them all from the
-    full-text table, but only the best rows' values are read from the store, one by one in score
-    order until the limit (on 50,000 rows: 130 -> 60 ms, bench/results.md)."""
-    from store.sql import MEMORY_KEYWORD_SQL
-    from store.sql.base import BM25_B, BM25_K1, _tsquery_literal
-
-    async with store() as s:
-        for i in range(40):
-            await memory.record_chat_message(s, "u", "user", f"the kitten did thing number {i}", "t", speaker="Ann")
-        found = await memory.recall(s, "u", "kitten", "chat", top_k=5, record_access=False)
-        assert len(found) == 5
-        prefix = ".".join(memory.namespace("u", "chat"))
-        lexemes = await s.sql._lexemes("english", "kitten")
-        ranked = await s.sql.memory_keyword_search(prefix, "kitten", "english", limit=5)
-    assert len(ranked) == 5 and [score for _, score in ranked] == sorted((score for _, score in ranked), reverse=True)
-    params = {
-        "prefix": prefix,
-        "tsquery": " | ".join(_tsquery_literal(lexeme) for lexeme in lexemes),
-        "lexemes": lexemes,
-        "k1": BM25_K1,
-        "b": BM25_B,
-        "limit": 5,
-        "match": Jsonb({}),
-    }
-    with psycopg.connect(pg_uri, autocommit=True, options=f"-c search_path={pg_schema},public") as conn:
-        plan = "\n".join(row[0] for row in conn.execute(f"EXPLAIN ANALYZE {MEMORY_KEYWORD_SQL}", params).fetchall())
-    store_reads = [line for line in plan.splitlines() if " on store " in line]
-    assert store_reads and all("loops=5)" in line for line in store_reads), plan  # 5 of the 40 matches
