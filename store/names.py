@@ -83,9 +83,31 @@ _TAKES_OBJECT = frozenset([
     "be", "been", "am", "visit", "visited", "visiting", "visits", "text", "texted", "email",
     "emailed", "phoned", "helped", "help", "hug", "hugged", "invited", "invite", "thank", "thanked",
     "love", "loves", "loved", "hate", "hates", "know", "knows", "knew", "married", "marry",
-    "dating", "date", "dated", "ex", "my", "your", "his", "her", "our", "their", "the", "a", "an"
+    "dating", "date", "dated", "ex", "my", "your", "his", "her", "our", "their", "the", "a", "an",
+    # verbs whose object a pet, a book's author or a language is ("How did you come to have Susie?",
+    # "a novel by Patrick Rothfuss", "learning Spanish?")
+    "have", "has", "had", "got", "get", "gets", "adopt", "adopted", "groom", "groomed", "walk",
+    "walked", "feed", "fed", "bring", "brought", "take", "took", "learn", "learning", "learned",
+    "read", "reading", "watch", "watching", "watched", "speak", "speaking", "introduce",
+    "introducing", "introduced",
+])
+# A kin or pet word before a name makes it an apposition ("my brother Tom.", "the new pup Ned"),
+# and a naming verb two words before it the name given ("I named it Ned.", "we call him Bo!").
+_APPOSITION = frozenset([
+    "dog", "dogs", "pup", "puppy", "cat", "kitty", "kitten", "bird", "parrot", "snake", "horse",
+    "pet", "brother", "sister", "son", "daughter", "mom", "mum", "dad", "cousin", "uncle", "aunt",
+    "grandma", "grandpa", "husband", "wife", "boyfriend", "girlfriend", "bf", "gf", "friend",
+    "partner", "boss", "coworker", "colleague", "neighbor", "neighbour", "niece", "nephew",
+])
+_NAMING = frozenset(["named", "name", "names", "called", "call", "calls", "nicknamed"])
+# Capitalised words of a wish said to someone ("Happy Birthday Jo!", "Good Job Jo!").
+_WISHES = frozenset([
+    "birthday", "christmas", "year", "anniversary", "day", "morning", "afternoon", "evening",
+    "night", "weekend", "luck", "job", "work", "holidays", "thanksgiving", "easter", "much",
 ])
 # fmt: on
+# A name followed by "and"/"or" and another capitalised word is one of a list ("Scout, Toby, and Buddy").
+_LIST_AFTER = re.compile(r"^,?\s*(?:and|or|&)\s+[A-Z]")
 
 
 def addressed(text: str, match: re.Match[str]) -> bool:
@@ -94,10 +116,14 @@ def addressed(text: str, match: re.Match[str]) -> bool:
     by punctuation or the end after it; opening a sentence before a comma ("Maya, look at this");
     a sentence of its own ("Maya!"); or closing a sentence (an emoji after it counts as the end)
     after a word that does not take it as its object ("How about you Maya?", "Looks incredible
-    Maya.", "so proud of you Maya" but not "I went with Maya.")."""
+    Maya.", "so proud of you Maya" but not "I went with Maya."), is not the last part of a name
+    ("Harry Potter!"), an apposition ("my dog Max.") or a name given ("I named it Ned."). An item
+    of a list of names is not addressed ("Scout, Toby, and Buddy")."""
     before, after = text[: match.start()].rstrip(), text[match.end() :].lstrip()
     # the sentence ends after the name: punctuation, the end, or nothing but emoji up to its end
     closes = after[:1] in ("", ",", ".", "!", "?", ";") or not re.search(r"\w", re.split(r"[.!?\n]", after)[0])
+    if _LIST_AFTER.match(after):
+        return False
     if before.endswith(",") or _GREETING.search(before):
         return closes
     opens = not before or before.endswith((".", "!", "?", ":"))
@@ -105,8 +131,13 @@ def addressed(text: str, match: re.Match[str]) -> bool:
         return after[:1] == "," or (closes and after[:1] != ",")
     if not closes or after[:1] == ",":
         return False
-    previous = re.findall(r"[\w'’]+", before[-40:])
-    return bool(previous) and previous[-1].lower() not in _TAKES_OBJECT
+    sentence = re.split(r"[.!?\n]", before)[-1]
+    previous = re.findall(r"[\w'’]+", sentence[-60:])
+    if not previous or previous[-1].lower() in _TAKES_OBJECT | _APPOSITION:
+        return False
+    # "Harry Potter!" (but not a sentence's first word: "Amazing Maya!"), "I named it Ned."
+    last_of_a_name = previous[-1][:1].isupper() and previous[-1].lower() not in _WISHES
+    return len(previous) < 2 or not (last_of_a_name or previous[-2].lower() in _NAMING)
 
 
 def mentions(text: str, names: Iterable[str]) -> bool:

@@ -22,9 +22,10 @@ from dataclasses import dataclass
 from store.names import addressed, named
 
 ADDRESSED_MIN = 2  # times a name must address someone before it is one of theirs
-# the lead words in any case ("im", "I'm"), the name capitalised: "I'm allergic" introduces no one
+# the lead words in any case ("im", "I'm"), the name capitalised: "I'm allergic" introduces no one,
+# nor "Her name's Coco" (a bare "Name's Jo" does)
 _INTRODUCTION = re.compile(
-    r"(?:\b(?i:i'?m|i am|call me|calls me|my name is|my name's|name's|known as|go by)\s+)([A-Z][\w'’-]*)"
+    r"(?:\b(?i:i'?m|i am|call me|calls me|my name is|my name's|(?<![a-z] )name's|known as|go by)\s+)([A-Z][\w'’-]*)"
 )
 _WORD = re.compile(r"(?<![\w'’-])[A-Z][a-z]+(?:[A-Z][a-z]+)?(?=['’]s\b|(?![\w'’-]))")
 # Capitalised words that are never a person's name in a chat ("Thanks", "Omg", days, months).
@@ -47,6 +48,13 @@ _NOT_NAMES = frozenset([
     "unfortunately", "sadly", "fortunately", "interesting", "fair", "gotcha", "welcome", "ugh",
     "ha", "yea", "however", "enjoy", "still", "now", "agree", "woohoo", "yay", "ooh", "oops",
     "hooray", "mm", "mmm", "yess", "ikr", "omw",
+    # interjections that open a sentence ("Phew, glad it worked out", "Oof, that's tough")
+    "phew", "oof", "ouch", "yikes", "eek", "geez", "jeez", "gosh", "dang", "damn", "bummer",
+    "impressive", "brilliant", "fantastic", "wonderful", "incredible", "beautiful", "lovely",
+    "excellent", "bravo", "aha", "ahh",
+    # languages and nationalities ("learning Spanish")
+    "english", "spanish", "french", "german", "italian", "portuguese", "chinese", "japanese",
+    "korean", "russian", "arabic", "hindi", "dutch", "greek", "swedish", "polish", "turkish",
 ])
 # fmt: on
 
@@ -54,10 +62,13 @@ _NOT_NAMES = frozenset([
 def _not_name(word: str) -> bool:
     """Whether a capitalised word is one of _NOT_NAMES, typed with letters held down as people
     do: a letter three times or more counted once or twice ("Awww", "Soooo"), one typed twice
-    counted once in a word of four letters or more ("Thaanks"; "Ann" stays a name)."""
+    counted once in a word of four letters or more ("Thaanks"; "Ann" stays a name), or, in a word
+    of five letters or more, two letters swapped ("Thnaks")."""
     lower = word.lower()
     held = {lower, re.sub(r"(.)\1{2,}", r"\1", lower), re.sub(r"(.)\1{2,}", r"\1\1", lower)}
     held |= {once for form in held if len(once := re.sub(r"(.)\1", r"\1", form)) >= 4}
+    if len(lower) >= 5:
+        held |= {lower[:i] + lower[i + 1] + lower[i] + lower[i + 2 :] for i in range(len(lower) - 1)}
     return bool(held & _NOT_NAMES)
 
 

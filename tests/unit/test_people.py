@@ -27,6 +27,9 @@ JO, MARCUS = "Joanna Whitfield", "Marcus"
         "Jo, look at this",
         "Jo!",
         "aww congrats! Jo",
+        "Amazing Jo!",
+        "Happy Birthday Jo!",
+        "Good Job Jo",
     ],
 )
 def test_a_name_said_to_someone_is_not_about_them(text):
@@ -36,7 +39,18 @@ def test_a_name_said_to_someone_is_not_about_them(text):
 
 @pytest.mark.parametrize(
     "text",
-    ["I went climbing with Jo.", "Jo went home early.", "I told Jo about it", "Jo: I'm home", "we met Jo"],
+    [
+        "I went climbing with Jo.",
+        "Jo went home early.",
+        "I told Jo about it",
+        "Jo: I'm home",
+        "we met Jo",
+        "How did you come to have Jo?",
+        "the new fantasy novel by Patrick Jo.",
+        "my little brother Jo!",
+        "I named it Jo.",
+        "We took Scout, Jo, and Buddy to the park",
+    ],
 )
 def test_a_name_the_sentence_is_about_counts(text):
     assert about(text, ["Jo"])
@@ -272,3 +286,25 @@ async def test_a_faq_knowledge_base_keeps_its_graph_and_fusion_rankings(store):
     from store.knowledge.config import REGISTRY_NAMESPACE
 
     assert not (await store.aget(REGISTRY_NAMESPACE, "faq")).value.get("people")  # its searches read no people
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Phew, glad it all worked out!",
+        "Oof, that's tough.",
+        "Ouch, bummer about the injury.",
+        "Thnaks, Cal!",
+        "Impressive!",
+        "any good resources for learning Spanish?",
+        "I love Harry Potter",
+    ],
+)
+def test_interjections_languages_typos_and_the_last_part_of_a_name_address_no_one(text):
+    assert [name for name in vocatives(text) if name != "Cal"] == []
+
+
+def test_a_pets_name_is_no_introduction():
+    assert introductions("Guess what, I got a puppy! Her name's Coco and she's adorable.") == []
+    assert introductions("His name's Ned.") == []
+    assert introductions("Name's Jo, nice to meet you") == ["Jo"]
