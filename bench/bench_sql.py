@@ -9,10 +9,9 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
-from store.bm25 import BM25_B, BM25_K1
 from store.sql import MEMORY_KEYWORD_SQL, StoreSQL
-from store.sql.base import VECTOR_SEARCH_SQL, _tsquery_literal
-from store.sql.memory import MEMORY_TERM_STATS_SQL
+from store.sql.base import VECTOR_SEARCH_SQL, _any_of
+from store.sql.memory import keyword_params
 
 
 async def copy_items(
@@ -67,8 +66,7 @@ async def explain_memory_search(
     search (VECTOR_SEARCH_SQL, as SQLBackend.vector_search runs it for `limit` items) and
     MEMORY_KEYWORD_SQL over every lexeme of the query. Returns {"vector": plan, "keyword": plan}."""
     lexemes = await sql._lexemes(config, query)
-    terms = [_tsquery_literal(x) for x in lexemes]
-    stats = (await sql._fetch(MEMORY_TERM_STATS_SQL, {"prefix": prefix, "terms": terms}))[0]
+    stats = await sql.keyword_statistics(prefix, lexemes)
     explain = "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY ON) "
     vector = "[" + ",".join(f"{x:.6f}" for x in embedding) + "]"
     statements = {
@@ -78,18 +76,7 @@ async def explain_memory_search(
         ),
         "keyword": (
             explain + MEMORY_KEYWORD_SQL,
-            {
-                "prefix": prefix,
-                "tsquery": " | ".join(terms) or "''",
-                "lexemes": lexemes,
-                "dfs": stats["dfs"],
-                "n": stats["n"],
-                "avgdl": stats["avgdl"],
-                "k1": BM25_K1,
-                "b": BM25_B,
-                "limit": limit,
-                "match": Jsonb({}),
-            },
+            {**keyword_params(prefix, lexemes, stats, limit=limit), "tsquery": _any_of(lexemes) or "''"},
         ),
     }
     plans = {}

@@ -137,6 +137,11 @@ def _tsquery_literal(lexeme: str) -> str:
     return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
+def _any_of(lexemes: Sequence[str]) -> str:
+    """A tsquery matching rows that hold any of `lexemes`."""
+    return " | ".join(_tsquery_literal(lexeme) for lexeme in lexemes)
+
+
 # The parts of BM25 both keyword searches share: the candidates' term frequencies of the query's
 # lexemes, their document frequencies, and the query's ceiling, the sum over its lexemes of
 # idf * (k1 + 1) (a lexeme no candidate holds counts with df 0). Scores are divided by the
@@ -420,13 +425,14 @@ class SQLBase:
         return list(rows[0]["lexemes"])
 
     async def _bm25(self, sql: str, config: str, query: str, **params: Any) -> list[dict]:
-        """Rows of a BM25 statement (KB_KEYWORD_SQL, MEMORY_KEYWORD_SQL) for `query`: its lexemes
-        as `config` makes them (none: no rows), k1 and b of store/bm25.py, and `params`."""
+        """Rows of KB_KEYWORD_SQL for `query`: its lexemes as `config` makes them (none: no rows),
+        k1 and b of store/bm25.py, and `params`."""
         lexemes = await self._lexemes(config, query)
         if not lexemes:
             return []
-        tsquery = " | ".join(_tsquery_literal(lexeme) for lexeme in lexemes)
-        return await self._fetch(sql, {"tsquery": tsquery, "lexemes": lexemes, "k1": BM25_K1, "b": BM25_B, **params})
+        return await self._fetch(
+            sql, {"tsquery": _any_of(lexemes), "lexemes": lexemes, "k1": BM25_K1, "b": BM25_B, **params}
+        )
 
 
 def _first(row: Any) -> Any:

@@ -17,6 +17,7 @@ from store.sql.base import (
     THREAD,
     WRITTEN,
     SQLBase,
+    _any_of,
     _bm25_scores_sql,
     _neighbour_pairs,
     _tsquery_literal,
@@ -73,8 +74,9 @@ MEMORY_TERM_STATS_SQL = """
 # below ln(10 / 9) = 0.11, a sixtieth of a lexeme one row in a thousand holds: "user" in every
 # memory a writer phrases "User likes ...") scores only rows holding a rarer one of the query's:
 # alone it ranks rows by their length, and reading every row that holds it makes a large user's
-# recall slow (Elasticsearch's common terms). A speaker's name in a log's "Name: ..." lines is
-# not that common (at most 83% of a LoCoMo conversation's lines). Then MaxScore: the lexemes
+# recall slow (Elasticsearch's common terms). A speaker's name heading their lines in a chat log
+# ("Maya: ...": half a two-person log's lines, more with the times they name each other) stays
+# an ordinary lexeme. Then MaxScore: the lexemes
 # held by at least PRUNE_ROWS rows, least weight first, whose weights together stay within
 # PRUNE_SHARE of the query's are left out of the candidates, so long as the rows found otherwise
 # fill the limit above what a row holding only those could score.
@@ -196,6 +198,12 @@ class MemorySQL(SQLBase):
         )
         return {row["word"] for row in found}
 
+    async def keyword_statistics(self, prefix: str, lexemes: Sequence[str]) -> dict:
+        """Namespace `prefix`'s BM25 statistics for `lexemes` (MEMORY_TERM_STATS_SQL): {"n",
+        "avgdl", "dfs"} (rows, mean length, rows holding each lexeme, in order)."""
+        terms = [_tsquery_literal(lexeme) for lexeme in lexemes]
+        return (await self._fetch(MEMORY_TERM_STATS_SQL, {"prefix": prefix, "terms": terms}))[0]
+
     async def unindex_memories(self, prefix: str, keys: Sequence[str]) -> None:
         """Delete the full text of these memories under namespace `prefix`."""
         async with self.pool.connection() as conn:
@@ -212,20 +220,9 @@ class MemorySQL(SQLBase):
         lexemes = await self._lexemes(config, query)
         if not lexemes:
             return []
-        terms = [_tsquery_literal(lexeme) for lexeme in lexemes]
-        stats = (await self._fetch(MEMORY_TERM_STATS_SQL, {"prefix": prefix, "terms": terms}))[0]
+        stats = await self.keyword_statistics(prefix, lexemes)
         wanted, bound = essential(lexemes, stats["dfs"], stats["n"])
-        params = {
-            "prefix": prefix,
-            "lexemes": lexemes,
-            "dfs": stats["dfs"],
-            "n": stats["n"],
-            "avgdl": stats["avgdl"],
-            "k1": BM25_K1,
-            "b": BM25_B,
-            "limit": limit,
-            "match": Jsonb(match or {}),
-        }
+        params = keyword_params(prefix, lexemes, stats, limit=limit, match=match)
         rows = await self._fetch(MEMORY_KEYWORD_SQL, {**params, "tsquery": _any_of(wanted)}) if wanted else []
         if bound > 0 and (len(rows) < limit or rows[-1]["score"] <= bound * (1 + 1e-9)):
             # a row holding only lexemes left out could rank among these: none left out but the common
@@ -246,6 +243,17 @@ class MemorySQL(SQLBase):
         ]
 
 
-def _any_of(lexemes: Sequence[str]) -> str:
-    """A tsquery matching rows that hold any of `lexemes`."""
-    return " | ".join(_tsquery_literal(lexeme) for lexeme in lexemes)
+def keyword_params(prefix: str, lexemes: Sequence[str], stats: dict, *, limit: int, match: dict | None = None) -> dict:
+    """The parameters of MEMORY_KEYWORD_SQL but its `tsquery` (the candidates' lexemes, `_any_of`):
+    the query's `lexemes`, the namespace's `stats` (`MemorySQL.keyword_statistics`), k1 and b."""
+    return {
+        "prefix": prefix,
+        "lexemes": list(lexemes),
+        "dfs": stats["dfs"],
+        "n": stats["n"],
+        "avgdl": stats["avgdl"],
+        "k1": BM25_K1,
+        "b": BM25_B,
+        "limit": limit,
+        "match": Jsonb(match or {}),
+    }

@@ -10,14 +10,13 @@ from datetime import UTC, datetime
 import psycopg
 import pytest
 from langgraph.store.memory import InMemoryStore
-from psycopg.types.json import Jsonb
 
 import store.sql.memory as memory_sql
 from store import memory
 from store.backend import backend_for
 from store.postgres import store
 from store.sql import MEMORY_KEYWORD_SQL
-from store.sql.base import BM25_B, BM25_K1, _tsquery_literal
+from store.sql.base import _any_of
 
 pytestmark = pytest.mark.integration
 
@@ -51,23 +50,11 @@ async def test_keyword_search_reads_only_the_values_of_the_results(pg_schema, pg
         found = await memory.recall(s, "u", "kitten", "chat", top_k=5, record_access=False)
         assert len(found) == 5
         lexemes = await s.sql._lexemes("english", "kitten")
-        terms = [_tsquery_literal(lexeme) for lexeme in lexemes]
-        stats = (await s.sql._fetch(memory_sql.MEMORY_TERM_STATS_SQL, {"prefix": prefix, "terms": terms}))[0]
+        stats = await s.sql.keyword_statistics(prefix, lexemes)
         ranked = await s.sql.memory_keyword_search(prefix, "kitten", "english", limit=5)
     assert stats["n"] == 40 and stats["dfs"] == [40]
     assert len(ranked) == 5 and [score for _, score in ranked] == sorted((score for _, score in ranked), reverse=True)
-    params = {
-        "prefix": prefix,
-        "tsquery": " | ".join(terms),
-        "lexemes": lexemes,
-        "dfs": stats["dfs"],
-        "n": stats["n"],
-        "avgdl": stats["avgdl"],
-        "k1": BM25_K1,
-        "b": BM25_B,
-        "limit": 5,
-        "match": Jsonb({}),
-    }
+    params = {**memory_sql.keyword_params(prefix, lexemes, stats, limit=5), "tsquery": _any_of(lexemes)}
     with psycopg.connect(pg_uri, autocommit=True, options=f"-c search_path={pg_schema},public") as conn:
         plan = "\n".join(row[0] for row in conn.execute(f"EXPLAIN ANALYZE {MEMORY_KEYWORD_SQL}", params).fetchall())
     store_reads = [line for line in plan.splitlines() if " on store " in line]
