@@ -52,6 +52,7 @@ from pathlib import Path
 import psycopg
 
 from store import knowledge, memory
+from store.backend import backend_for
 from store.knowledge import aspects as kb_aspects
 from store.knowledge import people as kb_people
 from store.knowledge.config import MAX_TOP_K
@@ -239,12 +240,9 @@ async def chat_owners(pg_store, conversations: list[Conversation]) -> dict[str, 
     for conv in conversations:
         by_text_time = {(t.text[: memory.memory_config().max_text_chars].strip(), t.at): t.id for t in conv.turns}
         ns = memory.namespace(name_of(conv), "chat")
-        offset = 0
-        while page := await pg_store.asearch(ns, limit=1000, offset=offset, refresh_ttl=False):
-            offset += len(page)
-            for item in page:
-                at = datetime.fromisoformat(item.value["created_at"])
-                owners[item.key] = by_text_time.get((item.value["text"], at), "")
+        for item in await backend_for(pg_store).scan(ns):
+            at = datetime.fromisoformat(item.value["created_at"])
+            owners[item.key] = by_text_time.get((item.value["text"], at), "")
     return owners
 
 

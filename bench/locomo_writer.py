@@ -37,6 +37,7 @@ from bench.locomo_eval import Conversation, chat_owners, evaluate, load, name_of
 from graphs.memory_writer.extract import extract_and_save
 from graphs.runtime.models import load_chat_model
 from store import aspects, memory
+from store.backend import backend_for
 from store.postgres import postgres_uri, store
 
 SCHEMA = "bench_locomo_writer"
@@ -107,11 +108,9 @@ async def stored_memories(pg_store, conv: Conversation) -> dict:
     total = with_turns = 0
     for kind in memory.MEMORY_KINDS:
         ns = memory.namespace(name_of(conv), kind)
-        offset = 0
-        while page := await pg_store.asearch(ns, limit=500, offset=offset, refresh_ttl=False):
-            offset += len(page)
-            total += len(page)
-            with_turns += sum(1 for item in page if item.value.get("turn_ids"))
+        items = await backend_for(pg_store).scan(ns)
+        total += len(items)
+        with_turns += sum(1 for item in items if item.value.get("turn_ids"))
     return {"memories": total, "with_turn_ids": with_turns}
 
 

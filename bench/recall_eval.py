@@ -48,6 +48,7 @@ from bench.recall_dataset import (
 )
 from graphs.router.evidence import merge_runs
 from store import hybrid, knowledge, memory
+from store.backend import backend_for
 from store.knowledge.search import KnowledgeBaseCorpus, kb_policy
 from store.memory.hybrid import MemoryCorpus, memory_policy
 from store.postgres import postgres_uri, store
@@ -346,13 +347,10 @@ async def _owners_from_store(pg_store, conversations: list[Conversation]) -> dic
             by_text[t.at.isoformat(timespec="microseconds")].append(t.id)
         for kind in ("chat", "episodic"):
             ns = memory.namespace(user_of(conv), kind)
-            offset = 0
-            while page := await pg_store.asearch(ns, limit=1000, offset=offset, refresh_ttl=False):
-                offset += len(page)
-                for item in page:
-                    stamp = item.value.get("created_at")
-                    turn = by_text_time.get((item.value["text"], stamp))
-                    owners[f"{kind}:{item.key}"] = turn or ",".join(by_text[item.value["text"]] + by_text[stamp])
+            for item in await backend_for(pg_store).scan(ns):
+                stamp = item.value.get("created_at")
+                turn = by_text_time.get((item.value["text"], stamp))
+                owners[f"{kind}:{item.key}"] = turn or ",".join(by_text[item.value["text"]] + by_text[stamp])
     return owners
 
 

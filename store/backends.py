@@ -281,6 +281,10 @@ class SQLBackend(InProcessBackend):
             await self.store.asearch(ns, query=query, filter=wanted or None, limit=limit, refresh_ttl=False)
         )
 
+    async def scan(self, ns: tuple[str, ...], limit: float = float("inf")) -> list[Item]:
+        # one statement in a stable order (the store's search pages lose rows that tie)
+        return await self.sql.scan_items(ns, None if limit == float("inf") else int(limit))
+
     async def insert_if_absent(self, ns: tuple[str, ...], key: str, value: dict) -> bool:
         return await self.sql.insert_if_absent(ns, key, value)
 

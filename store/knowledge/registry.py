@@ -75,7 +75,7 @@ def now_stamp() -> str:
 
 
 async def search_all(store: BaseStore, namespace: tuple[str, ...]) -> list:
-    """Every item of one namespace, page by page."""
+    """Every item of one namespace (and those below it), each once (`Backend.scan`)."""
     return await backend_for(store).scan(namespace)
 
 

@@ -346,11 +346,7 @@ async def _answered(store: BaseStore, ns: tuple, thread_id: str, written: str, a
 
 async def _chat_items(store: BaseStore, user_id: str) -> list:
     """Every message of the user's chat history, in the order they were written."""
-    ns = namespace(user_id, "chat")
-    items, offset = [], 0
-    while page := await store.asearch(ns, limit=500, offset=offset, refresh_ttl=False):
-        items += page
-        offset += len(page)
+    items = await backend_for(store).scan(namespace(user_id, "chat"))
     items.sort(key=lambda item: (str(item.value.get("created_at") or ""), item.key))  # ids: write order
     return items
 
@@ -359,10 +355,7 @@ async def _memory_items(store: BaseStore, user_id: str) -> list:
     """Every episodic and semantic memory of the user."""
     items = []
     for kind in MEMORY_KINDS:
-        ns, offset = namespace(user_id, kind), 0
-        while page := await store.asearch(ns, limit=500, offset=offset, refresh_ttl=False):
-            items += page
-            offset += len(page)
+        items += await backend_for(store).scan(namespace(user_id, kind))
     return items
 
 

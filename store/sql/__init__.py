@@ -23,7 +23,7 @@ the embeddings model its vectors were built with (`record_embeddings_model`, che
 store opens).
 
 Statements by owner: `base` (the library's tables checked at start-up, items, where a store's
-table is, BM25 shared by both full texts), `schema` (the migrations), `memory`, `knowledge`,
+table is, BM25 and its MaxScore shared by both full texts), `schema` (the migrations), `memory`, `knowledge`,
 `quotas`, `checkpoints`, and `graph` (the knowledge graph's tables, `PostgresGraph`, the backend's
 graph part on Postgres). `StoreSQL` is all of them
 on one pool. The benchmarks' bulk load lives in bench/bench_sql.py, outside the product.

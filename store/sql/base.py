@@ -5,6 +5,7 @@ checkpoints.py, graph.py; schema.py holds the migrations of the project's own ta
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext, suppress
 from datetime import datetime
@@ -142,44 +143,111 @@ def _any_of(lexemes: Sequence[str]) -> str:
     return " | ".join(_tsquery_literal(lexeme) for lexeme in lexemes)
 
 
-# The parts of BM25 both keyword searches share: the candidates' term frequencies of the query's
-# lexemes, their document frequencies, and the query's ceiling, the sum over its lexemes of
-# idf * (k1 + 1) (a lexeme no candidate holds counts with df 0). Scores are divided by the
-# ceiling: the share of the query's weight a row matches, comparable across queries (a rare code
-# matched scores high; two common words of a paraphrase, low). Each search defines `candidates`
-# (key, tsv, chars) and a one-row relation `corpus` (n: how many rows the statistics cover); the
-# knowledge base counts document frequencies among its candidates (BM25_TERMS_SQL), memory
-# counts them first and passes them in (store/sql/memory.py).
-BM25_FREQUENCIES_SQL = """
+# BM25 over one scope of a full-text table (a user's memories of one kind, one knowledge base),
+# as both keyword searches run it. The candidates are the scope's rows holding one of the `tsquery`
+# lexemes (the GIN index on (scope, tsv)), scored over all the query's `lexemes`, with the
+# statistics counted first and passed in (`keyword_statistics`, `bm25_params`): `n` rows, mean
+# length `avgdl` in characters, `dfs` rows holding each lexeme (so leaving a lexeme out of the
+# candidates changes no score). A candidate's term frequencies are the positions of the query's
+# lexemes in its tsvector, picked out by weight (setweight marks them, ts_filter keeps them: a
+# third of the time of unnesting every lexeme of a 800-character chunk; the stored tsvectors are
+# to_tsvector's, which always hold positions). Scores are divided by the query's ceiling, the sum over its
+# lexemes of idf * (k1 + 1) (a lexeme no row holds counts with df 0): the share of the query's
+# weight a row matches, comparable across queries (a rare code matched scores high; two common
+# words of a paraphrase, low). Yields the relation `scored` (key, score).
+def bm25_sql(table: str, scope: str, key: str) -> str:
+    """The WITH list of BM25 over `table`'s rows whose `scope` column is %(scope)s, keyed by `key`."""
+    return f"""
+    WITH candidates AS MATERIALIZED (
+        SELECT {_identifier(key)} AS key, tsv, chars FROM {_identifier(table)}
+        WHERE {_identifier(scope)} = %(scope)s AND tsv @@ %(tsquery)s::tsquery
+    ),
+    corpus AS (SELECT %(n)s::bigint AS n, %(avgdl)s::numeric AS avgdl),
+    document_frequency AS (
+        SELECT lexeme, df FROM unnest(%(lexemes)s::text[], %(dfs)s::bigint[]) AS d(lexeme, df) WHERE df > 0
+    ),
     frequencies AS (
-        SELECT c.key, c.chars, t.lexeme, coalesce(cardinality(t.positions), 1) AS tf
-        FROM candidates c CROSS JOIN LATERAL unnest(c.tsv) AS t
-        WHERE t.lexeme = ANY(%(lexemes)s::text[])
-    )
-"""
-BM25_CEILING_SQL = """
+        SELECT c.key, c.chars, t.lexeme, cardinality(t.positions) AS tf
+        FROM candidates c
+        CROSS JOIN LATERAL unnest(ts_filter(setweight(c.tsv, 'A', %(lexemes)s::text[]), '{{a}}')) AS t
+    ),
     ceiling AS (
         SELECT sum(ln(1 + (co.n - coalesce(d.df, 0) + 0.5) / (coalesce(d.df, 0) + 0.5)) * (%(k1)s + 1)) AS total
         FROM unnest(%(lexemes)s::text[]) AS q(lexeme) LEFT JOIN document_frequency d USING (lexeme) CROSS JOIN corpus co
-    )
-"""
-BM25_TERMS_SQL = f"""{BM25_FREQUENCIES_SQL},
-    document_frequency AS (
-        SELECT lexeme, count(*) AS df FROM frequencies GROUP BY lexeme
-    ),{BM25_CEILING_SQL}"""
+    ),
+    scored AS (
+        SELECT f.key, sum(
+            ln(1 + (co.n - d.df + 0.5)::double precision / (d.df + 0.5))
+            * f.tf * (%(k1)s + 1)
+            / (f.tf + %(k1)s * (1 - %(b)s + %(b)s * f.chars / co.avgdl))
+        ) / (SELECT total FROM ceiling) AS score
+        FROM frequencies f JOIN document_frequency d USING (lexeme) CROSS JOIN corpus co
+        GROUP BY f.key
+    )"""
 
 
-def _bm25_scores_sql(avgdl: str) -> str:
-    """SELECT of (key, score) per candidate over BM25_TERMS_SQL, with the mean length `avgdl`."""
-    return f"""
-    SELECT f.key, sum(
-        ln(1 + (co.n - d.df + 0.5)::double precision / (d.df + 0.5))
-        * f.tf * (%(k1)s + 1)
-        / (f.tf + %(k1)s * (1 - %(b)s + %(b)s * f.chars / {avgdl}))
-    ) / (SELECT total FROM ceiling) AS score
-    FROM frequencies f JOIN document_frequency d USING (lexeme) CROSS JOIN corpus co
-    GROUP BY f.key
-"""
+def term_counts_sql(table: str, scope: str) -> str:
+    """An array expression: how many of `table`'s rows whose `scope` is %(scope)s hold each of
+    %(terms)s (tsquery literals of one lexeme each), in order; counted on the GIN index."""
+    return f"""ARRAY(
+        SELECT (SELECT count(*) FROM {_identifier(table)} f WHERE f.{_identifier(scope)} = %(scope)s AND f.tsv @@ q.term::tsquery)
+        FROM unnest(%(terms)s::text[]) WITH ORDINALITY AS q(term, i) ORDER BY q.i
+    )"""
+
+
+# In a scope of at least PRUNE_ROWS rows, a lexeme more than COMMON_SHARE of them hold (idf below
+# ln(10 / 9) = 0.11, a sixtieth of a lexeme one row in a thousand holds: "user" in every memory a
+# writer phrases "User likes ...") scores only rows holding a rarer one of the query's: alone it
+# ranks rows by their length, and reading every row that holds it makes a large user's recall or
+# a large knowledge base's search slow (Elasticsearch's common terms). A speaker's name heading
+# their lines in a chat log ("Maya: ...": half a two-person log's lines, more with the times they
+# name each other) stays an ordinary lexeme. Then MaxScore: the lexemes held by at least
+# PRUNE_ROWS rows, least weight first, whose weights together stay within PRUNE_SHARE of the
+# query's are left out of the candidates, so long as the rows found otherwise fill the limit
+# above what a row holding only those could score (`SQLBase._bm25`).
+PRUNE_ROWS = 500
+COMMON_SHARE = 0.9
+PRUNE_SHARE = 0.25
+
+
+def essential(lexemes: Sequence[str], dfs: Sequence[int], n: int, prune: bool = True) -> tuple[list[str], float]:
+    """The lexemes a candidate row must hold one of ([]: no row is a candidate), and the most a
+    row holding none of them but some of the query's other lexemes can score, as a share of the
+    query's ceiling (0: nothing to check). BM25 weights a lexeme held by df of n rows
+    idf * (k1 + 1) at most, idf = ln(1 + (n - df + 0.5) / (df + 0.5)). Never leaves out the rarest
+    lexeme but a common one (COMMON_SHARE). `prune` False: only the common ones left out."""
+    weight = {
+        lexeme: math.log(1 + (n - df + 0.5) / (df + 0.5)) * (BM25_K1 + 1)
+        for lexeme, df in zip(lexemes, dfs, strict=True)
+    }
+    ceiling = sum(weight.values())
+    held = {lexeme: df for lexeme, df in zip(lexemes, dfs, strict=True) if df > 0}
+    common = {lexeme for lexeme, df in held.items() if n >= PRUNE_ROWS and df > COMMON_SHARE * n}
+    order = sorted(set(held) - common, key=lambda lexeme: (weight[lexeme], lexeme))
+    left_out: set[str] = set()
+    pruned = sum(weight[lexeme] for lexeme in common)
+    for lexeme in order[:-1] if prune else ():
+        if held[lexeme] < PRUNE_ROWS or pruned + weight[lexeme] > PRUNE_SHARE * ceiling:
+            break
+        left_out.add(lexeme)
+        pruned += weight[lexeme]
+    wanted = [lexeme for lexeme in held if lexeme not in common | left_out]
+    return wanted, (pruned / ceiling if left_out and ceiling > 0 else 0.0)
+
+
+def bm25_params(scope: str, lexemes: Sequence[str], stats: dict, *, limit: int) -> dict:
+    """The parameters of a `bm25_sql` statement but its `tsquery` (the candidates' lexemes,
+    `_any_of`): the query's `lexemes`, the scope's `stats` ({"n", "avgdl", "dfs"}), k1 and b."""
+    return {
+        "scope": scope,
+        "lexemes": list(lexemes),
+        "dfs": list(stats["dfs"]),
+        "n": stats["n"],
+        "avgdl": stats["avgdl"],
+        "k1": BM25_K1,
+        "b": BM25_B,
+        "limit": limit,
+    }
 
 
 # The store's vector search in one namespace (store_vectors + store, as the library lays them out):
@@ -351,6 +419,20 @@ class SQLBase:
                 raise
         return written
 
+    async def scan_items(self, prefix: Sequence[str], limit: int | None = None) -> list[Item]:
+        """The live items in the namespace `prefix` and below it (as the store's search without
+        a query matches them), newest first, at most `limit` (None: all). Then by namespace and
+        key: the store's search orders by `updated_at` alone, and pages of it (LIMIT / OFFSET)
+        return some rows twice and others never when rows written by one statement tie."""
+        joined = ".".join(prefix)
+        rows = await self._fetch(
+            "SELECT prefix, key, value, created_at, updated_at FROM store "
+            "WHERE (prefix = %(prefix)s OR prefix LIKE %(below)s) AND (expires_at IS NULL OR expires_at > NOW()) "
+            "ORDER BY updated_at DESC, prefix, key" + ("" if limit is None else " LIMIT %(limit)s"),
+            {"prefix": joined, "below": f"{_escape_like(joined)}.%", "limit": limit},
+        )
+        return [_item(row) for row in rows]
+
     async def list_items(
         self,
         prefixes: Sequence[str],
@@ -388,16 +470,7 @@ class SQLBase:
             + " LIMIT %(limit)s",
             params,
         )
-        return [
-            Item(
-                value=row["value"],
-                key=row["key"],
-                namespace=tuple(row["prefix"].split(".")),
-                created_at=row["created_at"],
-                updated_at=row["updated_at"],
-            )
-            for row in rows
-        ]
+        return [_item(row) for row in rows]
 
     async def delete_under(self, prefix: Sequence[str]) -> int:
         """Delete every item in the namespace `prefix` and below it (vectors cascade); returns how many."""
@@ -424,15 +497,29 @@ class SQLBase:
         )
         return list(rows[0]["lexemes"])
 
-    async def _bm25(self, sql: str, config: str, query: str, **params: Any) -> list[dict]:
-        """Rows of KB_KEYWORD_SQL for `query`: its lexemes as `config` makes them (none: no rows),
-        k1 and b of store/bm25.py, and `params`."""
-        lexemes = await self._lexemes(config, query)
-        if not lexemes:
-            return []
-        return await self._fetch(
-            sql, {"tsquery": _any_of(lexemes), "lexemes": lexemes, "k1": BM25_K1, "b": BM25_B, **params}
-        )
+    async def _bm25(self, statement: str, params: dict) -> list[dict]:
+        """The rows of a `bm25_sql` `statement` (ordered by score, at most `params["limit"]`) for
+        `bm25_params`: the candidates are the rows holding one of the `essential` lexemes; when
+        some were left out and a row holding only those could rank among the rows found, the
+        rows holding any lexeme but the common ones are scored instead (the same results)."""
+        lexemes, dfs, n, limit = params["lexemes"], params["dfs"], params["n"], params["limit"]
+        wanted, bound = essential(lexemes, dfs, n)
+        rows = await self._fetch(statement, {**params, "tsquery": _any_of(wanted)}) if wanted else []
+        if bound > 0 and (len(rows) < limit or rows[-1]["score"] <= bound * (1 + 1e-9)):
+            wanted, _ = essential(lexemes, dfs, n, prune=False)
+            rows = await self._fetch(statement, {**params, "tsquery": _any_of(wanted)})
+        return rows
+
+
+def _item(row: dict) -> Item:
+    """The item of a `store` row read with its prefix, key, value and stamps."""
+    return Item(
+        value=row["value"],
+        key=row["key"],
+        namespace=tuple(row["prefix"].split(".")),
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+    )
 
 
 def _first(row: Any) -> Any:

@@ -8,32 +8,25 @@ from langgraph.store.base import Item
 
 from store.clean import strip_nul
 from store.sql.base import (
-    BM25_TERMS_SQL,
     DOC_DATE,
     DOC_POSITION,
     DOC_SOURCE,
     KB_PREFIX,
     SQLBase,
-    _bm25_scores_sql,
     _neighbour_pairs,
+    _tsquery_literal,
+    bm25_params,
+    bm25_sql,
+    term_counts_sql,
 )
 
-# BM25 over kb_fulltext. The `@@` predicate is served by the GIN index on `tsv`; document
-# frequencies are exact because every chunk holding a query lexeme is a candidate; N and the
-# mean length come from the registry.
-KB_KEYWORD_SQL = f"""
-    WITH candidates AS MATERIALIZED (
-        SELECT chunk_key AS key, tsv, chars FROM kb_fulltext
-        WHERE kb = %(kb)s AND tsv @@ %(tsquery)s::tsquery
-    ),
-    corpus AS MATERIALIZED (
-        SELECT greatest(%(n)s, (SELECT count(*) FROM candidates)) AS n
-    ),
-    {BM25_TERMS_SQL}
-    {_bm25_scores_sql("%(avgdl)s")}
-    ORDER BY score DESC, f.key
-    LIMIT %(limit)s
+# BM25 over one knowledge base's chunks in kb_fulltext (GIN on (kb, tsv), `bm25_sql`): the
+# statistics are the registry's chunk count and mean length, and the chunks holding each lexeme
+# (KB_TERM_COUNTS_SQL), counted first.
+KB_KEYWORD_SQL = f"""{bm25_sql("kb_fulltext", "kb", "chunk_key")}
+    SELECT key, score FROM scored ORDER BY score DESC, key LIMIT %(limit)s
 """
+KB_TERM_COUNTS_SQL = f"SELECT {term_counts_sql('kb_fulltext', 'kb')} AS dfs"
 
 
 class KnowledgeSQL(SQLBase):
@@ -92,8 +85,17 @@ class KnowledgeSQL(SQLBase):
         """BM25 (chunk key, score as a share of the query's ceiling, 0..1) of `kb`'s chunks for
         `query`, best first: query lexemes from `to_tsvector(config, query)`, term frequencies
         from the stored tsvectors, lengths in characters; `n` and `avgdl` (the knowledge base's
-        chunk count and mean chunk length) from the registry."""
-        rows = await self._bm25(KB_KEYWORD_SQL, config, query, kb=kb, n=n, avgdl=avgdl, limit=limit)
+        chunk count and mean chunk length) from the registry, the chunks holding each lexeme
+        counted first. In a knowledge base of PRUNE_ROWS chunks or more, a chunk holding only
+        lexemes more than COMMON_SHARE of them hold is not found (store/sql/base.py `essential`)."""
+        lexemes = await self._lexemes(config, query)
+        if not lexemes:
+            return []
+        terms = [_tsquery_literal(lexeme) for lexeme in lexemes]
+        dfs = (await self._fetch(KB_TERM_COUNTS_SQL, {"scope": kb, "terms": terms}))[0]["dfs"]
+        # a registry behind the chunks (written after them) counts at least the rows seen
+        stats = {"n": max(n, *dfs), "avgdl": avgdl, "dfs": dfs}
+        rows = await self._bm25(KB_KEYWORD_SQL, bm25_params(kb, lexemes, stats, limit=limit))
         return [(row["key"], float(row["score"])) for row in rows]
 
     async def kb_neighbours(self, prefix: str, keys: Sequence[str], window: int) -> list[tuple[str, Item]]:

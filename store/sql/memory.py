@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 
 from langgraph.store.base import Item
@@ -10,43 +9,27 @@ from psycopg.types.json import Jsonb
 
 from store.clean import strip_nul
 from store.sql.base import (
-    BM25_B,
-    BM25_CEILING_SQL,
-    BM25_FREQUENCIES_SQL,
-    BM25_K1,
     THREAD,
     WRITTEN,
     SQLBase,
     _any_of,
-    _bm25_scores_sql,
     _neighbour_pairs,
     _tsquery_literal,
+    bm25_params,
+    bm25_sql,
+    term_counts_sql,
 )
 
-# BM25 over one user's memories of one kind in memory_fulltext (GIN on (prefix, tsv)): the same
-# formula as KB_KEYWORD_SQL, statistics over the prefix, counted first (MEMORY_TERM_STATS_SQL).
-# The candidates are the rows holding one of the `tsquery` lexemes, scored over all the query's
-# `lexemes`: MemorySQL.memory_keyword_search leaves out of `tsquery` the common lexemes a row
-# holding only them could never score into the results (MaxScore), and checks it. The best rows
-# are joined back to the live store rows one by one (a nested loop in score order that stops at
-# the limit: a common word matches thousands of a large namespace's rows, whose values are never
-# read).
-MEMORY_KEYWORD_SQL = f"""
-    WITH candidates AS MATERIALIZED (
-        SELECT key, tsv, chars FROM memory_fulltext
-        WHERE prefix = %(prefix)s AND tsv @@ %(tsquery)s::tsquery
-    ),
-    corpus AS (SELECT %(n)s::bigint AS n, %(avgdl)s::numeric AS avgdl),
-    document_frequency AS (
-        SELECT lexeme, df FROM unnest(%(lexemes)s::text[], %(dfs)s::bigint[]) AS d(lexeme, df) WHERE df > 0
-    ),
-    {BM25_FREQUENCIES_SQL},{BM25_CEILING_SQL},
-    scored AS ({_bm25_scores_sql("co.avgdl")})
+# BM25 over one user's memories of one kind in memory_fulltext (GIN on (prefix, tsv), `bm25_sql`),
+# the best rows joined back to the live store rows one by one (a nested loop in score order that
+# stops at the limit: a common word matches thousands of a large namespace's rows, whose values
+# are never read).
+MEMORY_KEYWORD_SQL = f"""{bm25_sql("memory_fulltext", "prefix", "key")}
     SELECT s.key, s.value, s.created_at, s.updated_at, sc.score
     FROM (SELECT key, score FROM scored ORDER BY score DESC, key) AS sc
     CROSS JOIN LATERAL (
         SELECT s.key, s.value, s.created_at, s.updated_at FROM store s
-        WHERE s.prefix = %(prefix)s AND s.key = sc.key
+        WHERE s.prefix = %(scope)s AND s.key = sc.key
           AND (s.expires_at IS NULL OR s.expires_at > NOW()) AND s.value @> %(match)s
     ) AS s
     ORDER BY sc.score DESC, sc.key
@@ -62,52 +45,11 @@ MEMORY_HOLDS_SQL = """
     )
 """
 # A namespace's BM25 statistics: its rows, their mean length in characters, and how many of them
-# hold each of the `terms` (tsquery literals of one lexeme each; counted on the GIN index).
-MEMORY_TERM_STATS_SQL = """
-    SELECT count(*) AS n, greatest(avg(chars), 1) AS avgdl, ARRAY(
-        SELECT (SELECT count(*) FROM memory_fulltext f WHERE f.prefix = %(prefix)s AND f.tsv @@ q.term::tsquery)
-        FROM unnest(%(terms)s::text[]) WITH ORDINALITY AS q(term, i) ORDER BY q.i
-    ) AS dfs
-    FROM memory_fulltext WHERE prefix = %(prefix)s
+# hold each of the `terms`.
+MEMORY_TERM_STATS_SQL = f"""
+    SELECT count(*) AS n, greatest(avg(chars), 1) AS avgdl, {term_counts_sql("memory_fulltext", "prefix")} AS dfs
+    FROM memory_fulltext WHERE prefix = %(scope)s
 """
-# In a namespace of at least PRUNE_ROWS rows, a lexeme more than COMMON_SHARE of them hold (idf
-# below ln(10 / 9) = 0.11, a sixtieth of a lexeme one row in a thousand holds: "user" in every
-# memory a writer phrases "User likes ...") scores only rows holding a rarer one of the query's:
-# alone it ranks rows by their length, and reading every row that holds it makes a large user's
-# recall slow (Elasticsearch's common terms). A speaker's name heading their lines in a chat log
-# ("Maya: ...": half a two-person log's lines, more with the times they name each other) stays
-# an ordinary lexeme. Then MaxScore: the lexemes
-# held by at least PRUNE_ROWS rows, least weight first, whose weights together stay within
-# PRUNE_SHARE of the query's are left out of the candidates, so long as the rows found otherwise
-# fill the limit above what a row holding only those could score.
-PRUNE_ROWS = 500
-COMMON_SHARE = 0.9
-PRUNE_SHARE = 0.25
-
-
-def essential(lexemes: Sequence[str], dfs: Sequence[int], n: int, prune: bool = True) -> tuple[list[str], float]:
-    """The lexemes a candidate row must hold one of ([]: no row is a candidate), and the most a
-    row holding none of them but some of the query's other lexemes can score, as a share of the
-    query's ceiling (0: nothing to check). BM25 weights a lexeme held by df of n rows
-    idf * (k1 + 1) at most, idf = ln(1 + (n - df + 0.5) / (df + 0.5)). Never leaves out the rarest
-    lexeme but a common one (COMMON_SHARE). `prune` False: only the common ones left out."""
-    weight = {
-        lexeme: math.log(1 + (n - df + 0.5) / (df + 0.5)) * (BM25_K1 + 1)
-        for lexeme, df in zip(lexemes, dfs, strict=True)
-    }
-    ceiling = sum(weight.values())
-    held = {lexeme: df for lexeme, df in zip(lexemes, dfs, strict=True) if df > 0}
-    common = {lexeme for lexeme, df in held.items() if n >= PRUNE_ROWS and df > COMMON_SHARE * n}
-    order = sorted(set(held) - common, key=lambda lexeme: (weight[lexeme], lexeme))
-    left_out: set[str] = set()
-    pruned = sum(weight[lexeme] for lexeme in common)
-    for lexeme in order[:-1] if prune else ():
-        if held[lexeme] < PRUNE_ROWS or pruned + weight[lexeme] > PRUNE_SHARE * ceiling:
-            break
-        left_out.add(lexeme)
-        pruned += weight[lexeme]
-    wanted = [lexeme for lexeme in held if lexeme not in common | left_out]
-    return wanted, (pruned / ceiling if left_out and ceiling > 0 else 0.0)
 
 
 class MemorySQL(SQLBase):
@@ -202,7 +144,7 @@ class MemorySQL(SQLBase):
         """Namespace `prefix`'s BM25 statistics for `lexemes` (MEMORY_TERM_STATS_SQL): {"n",
         "avgdl", "dfs"} (rows, mean length, rows holding each lexeme, in order)."""
         terms = [_tsquery_literal(lexeme) for lexeme in lexemes]
-        return (await self._fetch(MEMORY_TERM_STATS_SQL, {"prefix": prefix, "terms": terms}))[0]
+        return (await self._fetch(MEMORY_TERM_STATS_SQL, {"scope": prefix, "terms": terms}))[0]
 
     async def unindex_memories(self, prefix: str, keys: Sequence[str]) -> None:
         """Delete the full text of these memories under namespace `prefix`."""
@@ -216,18 +158,12 @@ class MemorySQL(SQLBase):
         namespace `prefix` for `query`, best first: document frequencies, `n` and the mean length
         over the prefix; `match` keeps only values containing it (jsonb `@>`: a role, a
         category). In a namespace of PRUNE_ROWS rows or more, a row holding only lexemes more
-        than COMMON_SHARE of them hold is not found (`essential`)."""
+        than COMMON_SHARE of them hold is not found (store/sql/base.py `essential`)."""
         lexemes = await self._lexemes(config, query)
         if not lexemes:
             return []
         stats = await self.keyword_statistics(prefix, lexemes)
-        wanted, bound = essential(lexemes, stats["dfs"], stats["n"])
-        params = keyword_params(prefix, lexemes, stats, limit=limit, match=match)
-        rows = await self._fetch(MEMORY_KEYWORD_SQL, {**params, "tsquery": _any_of(wanted)}) if wanted else []
-        if bound > 0 and (len(rows) < limit or rows[-1]["score"] <= bound * (1 + 1e-9)):
-            # a row holding only lexemes left out could rank among these: none left out but the common
-            wanted, _ = essential(lexemes, stats["dfs"], stats["n"], prune=False)
-            rows = await self._fetch(MEMORY_KEYWORD_SQL, {**params, "tsquery": _any_of(wanted)})
+        rows = await self._bm25(MEMORY_KEYWORD_SQL, keyword_params(prefix, lexemes, stats, limit=limit, match=match))
         return [
             (
                 Item(
@@ -244,16 +180,6 @@ class MemorySQL(SQLBase):
 
 
 def keyword_params(prefix: str, lexemes: Sequence[str], stats: dict, *, limit: int, match: dict | None = None) -> dict:
-    """The parameters of MEMORY_KEYWORD_SQL but its `tsquery` (the candidates' lexemes, `_any_of`):
-    the query's `lexemes`, the namespace's `stats` (`MemorySQL.keyword_statistics`), k1 and b."""
-    return {
-        "prefix": prefix,
-        "lexemes": list(lexemes),
-        "dfs": stats["dfs"],
-        "n": stats["n"],
-        "avgdl": stats["avgdl"],
-        "k1": BM25_K1,
-        "b": BM25_B,
-        "limit": limit,
-        "match": Jsonb(match or {}),
-    }
+    """The parameters of MEMORY_KEYWORD_SQL but its `tsquery` (`bm25_params`; `match`: values
+    containing it)."""
+    return {**bm25_params(prefix, lexemes, stats, limit=limit), "match": Jsonb(match or {})}

@@ -85,4 +85,21 @@ def migrations(text_search_config: str) -> list[list[str]]:
             "CREATE INDEX IF NOT EXISTS store_document_order"
             f" ON store (prefix, ({DOC_DATE}), ({DOC_SOURCE}), ({DOC_POSITION}))",
         ],
+        # Knowledge-base full text indexed by knowledge base and lexeme, as memories' are by
+        # namespace: counting the chunks of one knowledge base that hold a word no longer walks
+        # every knowledge base's chunks holding it (with btree_gin; without it, `tsv` alone stays).
+        [
+            """DO $$ BEGIN
+                IF to_regclass('kb_fulltext_scoped') IS NULL THEN
+                    BEGIN
+                        CREATE EXTENSION IF NOT EXISTS btree_gin SCHEMA public;
+                        CREATE INDEX kb_fulltext_scoped ON kb_fulltext USING gin (kb, tsv) WITH (fastupdate = off);
+                    EXCEPTION WHEN OTHERS THEN NULL;
+                    END;
+                END IF;
+                IF to_regclass('kb_fulltext_scoped') IS NOT NULL THEN
+                    DROP INDEX IF EXISTS kb_fulltext_tsv;
+                END IF;
+            END $$""",
+        ],
     ]

@@ -64,6 +64,20 @@ def sql(uri: str, query: str, params: tuple = ()) -> list[tuple]:
         return cursor.fetchall() if cursor.description else []
 
 
+def statement_runs(s, monkeypatch, statement: str) -> list[str]:
+    """The `tsquery` parameter of every run of `statement` by store `s`'s SQL from now on."""
+    runs: list[str] = []
+    fetch = s.sql._fetch
+
+    async def spy(query, params=None):
+        if query is statement:
+            runs.append(params["tsquery"])
+        return await fetch(query, params)
+
+    monkeypatch.setattr(s.sql, "_fetch", spy)
+    return runs
+
+
 def cli(*args: str, env: dict) -> subprocess.CompletedProcess:
     """Run `python -m server.cli` with `args` in the project folder."""
     return subprocess.run(

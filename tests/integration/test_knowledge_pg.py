@@ -99,9 +99,10 @@ async def test_postgres_bm25_scores_follow_the_formula_and_use_the_gin_index(pg_
         # the full text lives in the project's own table, GIN-indexed, not on the library's table
         assert sql(pg_uri, f"SELECT count(*) FROM {pg_schema}.kb_fulltext WHERE kb = 'fruit'") == [(3,)]
         params = {
-            "kb": "fruit",
+            "scope": "fruit",
             "tsquery": "'red' | 'appl'",
             "lexemes": ["red", "appl"],
+            "dfs": [1, 2],
             "n": 3,
             "k1": 1.2,
             "b": 0.75,
@@ -118,7 +119,7 @@ async def test_postgres_bm25_scores_follow_the_formula_and_use_the_gin_index(pg_
             )
             conn.execute("ANALYZE kb_fulltext")
             plan = conn.execute("EXPLAIN " + KB_KEYWORD_SQL, params).fetchall()
-        assert "kb_fulltext_tsv" in "\n".join(row[0] for row in plan)
+        assert "kb_fulltext_scoped" in "\n".join(row[0] for row in plan)
 
 
 async def test_fallback_ranks_like_postgres_on_unstemmed_words(pg_schema):

@@ -11,12 +11,14 @@ import psycopg
 import pytest
 from langgraph.store.memory import InMemoryStore
 
+import store.sql.base as sql_base
 import store.sql.memory as memory_sql
 from store import memory
 from store.backend import backend_for
 from store.postgres import store
 from store.sql import MEMORY_KEYWORD_SQL
 from store.sql.base import _any_of
+from tests.integration.conftest import statement_runs
 
 pytestmark = pytest.mark.integration
 
@@ -25,20 +27,6 @@ async def record(s, texts: list[str]) -> str:
     for text in texts:
         await memory.record_chat_message(s, "u", "user", text, "t", speaker="Ann")
     return ".".join(memory.namespace("u", "chat"))
-
-
-def keyword_runs(s, monkeypatch) -> list[str]:
-    """The `tsquery` of every MEMORY_KEYWORD_SQL the store's SQL runs from now on."""
-    runs: list[str] = []
-    fetch = s.sql._fetch
-
-    async def spy(statement, params=None):
-        if statement is MEMORY_KEYWORD_SQL:
-            runs.append(params["tsquery"])
-        return await fetch(statement, params)
-
-    monkeypatch.setattr(s.sql, "_fetch", spy)
-    return runs
 
 
 async def test_keyword_search_reads_only_the_values_of_the_results(pg_schema, pg_uri):
@@ -66,19 +54,19 @@ async def test_common_lexemes_are_left_out_of_the_candidates_and_the_ranking_sta
     the rows holding only "number" (at most 0.22 of the query's weight) cannot rank above the zebra rows,
     so they are not scored; for the best five they can, and every candidate is scored. Either
     way the ranking is that of scoring every candidate."""
-    monkeypatch.setattr(memory_sql, "PRUNE_ROWS", 10)
+    monkeypatch.setattr(sql_base, "PRUNE_ROWS", 10)
     texts = [
         ("a zebra " if i < 2 else "") + (f"number {i} " if i % 2 == 0 and i < 36 else "") + f"plain note {i}"
         for i in range(40)
     ]
     async with store() as s:
         prefix = await record(s, texts)
-        runs = keyword_runs(s, monkeypatch)
+        runs = statement_runs(s, monkeypatch, MEMORY_KEYWORD_SQL)
         pruned = {
             limit: await s.sql.memory_keyword_search(prefix, "zebra number", "english", limit=limit) for limit in (2, 5)
         }
         tsqueries = list(runs)
-        monkeypatch.setattr(memory_sql, "PRUNE_SHARE", 0.0)
+        monkeypatch.setattr(sql_base, "PRUNE_SHARE", 0.0)
         whole = {
             limit: await s.sql.memory_keyword_search(prefix, "zebra number", "english", limit=limit) for limit in (2, 5)
         }
@@ -97,7 +85,7 @@ async def test_a_lexeme_most_rows_hold_finds_nothing_alone_in_a_large_namespace(
     async with store() as s:
         prefix = await record(s, texts)
         small = await s.sql.memory_keyword_search(prefix, "kitten", "english", limit=5)
-        monkeypatch.setattr(memory_sql, "PRUNE_ROWS", 10)
+        monkeypatch.setattr(sql_base, "PRUNE_ROWS", 10)
         large = await s.sql.memory_keyword_search(prefix, "kitten", "english", limit=5)
         both = await s.sql.memory_keyword_search(prefix, "mochi kitten", "english", limit=5)
         alone = await s.sql.memory_keyword_search(prefix, "mochi", "english", limit=5)
@@ -109,7 +97,7 @@ async def test_a_lexeme_most_rows_hold_finds_nothing_alone_in_a_large_namespace(
 async def test_the_words_memories_hold_are_told_however_common(pg_schema, monkeypatch):
     """Name resolution asks which of a query's words some memory holds (store/memory/hybrid.py
     `names`): a word every memory holds is held, in Postgres as in process."""
-    monkeypatch.setattr(memory_sql, "PRUNE_ROWS", 10)
+    monkeypatch.setattr(sql_base, "PRUNE_ROWS", 10)
     texts = [f"the kitten did thing {i}" + " Mochi" * (i == 3) for i in range(12)]
     words = ["kittens", "Mochi", "the", "zebra"]
     now = datetime.now(UTC)

@@ -142,3 +142,41 @@ async def test_the_adapters_vector_search_ranks_as_the_librarys_search(pg_schema
         sql(pg_uri, f"UPDATE {pg_schema}.store SET expires_at = NOW() - interval '1 minute' WHERE key = 'm0'")
         live = await pg_store.backend.vector_search(ns, query, 8, {}, "created_at")
         assert [item.key for item in live] == [item.key for item in everything if item.key != "m0"]
+
+
+async def test_a_scan_returns_every_item_once_though_batches_share_their_stamps(pg_schema):
+    """Rows put by one batch share their `updated_at`, the only order of the store's search
+    without a query: its pages (LIMIT / OFFSET) then return some rows twice and others never
+    (a knowledge base of 1,311 chunks ingested in 11 batches: 17 of them lost, 17 read twice, and
+    its registry of people rebuilt from them wrong). SQLBackend.scan reads the namespace and the
+    ones below it in one stable order, with expired items left out, as the store's search
+    leaves them out."""
+    from langgraph.store.base import PutOp
+
+    from store.backends import PAGE
+
+    ns, below, beside = ("kb", "logs"), ("kb", "logs", "part"), ("kb", "logsx")
+    count = 2 * PAGE + 311
+    async with store() as pg_store:
+        for batch in range(0, count, 120):  # 11 batches, 11 stamps
+            await pg_store.abatch(
+                [
+                    PutOp(ns, f"c{i:05d}", {"content": f"line {i} " + "word " * 20}, index=False)
+                    for i in range(batch, min(batch + 120, count))
+                ]
+            )
+        await pg_store.abatch([PutOp(below, "deeper", {"content": "below"}, index=False)])
+        await pg_store.abatch([PutOp(beside, "other", {"content": "beside"}, index=False)])
+        await pg_store.aput(ns, "gone", {"content": "expired"}, index=False)
+        async with pg_store.sql.pool.connection() as conn:
+            await conn.execute("UPDATE store SET expires_at = NOW() - interval '1 minute' WHERE key = 'gone'")
+        stamps = await pg_store.sql._fetch(
+            "SELECT count(DISTINCT updated_at) AS n FROM store WHERE prefix = 'kb.logs' AND key <> 'gone'"
+        )
+        scanned = await backend_for(pg_store).scan(ns)
+        limited = await backend_for(pg_store).scan(ns, 10)
+    assert stamps[0]["n"] == 11  # one stamp a statement
+    keys = [(item.namespace, item.key) for item in scanned]
+    assert len(keys) == len(set(keys)) == count + 1
+    assert (below, "deeper") in keys and (beside, "other") not in keys and (ns, "gone") not in keys
+    assert len(limited) == 10 and {(item.namespace, item.key) for item in limited} <= set(keys)

@@ -1,5 +1,5 @@
 """Which of a query's lexemes a memory keyword search takes its candidates from
-(store/sql/memory.py `essential`): the rarest always, common ones left out while the rows holding
+(store/sql/base.py `essential`, both keyword searches): the rarest always, common ones left out while the rows holding
 only them stay below a share of the query's weight, and, in a large namespace, lexemes most rows
 hold never alone."""
 
@@ -10,7 +10,7 @@ import math
 import pytest
 
 from store.bm25 import BM25_K1
-from store.sql.memory import COMMON_SHARE, PRUNE_ROWS, PRUNE_SHARE, essential
+from store.sql.base import COMMON_SHARE, PRUNE_ROWS, PRUNE_SHARE, essential
 
 
 def weight(df: int, n: int) -> float:
