@@ -150,11 +150,11 @@ def _any_of(lexemes: Sequence[str]) -> str:
 # length `avgdl` in characters, `dfs` rows holding each lexeme (so leaving a lexeme out of the
 # candidates changes no score). A candidate's term frequencies are the positions of the query's
 # lexemes in its tsvector, picked out by weight (setweight marks them, ts_filter keeps them: a
-# third of the time of unnesting every lexeme of a 800-character chunk; the stored tsvectors are
-# to_tsvector's, which always hold positions). Scores are divided by the query's ceiling, the sum over its
-# lexemes of idf * (k1 + 1) (a lexeme no row holds counts with df 0): the share of the query's
-# weight a row matches, comparable across queries (a rare code matched scores high; two common
-# words of a paraphrase, low). Yields the relation `scored` (key, score).
+# third of the time of unnesting every lexeme of an 800-character chunk; the stored tsvectors are
+# to_tsvector's, which always hold positions). Scores are divided by the query's ceiling, the sum
+# over its lexemes of idf * (k1 + 1) (a lexeme no row holds counts with df 0): the share of the
+# query's weight a row matches, comparable across queries (a rare code matched scores high; two
+# common words of a paraphrase, low). Yields the relation `scored` (key, score).
 def bm25_sql(table: str, scope: str, key: str) -> str:
     """The WITH list of BM25 over `table`'s rows whose `scope` column is %(scope)s, keyed by `key`."""
     return f"""

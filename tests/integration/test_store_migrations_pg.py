@@ -35,6 +35,11 @@ async def test_a_fresh_database_gets_every_project_table_when_the_store_opens(pg
     assert tables(pg_uri, pg_schema) >= TABLES
     version = f"SELECT version FROM {pg_schema}.agent_schema_version WHERE component = %s"
     assert sql(pg_uri, version, (MIGRATION_COMPONENT,)) == [(STEPS,)]
+    # the full-text indexes the keyword searches count on: per knowledge base and lexeme (the
+    # whole-table one dropped), a namespace's memory lengths read from the index alone
+    indexes = {name for (name,) in sql(pg_uri, "SELECT indexname FROM pg_indexes WHERE schemaname = %s", (pg_schema,))}
+    assert {"kb_fulltext_scoped", "memory_fulltext_tsv", "memory_fulltext_lengths"} <= indexes
+    assert "kb_fulltext_tsv" not in indexes
 
 
 async def test_opening_upgrades_a_database_made_by_earlier_versions(pg_schema, pg_uri):
