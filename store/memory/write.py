@@ -359,6 +359,35 @@ async def _memory_items(store: BaseStore, user_id: str) -> list:
     return items
 
 
+async def rebuild_passages(store: BaseStore, user_id: str, *, config: MemoryConfig | None = None) -> int:
+    """The passages of the user's chat messages written anew, as `record_chat_message` writes
+    them: each message's sentences and, for a reply to a question, that question and the reply
+    (for messages recorded before they were kept); only the messages missing one are written and
+    embedded again (their TTL kept; a passage kept stays, though the question it holds may have
+    expired since). Returns how many. Run it while nothing records that user's messages."""
+    config = config or memory_config()
+    ns = namespace(user_id, "chat")
+    before: dict[str, Any] = {}  # thread -> the message written last so far
+    ops: list[PutOp] = []
+    for item in await _chat_items(store, user_id):
+        value, thread = item.value, item.value.get("thread_id")
+        text, author = str(value.get("text") or ""), value.get("speaker") or value.get("role")
+        found = passages(text, value.get("speaker"))
+        if thread and (asked := before.get(thread)) is not None:
+            asker = str(asked.value.get("speaker") or asked.value.get("role") or "")
+            if answered := exchange(str(asked.value.get("text") or ""), asker, text, str(author or "")):
+                found.append(answered)
+        if thread:
+            before[thread] = item
+        kept = [str(passage) for passage in value.get(PASSAGES_FIELD) or []]
+        if not set(found) <= set(kept):  # one missing (a passage kept stays: its question may have expired)
+            written = found + [passage for passage in kept if passage not in found]
+            ops.append(put_op(store, ns, item.key, {**value, PASSAGES_FIELD: written}, True, config))
+    for start in range(0, len(ops), 64):
+        await store.abatch(ops[start : start + 64])
+    return len(ops)
+
+
 async def rebuild_aspects(store: BaseStore, user_id: str) -> dict[str, dict]:
     """Each speaker's person/attribute index built anew from the user's chat history and the
     memories learnt from it (those with `turn_ids`), in the order they were written (for histories

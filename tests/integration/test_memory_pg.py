@@ -329,3 +329,53 @@ async def test_recalled_memories_show_their_own_turns_on_postgres(pg_schema, pg_
     assert "password" not in json.dumps(found)  # bob's message id names nothing in alice's chat
     assert profile["field_turns"]["city"][0]["id"] == said["id"]
     assert bob_view["id"] == bobs["id"] and "turns" not in bob_view  # chat turns are the turns themselves
+
+
+async def test_rebuilt_passages_are_those_recording_writes(pg_schema):
+    """Messages recorded before their passages were kept (values without them, no passage
+    vectors: an older version's history) get them from `rebuild_passages` as
+    `record_chat_message` writes them: a long message's sentences, and a reply with the question
+    it answers; written and embedded again once, a second run changes nothing."""
+    from store.backend import backend_for
+
+    said = [
+        ("Ann", "Did you ever get the sourdough starter going?", "t1"),
+        ("Ben", "Yes! Three so far, and the last one finally came out right.", "t1"),
+        ("Ann", "Long day at work. The train was late again. Then it rained all the way home.", "t2"),
+        ("Ben", "ok", "t2"),
+    ]
+    ns = memory.namespace("u", "chat")
+    prefix = ".".join(ns)
+    async with store() as s:
+        for speaker, text, thread in said:
+            await memory.record_chat_message(s, "u", "user", text, thread, speaker=speaker)
+
+        def with_passages(found: dict) -> list[str]:
+            return [key for key, passages in found.items() if passages]
+
+        async def state() -> tuple[dict, int]:
+            found = {item.key: item.value.get("passages") for item in await backend_for(s).scan(ns)}
+            vectors = await s.sql._fetch("SELECT count(*) AS n FROM store_vectors WHERE prefix = %s", (prefix,))
+            return found, vectors[0]["n"]
+
+        recorded, vectors = await state()
+        async with s.sql.pool.connection() as conn:
+            await conn.execute("UPDATE store SET value = value - 'passages' WHERE prefix = %s", (prefix,))
+            await conn.execute("DELETE FROM store_vectors WHERE prefix = %s AND field_name <> 'text'", (prefix,))
+        stripped, bare = await state()
+        rebuilt = await memory.rebuild_passages(s, "u")
+        again = await memory.rebuild_passages(s, "u")
+        restored, restored_vectors = await state()
+        # the question gone (deleted, expired): the reply keeps the exchange it holds
+        question = next(key for key, found in recorded.items() if not found and key < min(with_passages(recorded)))
+        await memory.delete_memory(s, "u", question)
+        after_delete = await memory.rebuild_passages(s, "u")
+        left, _ = await state()
+    assert (
+        len(with_passages(recorded)) == 2 and bare == 4 < vectors
+    )  # the reply's exchange, the long message's sentences
+    assert any("sourdough" in passage for found in recorded.values() if found for passage in found)
+    assert set(stripped.values()) == {None}
+    assert rebuilt == 2 and again == 0
+    assert restored == recorded and restored_vectors == vectors
+    assert after_delete == 0 and left == {key: found for key, found in recorded.items() if key != question}
