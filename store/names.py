@@ -106,6 +106,8 @@ _WISHES = frozenset([
     "night", "weekend", "luck", "job", "work", "holidays", "thanksgiving", "easter", "much",
 ])
 # fmt: on
+# The words after which a name closing a sentence is not said to someone.
+_NOT_ADDRESSED_AFTER = _TAKES_OBJECT | _APPOSITION
 # A name followed by "and"/"or" and another capitalised word is one of a list ("Scout, Toby, and Buddy").
 _LIST_AFTER = re.compile(r"^,?\s*(?:and|or|&)\s+[A-Z]")
 
@@ -133,7 +135,7 @@ def addressed(text: str, match: re.Match[str]) -> bool:
         return False
     sentence = re.split(r"[.!?\n]", before)[-1]
     previous = re.findall(r"[\w'’]+", sentence[-60:])
-    if not previous or previous[-1].lower() in _TAKES_OBJECT | _APPOSITION:
+    if not previous or previous[-1].lower() in _NOT_ADDRESSED_AFTER:
         return False
     # "Harry Potter!" (but not a sentence's first word: "Amazing Maya!"), "I named it Ned."
     last_of_a_name = previous[-1][:1].isupper() and previous[-1].lower() not in _WISHES

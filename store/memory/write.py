@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 from difflib import SequenceMatcher
 from typing import Any, Literal
 
-from langgraph.store.base import BaseStore, GetOp, PutOp
+from langgraph.store.base import BaseStore, GetOp, Item, PutOp
 
 from store.backend import backend_for
 from store.clean import strip_nul
@@ -320,9 +320,8 @@ async def record_chat_message(
         **({"truncated": True} if truncated else {}),
         **({"speaker": speaker} if speaker else {}),
     }
-    found = passages(str(value["text"]), speaker)
-    if thread_id and (answered := await _answered(store, ns, thread_id, written, speaker or role, value["text"])):
-        found.append(answered)
+    asked = await backend_for(store).thread_last(ns, thread_id, written) if thread_id else None
+    found = _message_passages(str(value["text"]), speaker, speaker or role, asked)
     if found:
         value[PASSAGES_FIELD] = found
     value = with_expiry(value, config, now)
@@ -334,14 +333,16 @@ async def record_chat_message(
     return {"id": key, **shown(value)}
 
 
-async def _answered(store: BaseStore, ns: tuple, thread_id: str, written: str, author: str, text: str) -> str | None:
-    """The exchange passage of a chat message answering the one before it in its thread
-    (`store.sentences.exchange`): that message's question and this reply, or None."""
-    before = await backend_for(store).thread_last(ns, thread_id, written)
-    if before is None:
-        return None
-    asker = str(before.value.get("speaker") or before.value.get("role") or "")
-    return exchange(str(before.value.get("text") or ""), asker, text, author)
+def _message_passages(text: str, speaker: str | None, author: str, asked: Item | None) -> list[str]:
+    """The passages a chat message keeps (store/sentences.py): its sentences and, when `asked`
+    (the message before it in its thread) was written by someone else and asks a question, the
+    exchange of that question and this reply (`store.sentences.exchange`)."""
+    found = passages(text, speaker)
+    if asked is not None:
+        asker = str(asked.value.get("speaker") or asked.value.get("role") or "")
+        if answered := exchange(str(asked.value.get("text") or ""), asker, text, author):
+            found.append(answered)
+    return found
 
 
 async def _chat_items(store: BaseStore, user_id: str) -> list:
@@ -367,16 +368,12 @@ async def rebuild_passages(store: BaseStore, user_id: str, *, config: MemoryConf
     expired since). Returns how many. Run it while nothing records that user's messages."""
     config = config or memory_config()
     ns = namespace(user_id, "chat")
-    before: dict[str, Any] = {}  # thread -> the message written last so far
+    before: dict[str, Item] = {}  # thread -> the message written last so far
     ops: list[PutOp] = []
     for item in await _chat_items(store, user_id):
         value, thread = item.value, item.value.get("thread_id")
-        text, author = str(value.get("text") or ""), value.get("speaker") or value.get("role")
-        found = passages(text, value.get("speaker"))
-        if thread and (asked := before.get(thread)) is not None:
-            asker = str(asked.value.get("speaker") or asked.value.get("role") or "")
-            if answered := exchange(str(asked.value.get("text") or ""), asker, text, str(author or "")):
-                found.append(answered)
+        author = str(value.get("speaker") or value.get("role") or "")
+        found = _message_passages(str(value.get("text") or ""), value.get("speaker"), author, before.get(thread or ""))
         if thread:
             before[thread] = item
         kept = [str(passage) for passage in value.get(PASSAGES_FIELD) or []]

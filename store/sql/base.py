@@ -497,6 +497,12 @@ class SQLBase:
         )
         return list(rows[0]["lexemes"])
 
+    async def _term_statistics(self, statement: str, scope: str, lexemes: Sequence[str]) -> dict:
+        """The one row of a statistics `statement` of `scope` over `term_counts_sql` for `lexemes`
+        (each as a tsquery of its own)."""
+        terms = [_tsquery_literal(lexeme) for lexeme in lexemes]
+        return (await self._fetch(statement, {"scope": scope, "terms": terms}))[0]
+
     async def _bm25(self, statement: str, params: dict) -> list[dict]:
         """The rows of a `bm25_sql` `statement` (ordered by score, at most `params["limit"]`) for
         `bm25_params`: the candidates are the rows holding one of the `essential` lexemes; when

@@ -14,7 +14,6 @@ from store.sql.base import (
     KB_PREFIX,
     SQLBase,
     _neighbour_pairs,
-    _tsquery_literal,
     bm25_params,
     bm25_sql,
     term_counts_sql,
@@ -91,8 +90,7 @@ class KnowledgeSQL(SQLBase):
         lexemes = await self._lexemes(config, query)
         if not lexemes:
             return []
-        terms = [_tsquery_literal(lexeme) for lexeme in lexemes]
-        dfs = (await self._fetch(KB_TERM_COUNTS_SQL, {"scope": kb, "terms": terms}))[0]["dfs"]
+        dfs = (await self._term_statistics(KB_TERM_COUNTS_SQL, kb, lexemes))["dfs"]
         # a registry behind the chunks (written after them) counts at least the rows seen
         stats = {"n": max(n, *dfs), "avgdl": avgdl, "dfs": dfs}
         rows = await self._bm25(KB_KEYWORD_SQL, bm25_params(kb, lexemes, stats, limit=limit))

@@ -14,7 +14,6 @@ from store.sql.base import (
     SQLBase,
     _any_of,
     _neighbour_pairs,
-    _tsquery_literal,
     bm25_params,
     bm25_sql,
     term_counts_sql,
@@ -143,8 +142,7 @@ class MemorySQL(SQLBase):
     async def keyword_statistics(self, prefix: str, lexemes: Sequence[str]) -> dict:
         """Namespace `prefix`'s BM25 statistics for `lexemes` (MEMORY_TERM_STATS_SQL): {"n",
         "avgdl", "dfs"} (rows, mean length, rows holding each lexeme, in order)."""
-        terms = [_tsquery_literal(lexeme) for lexeme in lexemes]
-        return (await self._fetch(MEMORY_TERM_STATS_SQL, {"scope": prefix, "terms": terms}))[0]
+        return await self._term_statistics(MEMORY_TERM_STATS_SQL, prefix, lexemes)
 
     async def unindex_memories(self, prefix: str, keys: Sequence[str]) -> None:
         """Delete the full text of these memories under namespace `prefix`."""
