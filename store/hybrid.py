@@ -105,7 +105,12 @@ class Policy:
     sink what keyword search ranks first (0: none). `answer_weight`: the least share of a hit's
     score the reply to it gets when it asks a question (`reply_to`, `with_neighbours`; 0: none).
     `parts`: the candidates are chat messages, and a message sent in parts is one result
-    (store/parts.py; not for memories written together from one turn, which are not parts)."""
+    (store/parts.py; not for memories written together from one turn, which are not parts).
+    `keyword_names`: False, the keyword list the ranking fuses is searched with the query's
+    names left out (`Signals.ranked_keyword`), as the vector searches are: in a chat log every
+    line of a person opens with their name, so a name in the query makes keyword search favour
+    that person's shortest lines; the name bonus weighs the names instead. Plain keyword search
+    (`Signals.keyword`) keeps them, and the keyword floor reads it."""
 
     keyword_weight: float
     time_weight: float = 0.0
@@ -122,6 +127,7 @@ class Policy:
     keyword_floor: float = 0.0
     answer_weight: float = 0.0
     parts: bool = False
+    keyword_names: bool = True
 
 
 @dataclass
@@ -137,6 +143,13 @@ class Signals:
     names: set[str] = field(default_factory=set)
     neighbours: dict[str, list[Candidate]] = field(default_factory=dict)
     people: dict[str, frozenset[str]] = field(default_factory=dict)  # person -> their names; {} : each of `names`
+    keyword_nameless: list[Scored] | None = None  # keyword hits of the query without its names (`Policy.keyword_names`)
+
+    @property
+    def ranked_keyword(self) -> list[Scored]:
+        """The keyword list the ranking fuses: the search without the query's names when it ran,
+        else plain keyword search's."""
+        return self.keyword if self.keyword_nameless is None else self.keyword_nameless
 
     @property
     def persons(self) -> dict[str, frozenset[str]]:
@@ -161,7 +174,14 @@ class Signals:
     def sliced(self, depth: int) -> Signals:
         """These signals as a search `depth` deep would have gathered them (the neighbours of the
         first NEIGHBOUR_SEEDS hits of each list do not depend on the depth)."""
-        return replace(self, dense=self.dense[:depth], keyword=self.keyword[:depth], dated=self.dated[:depth])
+        nameless = None if self.keyword_nameless is None else self.keyword_nameless[:depth]
+        return replace(
+            self,
+            dense=self.dense[:depth],
+            keyword=self.keyword[:depth],
+            dated=self.dated[:depth],
+            keyword_nameless=nameless,
+        )
 
 
 @dataclass
@@ -182,7 +202,8 @@ async def gather(corpus: Corpus, policy: Policy, query: str, depth: int, now: da
     range relative to `now` (`store.dates.query_window`), a second dense search restricted to it
     and a third to the TOLD_LATER after it, whose candidates telling of a time in the range are
     kept (`store.dates.tells_of`), merged into the dense list (so the range's candidates are
-    ordered by their own similarity)."""
+    ordered by their own similarity). Without `policy.keyword_names`, a query naming someone is
+    also searched by keyword without the names (`Signals.keyword_nameless`)."""
     window = None
     if policy.time_weight:
 
@@ -193,19 +214,25 @@ async def gather(corpus: Corpus, policy: Policy, query: str, depth: int, now: da
 
         window = await query_window(query, now, event_time)
     keyword_search = asyncio.ensure_future(corpus.keyword(query, depth))  # full text needs no names
+    nameless: asyncio.Future[list[Scored]] | None = None  # the keyword search without the names
     try:
         people = await corpus.names(query)
         names = set().union(*people.values()) if people else set()
         vector_query = without_names(query, names)
+        if names and not policy.keyword_names:
+            nameless = asyncio.ensure_future(corpus.keyword(vector_query, depth))
         searches = [corpus.dense(vector_query, depth)]
         if window is not None:  # and the weeks after it: a message may tell of it later ("yesterday")
             searches.append(corpus.dense(vector_query, depth, span=window))
             searches.append(corpus.dense(vector_query, depth, span=(window[1], window[1] + TOLD_LATER)))
         dense, *dated = await asyncio.gather(*searches)
         keyword = await keyword_search
+        keyword_nameless = await nameless if nameless is not None else None
     finally:
         keyword_search.cancel()  # when a search above failed; a no-op once it is done
-    signals = Signals(query, dense, keyword, names=names, people=people)
+        if nameless is not None:
+            nameless.cancel()
+    signals = Signals(query, dense, keyword, names=names, people=people, keyword_nameless=keyword_nameless)
     if policy.neighbour_weight and policy.neighbour_turns:
         seeds = [item.key for item, _ in dense[:NEIGHBOUR_SEEDS]] + [item.key for item, _ in keyword[:NEIGHBOUR_SEEDS]]
         signals.neighbours = await corpus.neighbours(list(dict.fromkeys(seeds)), policy.neighbour_turns)
@@ -233,8 +260,8 @@ def rank(signals: Signals, policy: Policy) -> list[Ranked]:
     """The fused candidates, best first, each text once (and with `document_field`, each
     document's best first): `fusion.fuse` of the dense and keyword lists plus the time and name
     bonuses, then the thread neighbours ranked in (each with its own bonuses, `with_neighbours`)."""
-    dense = signals.merged_dense
-    by_key: dict[str, Candidate] = {item.key: item for item, _ in signals.keyword}
+    dense, keyword = signals.merged_dense, signals.ranked_keyword
+    by_key: dict[str, Candidate] = {item.key: item for item, _ in keyword}
     by_key.update({item.key: item for item, _ in dense})
     listed = set(by_key)
     for items in signals.neighbours.values():
@@ -246,7 +273,7 @@ def rank(signals: Signals, policy: Policy) -> list[Ranked]:
     }
     fused = fuse(
         [(item.key, score) for item, score in dense],
-        [(item.key, score) for item, score in signals.keyword if score > 0],
+        [(item.key, score) for item, score in keyword if score > 0],
         keyword_weight=policy.keyword_weight,
         bonus={key: bonus[key] for key in listed},
         keyword_method=policy.keyword_method,
@@ -260,7 +287,7 @@ def rank(signals: Signals, policy: Policy) -> list[Ranked]:
         fused = with_keyword_floor(fused, lifted, weight)
     similarity = {item.key: score for item, score in dense}
     dense_rank = {item.key: position for position, (item, _) in enumerate(dense, 1)}
-    keyword_rank = {item.key: position for position, (item, _) in enumerate(signals.keyword, 1)}
+    keyword_rank = {item.key: position for position, (item, _) in enumerate(keyword, 1)}
     ranked = [
         Ranked(
             by_key[key], score, similarity.get(key), {"dense": dense_rank.get(key), "keyword": keyword_rank.get(key)}
@@ -443,7 +470,8 @@ def floor_hits(signals: Signals, texts: dict, weight: float) -> tuple[list[str],
     """What `with_keyword_floor` lifts for these signals (`texts`: key -> text), in keyword
     order, and the floor's weight (`weight`, the policy's).
 
-    The keyword hits read are plain keyword search's (each text once) but small talk said to a
+    The keyword hits read are plain keyword search's (each text once; not the search without the
+    query's names the ranking may fuse, `Policy.keyword_names`) but small talk said to a
     person the query names (`small_talk_to`: "love you Tibo", "gn Tibo"): a question naming
     Tibo matches those short messages on the name, and they would set the first score and the
     tail that the real matches have to stand out against (`standouts`; in a list shorter than

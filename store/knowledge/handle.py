@@ -97,6 +97,7 @@ class Gathered:
             "signal_query": signals.query,
             "dense": pairs(signals.dense),
             "keyword": pairs(signals.keyword),
+            "keyword_nameless": None if signals.keyword_nameless is None else pairs(signals.keyword_nameless),
             "dated": pairs(signals.dated),
             "names": sorted(signals.names),
             "people": {person: sorted(names) for person, names in signals.people.items()},
@@ -137,6 +138,7 @@ class Gathered:
             set(data["names"]),
             {key: [Hit(k, values[k], 0.0) for k in keys] for key, keys in data["neighbours"].items()},
             {person: frozenset(names) for person, names in (data.get("people") or {}).items()},
+            None if data.get("keyword_nameless") is None else scored(data["keyword_nameless"]),
         )
         graph = data.get("graph")
         walk = None

@@ -192,6 +192,7 @@ def kb_policy(config: KnowledgeConfig, keyword_weight: float | None = None) -> h
         date_field="date",
         document_field="source",
         parts=True,
+        keyword_names=False,
     )
 
 

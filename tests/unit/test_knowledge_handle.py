@@ -153,3 +153,45 @@ async def test_the_embedder_embeds_a_text_once_even_while_it_is_in_flight():
         await cached.aembed_query(text)
     await cached.aembed_query("where is the pump")
     assert model.calls[-1] == ["where is the pump"]
+
+
+CHAT_LOG = [
+    "Nate: ok",
+    "Joanna: Did you see the new bakery on Elm Street? Their sourdough is amazing and the owner is so kind.",
+    "Nate: lol",
+    "Joanna: I went back twice this week for the cinnamon rolls.",
+    "Nate: haha sure",
+    "Joanna: We should go together on Saturday morning.",
+    "Nate: I tried the bakery yesterday, the rye bread was great",
+    "Nate: yes",
+]
+
+
+async def test_a_chat_log_is_ranked_on_keyword_hits_without_the_names_the_question_holds():
+    """In a chat log every line of a person opens with their name: the question's name makes
+    plain keyword search favour that person's shortest lines. Hybrid ranking fuses a keyword
+    search of the question without its names (the name bonus weighs them); the keyword strategy
+    stays plain keyword search."""
+    store = InMemoryStore(index={"dims": 384, "embed": get_embeddings(), "fields": ["content"]})
+    await knowledge.create_kb(store, "log", "a chat")
+    documents = [{"text": line, "source": f"turn-{i}"} for i, line in enumerate(CHAT_LOG)]
+    await knowledge.ingest_texts(store, "log", documents, chunk_size=2000, chunk_overlap=0)
+    handle = await knowledge.open(store, "log")
+    question = "What did Nate think of the bakery?"
+    gathered = await handle.gather(question, top_k=5, strategies={"keyword", "hybrid"})
+    signals = gathered.signals
+    assert signals.people and signals.keyword_nameless is not None
+    nameless = [hit.value["content"] for hit, _ in signals.keyword_nameless]
+    plain = [hit.value["content"] for hit, _ in signals.keyword]
+    assert all("bakery" in text for text in nameless) and len(nameless) == 2
+    assert any("bakery" not in text for text in plain)  # Nate's lines that match his name only
+    keyword = knowledge.rank(gathered, "keyword")["retrieval_results"]
+    assert [r["content"] for r in keyword] == list(dict.fromkeys(plain))[:5]
+    hybrid = knowledge.rank(gathered, "hybrid")["retrieval_results"]
+    assert "bakery" in hybrid[0]["content"]
+    back = knowledge.Gathered.from_data(json.loads(json.dumps(gathered.as_data())))
+    assert back.signals.keyword_nameless is not None
+    assert [h.key for h, _ in back.signals.keyword_nameless] == [h.key for h, _ in signals.keyword_nameless]
+    assert knowledge.rank(back, "hybrid") == knowledge.rank(gathered, "hybrid")
+    unnamed = await handle.gather("Which bread is good?", top_k=5, strategies={"hybrid"})
+    assert unnamed.signals.keyword_nameless is None  # nobody named: one keyword search

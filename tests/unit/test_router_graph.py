@@ -900,7 +900,8 @@ async def test_graph_and_fusion_workers_reuse_the_gathered_signals(model_slot, c
     )
     assert [run["status"] for run in state["worker_runs"]] == ["success"] * 5
     assert store.registry_reads == 1 and store.vector_searches == 1
-    assert counts["bm25"] == 1 and counts["frequencies"] == 1 and counts["walks"] == 1
+    # two full-text searches: the question as asked (keyword strategy) and without "Float" (hybrid's)
+    assert counts["bm25"] == 2 and counts["frequencies"] == 1 and counts["walks"] == 1
     # the message (knowledge-base match) and the search's query (without "Float", a name most
     # chunks hold: store/names.py), each embedded once
     asked = [text for text in counts["embedded"] if nonce in text]
