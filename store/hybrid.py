@@ -17,13 +17,25 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Protocol, TypeVar
 
-from store.bm25 import tokenize
 from store.dates import TOLD_LATER, asks_when, parse_stamp, query_window, tells_of, told_spans
+from store.floor import (
+    ADDRESS_WORDS,
+    LIST_FLOOR,
+    LITTLE,
+    PREFIX,
+    asked_words,
+    held_words,
+    lists_several,
+    shares_words,
+    small_talk_to,
+    standouts,
+    with_keyword_floor,
+)
 from store.fusion import distinct_texts, fuse
 from store.names import about, mentions, without_names
 from store.parts import message_heads, with_parts
@@ -31,19 +43,6 @@ from store.parts import message_heads, with_parts
 NEIGHBOUR_SEEDS = 10  # top hits of each signal whose thread neighbours are fetched
 NEIGHBOUR_HITS = 10  # top fused hits that bring their neighbours into the ranking
 SUBSTANCE_WORDS = 5  # words (beside names and little words) a message needs to earn the whole name bonus
-FLOOR_K = 5  # rank constant of `with_keyword_floor`: small, so that the first ranks of each list count
-FLOOR_GAP = 1.5  # a keyword hit counts in `with_keyword_floor` when it scores this times ...
-FLOOR_TAIL = 10  # ... the keyword list's score at this rank (`standouts`) ...
-FLOOR_TOP = 0.67  # ... and this share of its first score
-LIST_FLOOR = 1.0  # `with_keyword_floor`'s weight at least for a question listing several things (`floor_hits`)
-ADDRESS_WORDS = 3  # words (beside names and little words) a message to someone needs to say more than hello
-# fmt: off
-_LITTLE = frozenset([
-    "you", "your", "you're", "youre", "re", "u", "ur", "i", "i'm", "im", "me", "my", "so", "of",
-    "the", "a", "an", "to", "and", "or", "at", "in", "on", "is", "are", "be", "it", "that", "this",
-    "how", "about", "what", "was", "so", "too", "very", "just"
-])
-# fmt: on
 T = TypeVar("T")
 
 
@@ -234,6 +233,8 @@ async def gather(corpus: Corpus, policy: Policy, query: str, depth: int, now: da
             nameless.cancel()
     signals = Signals(query, dense, keyword, names=names, people=people, keyword_nameless=keyword_nameless)
     if policy.neighbour_weight and policy.neighbour_turns:
+        # the plain lists' first hits (those of the search without names too: 3 fewer of the messy
+        # LoCoMo's questions found, bench/results.md 2026-12-08)
         seeds = [item.key for item, _ in dense[:NEIGHBOUR_SEEDS]] + [item.key for item, _ in keyword[:NEIGHBOUR_SEEDS]]
         signals.neighbours = await corpus.neighbours(list(dict.fromkeys(seeds)), policy.neighbour_turns)
         if policy.neighbour_gap is not None:
@@ -320,9 +321,6 @@ def close(hit: dict, neighbour: dict, policy: Policy) -> bool:
     return abs(datetime.fromisoformat(first) - datetime.fromisoformat(second)) <= policy.neighbour_gap
 
 
-_PREFIX = re.compile(r"^[^\n:]{1,40}:\s+")
-
-
 def name_bonus(value: dict, signals: Signals, policy: Policy) -> float:
     """A candidate's name bonus: `policy.name_weight` times its share (`name_share`) times how
     much it says (`substance`)."""
@@ -336,9 +334,9 @@ def substance(text: str, names: set[str]) -> float:
     small talk ("need a holiday", "How was your day Marcus?") is theirs as much as what they
     did, but says less: without this, on a question about them worded away from their words
     ("What hobbies has Jo picked up?"), their small talk fills the first results on the bonus."""
-    said = _PREFIX.sub("", text, count=1)
+    said = PREFIX.sub("", text, count=1)
     skip = {word.lower() for name in names for word in name.split()}
-    words = [w for w in re.findall(r"[\w'’]+", said.lower()) if w not in _LITTLE and w not in skip and not w.isdigit()]
+    words = [w for w in re.findall(r"[\w'’]+", said.lower()) if w not in LITTLE and w not in skip and not w.isdigit()]
     return min(1.0, len(words) / SUBSTANCE_WORDS)
 
 
@@ -372,7 +370,7 @@ def speaker_share(value: dict, people: dict[str, frozenset[str]]) -> float:
         return 0.5
     said = text.split(":", 1)[1] if text.startswith(f"{speaker}:") else text
     names = {word.lower() for name in others for word in name.split()}
-    words = [w for w in re.findall(r"[\w'’]+", said.lower()) if w not in _LITTLE and w not in names]
+    words = [w for w in re.findall(r"[\w'’]+", said.lower()) if w not in LITTLE and w not in names]
     return 1.0 if len(words) >= ADDRESS_WORDS else 0.5
 
 
@@ -462,7 +460,7 @@ def _author(value: dict, policy: Policy) -> str | None:
 
 def _speaker(text: str) -> str | None:
     """Who wrote a text that is one message, "Name: words" on one line; None for anything else."""
-    found = _PREFIX.match(text)
+    found = PREFIX.match(text)
     return found.group(0).split(":", 1)[0].strip() if found and "\n" not in text.strip() else None
 
 
@@ -496,115 +494,6 @@ def floor_hits(signals: Signals, texts: dict, weight: float) -> tuple[list[str],
     standout = {key for key, _ in standouts(plain, parts, short=bool(names) and not signals.dated)}
     lifted = [key for key, _ in plain if key in standout and shares_words(str(texts.get(key) or ""), words)]
     return lifted, max(weight, LIST_FLOOR) if several else weight
-
-
-def small_talk_to(text: str, names: set[str]) -> bool:
-    """Whether `text` is small talk said to one of `names`: it addresses them (`store.names`:
-    "love you Tibo", "gn Tibo", "u ok Tibo?"), names them no other way, and says fewer than
-    ADDRESS_WORDS words beside little words and their names (past a "Name: " prefix)."""
-    said = _PREFIX.sub("", text, count=1)
-    if not names or not mentions(said, names) or about(said, names):
-        return False
-    skip = {word.lower() for name in names for word in name.split()}
-    words = [w for w in re.findall(r"[\w'’]+", said.lower()) if w not in _LITTLE and w not in skip]
-    return len(words) < ADDRESS_WORDS
-
-
-def standouts(
-    ranked: list[tuple[str, float]], parts: Callable[[str], set[str]] | None = None, short: bool = False
-) -> list[tuple[str, float]]:
-    """The hits of a keyword list (best first, each text once) that stand out: scoring at least
-    FLOOR_GAP times its FLOOR_TAIL-th score and FLOOR_TOP times the first score of their part of
-    the question; none in a list shorter than FLOOR_TAIL (no tail to stand out from: a few
-    passages share a paraphrased question's common words at all), unless `short`: such a list
-    holds every message sharing a word of the query (the search asked for more), its tail
-    scores 0 and its hits stand out by the first score alone. `floor_hits` asks for that when
-    the query names people: their name bonus, earned by all their other messages, is what
-    sinks the one message holding the question's rare word ("Which city have both Jean and John
-    visited?": the one message holding "visited", by the other speaker, ranks 15th).
-    A paraphrased question, or one whose words are in most messages (two people's names), gets a flat list of weak matches: none stand out from the
-    tail. A question quoting one message gets one clear winner: the runners-up, far below it, are
-    not lifted over the messages around that winner (the replies the neighbours bring in).
-
-    Without `parts` the whole question is one part (its first score). With `parts` (key -> the
-    question's words the hit holds; for a question listing several things, `lists_several`), a
-    hit's part is that of the hits above it sharing one of its words: a question listing them in
-    their own words ("What did Jo say about the camper van, the conference, the long weekend and
-    the ski week?") has a first score per thing, and the message holding only "conference" stands
-    out beside the one holding "camper van", which the whole question's
-    first score would leave out (a share of a long question's words scores a share of its BM25).
-    The tail is then at most the first score of a hit holding none of the question's words (a
-    message matching its names only, "Jo: lol"): the FLOOR_TAIL-th hit may hold one of them
-    already, a common one ("work" in "how was work?") of a question listing many."""
-    if not ranked or (len(ranked) < FLOOR_TAIL and not short):
-        return []
-    tail, top = (ranked[FLOOR_TAIL - 1][1] if len(ranked) >= FLOOR_TAIL else 0.0), ranked[0][1]
-    if parts:
-        tail = min(tail, next((score for key, score in ranked if not parts(key)), tail))
-    above: list[tuple[float, set[str]]] = []
-    found = []
-    for key, score in ranked:
-        words = parts(key) if parts else set()
-        first = max((s for s, held in above if held & words), default=score) if words else top
-        if score >= FLOOR_GAP * tail and score >= FLOOR_TOP * first:
-            found.append((key, score))
-        above.append((score, words))
-    return found
-
-
-def held_words(text: str, words: set[str]) -> set[str]:
-    """The `words` (lower case) that `text` holds in some form (`same_stem`)."""
-    tokens = set(tokenize(text))
-    return {word for word in words if any(same_stem(word, token) for token in tokens)}
-
-
-def lists_several(query: str) -> bool:
-    """Whether a question lists several things: two commas or more ("What did Jo say about back
-    pain, hay fever, insomnia and a sprained wrist?"). Only then do the question's words form
-    parts of their own (`standouts`): a question about one thing ("What did Jo say to Sam about
-    the grand opening?") has framing words ("say") a message holds without answering it."""
-    return query.count(",") >= 2
-
-
-def asked_words(query: str, names: set[str]) -> set[str]:
-    """What `query` asks about in words: its words (`store.bm25.tokenize`: lower case, no stop
-    words) beside the `names` it holds."""
-    held = {word for name in names for word in tokenize(name)}
-    return {word for word in tokenize(query) if word not in held and word not in _LITTLE}
-
-
-def shares_words(text: str, words: set[str]) -> bool:
-    """Whether `text` holds one of `words` or a word of the same stem, roughly: sharing its
-    first four letters or the whole of a shorter word ("dog" / "dogs", "picked" / "picking")."""
-    return any(same_stem(word, other) for other in set(tokenize(text)) for word in words)
-
-
-def same_stem(a: str, b: str) -> bool:
-    """Whether two lower-case words are one word, roughly: equal, one the other plus "s", or
-    sharing their first four letters."""
-    return a == b or a + "s" == b or b + "s" == a or (len(a) >= 4 and len(b) >= 4 and a[:4] == b[:4])
-
-
-def with_keyword_floor(
-    fused: list[tuple[str, float]], keyword: Sequence[str], weight: float
-) -> list[tuple[str, float]]:
-    """`fused` (the bonus-ranked list) and `keyword` (plain keyword search's order) by weighted
-    reciprocal rank fusion: 1 / (FLOOR_K + rank) from `fused`, `weight` / (FLOOR_K + rank) from
-    `keyword`, best first (ties in the fused order). Each bonus
-    (names, dates, neighbours) helps on its kind of question and can hurt on another: a person's
-    small talk earning their name bonus, or the neighbours of one hit, can fill the first results
-    and push out the message holding the question's own words, which keyword search ranks first.
-    With the fusion it climbs back among them (a keyword hit the bonuses left at rank 20 comes
-    back near rank 6), while the bonus-ranked order stands for the rest: neither sinks the other.
-    The scores stay those of the fused list, place by place (a hit moved up takes the score of
-    the place it takes), so a ranking the floor leaves alone keeps its scores."""
-    scores = {key: 1.0 / (FLOOR_K + rank) for rank, (key, _) in enumerate(fused, 1)}
-    for rank, key in enumerate(keyword, 1):
-        if key in scores:
-            scores[key] += weight / (FLOOR_K + rank)
-    order = {key: index for index, (key, _) in enumerate(fused)}
-    keys = sorted(scores, key=lambda key: (-scores[key], order[key]))
-    return [(key, score) for key, (_, score) in zip(keys, fused, strict=True)]
 
 
 def per_document(ranked: Sequence[T], source) -> list[T]:

@@ -176,7 +176,7 @@ def kb_policy(config: KnowledgeConfig, keyword_weight: float | None = None) -> h
     next to a hit in its document, the documents dated next to it within NEIGHBOUR_GAP: the
     messages around a message of a chat log; the reply to a message asking a question scores
     `answer_weight` of it, `store.hybrid.reply_to`), documents compete, and plain keyword search's
-    hits that stand out keep a place among the first (`keyword_floor`, `store.hybrid.with_keyword_floor`);
+    hits that stand out keep a place among the first (`keyword_floor`, `store.floor.with_keyword_floor`);
     in a chat log, a message sent in parts (documents of one "Name: ..." line each) is one result."""
     return hybrid.Policy(
         keyword_weight=config.hybrid_keyword_weight if keyword_weight is None else keyword_weight,

@@ -1,7 +1,7 @@
 """Knowledge-base hybrid search over a chat log (a document per turn) on the real Postgres store:
 a question listing several things in the log's own words gets each thing's turn into its first
 ten, as plain keyword search does, though each turn holds a small share of the question's words
-(`store.hybrid.standouts`: each part of the question has its own first keyword hit)."""
+(`store.floor.standouts`: each part of the question has its own first keyword hit)."""
 
 from __future__ import annotations
 

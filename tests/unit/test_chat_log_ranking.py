@@ -1,4 +1,4 @@
-"""The keyword floor's standouts per part of a question listing several things (store/hybrid.py,
+"""The keyword floor's standouts per part of a question listing several things (store/floor.py,
 `standouts`, `lists_several`): each thing's own first keyword hit stands out, not only the whole
 question's first; what the floor reads and weighs (`floor_hits`, `small_talk_to`); the reply to
 a hit asking a question (`reply_to`, `Policy.answer_weight`)."""
@@ -7,20 +7,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from store.hybrid import (
-    FLOOR_TAIL,
-    LIST_FLOOR,
-    Policy,
-    Signals,
-    floor_hits,
-    held_words,
-    lists_several,
-    rank,
-    reply_to,
-    small_talk_to,
-    standouts,
-    with_keyword_floor,
-)
+from store.floor import FLOOR_TAIL, LIST_FLOOR, held_words, lists_several, small_talk_to, standouts, with_keyword_floor
+from store.hybrid import Policy, Signals, floor_hits, rank, reply_to
 from store.knowledge.search import Hit
 
 

@@ -21,8 +21,9 @@ from store.dates import (
     tells_of,
     told_spans,
 )
+from store.floor import FLOOR_TAIL, standouts, with_keyword_floor
 from store.fusion import fuse, normalised
-from store.hybrid import FLOOR_TAIL, speaker_share, standouts, with_keyword_floor
+from store.hybrid import speaker_share
 from store.memory.write import near_exact, same_source
 from store.names import about, capitalised_words, mentions, named, without_names
 from store.sentences import EXCHANGE_QUESTION_CHARS, exchange, passages
