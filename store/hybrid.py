@@ -233,8 +233,8 @@ async def gather(corpus: Corpus, policy: Policy, query: str, depth: int, now: da
             nameless.cancel()
     signals = Signals(query, dense, keyword, names=names, people=people, keyword_nameless=keyword_nameless)
     if policy.neighbour_weight and policy.neighbour_turns:
-        # the plain lists' first hits (those of the search without names too: 3 fewer of the messy
-        # LoCoMo's questions found, bench/results.md 2026-12-08)
+        # the first hits of the dense list and of plain keyword search (the neighbours of the
+        # name-free keyword list's first hits too were measured to find less, not more)
         seeds = [item.key for item, _ in dense[:NEIGHBOUR_SEEDS]] + [item.key for item, _ in keyword[:NEIGHBOUR_SEEDS]]
         signals.neighbours = await corpus.neighbours(list(dict.fromkeys(seeds)), policy.neighbour_turns)
         if policy.neighbour_gap is not None:
